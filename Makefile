@@ -1,0 +1,55 @@
+# vto: `make demo` brings the whole system up locally; `make test` runs every test tier.
+# Every target installs what it needs first (scripts/bootstrap.sh is idempotent and quiet).
+
+BUILD_DIR  ?= build/release
+ASAN_DIR   ?= build/asan
+BIN_DIR    := $(CURDIR)/build/bin
+CTEST_ARGS ?=
+
+.PHONY: all bootstrap build test unit-test integration-test asan demo bench image clean help
+
+all: build
+
+help:
+	@echo "make demo         start the local system: API server, Vertex emulator, GCS emulator, operator, samples"
+	@echo "make test         install, build and run every test (unit, integration, conformance)"
+	@echo "make build        build/bin/vto and the other binaries (Release)"
+	@echo "make asan         Debug build with AddressSanitizer+UBSan and its unit tests"
+	@echo "make bench        benchmarks that print figures (not tests)"
+	@echo "make image        the container image, built with buildah"
+
+bootstrap:
+	@scripts/bootstrap.sh
+
+# Configure every time: it is cheap, and it refreshes the git revision that `vto version` prints.
+build: bootstrap
+	@cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release -DVTO_BIN_DIR=$(BIN_DIR) >/dev/null
+	@cmake --build $(BUILD_DIR)
+
+test: build
+	ctest --test-dir $(BUILD_DIR) --output-on-failure --timeout 1200 $(CTEST_ARGS)
+
+unit-test: build
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -L unit $(CTEST_ARGS)
+
+integration-test: build
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -L integration $(CTEST_ARGS)
+
+# Debug with AddressSanitizer and UndefinedBehaviorSanitizer; its binaries go to build/asan/bin.
+asan: bootstrap
+	@cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DVTO_SANITIZE=ON \
+	  -DVTO_BIN_DIR=$(CURDIR)/$(ASAN_DIR)/bin >/dev/null
+	@cmake --build $(ASAN_DIR)
+	ctest --test-dir $(ASAN_DIR) --output-on-failure -L unit $(CTEST_ARGS)
+
+demo: build
+	@scripts/demo.sh
+
+bench: build
+	@scripts/bench.sh
+
+image: build
+	@scripts/image.sh
+
+clean:
+	rm -rf build

@@ -1,0 +1,14 @@
+#pragma once
+// Each `vto` subcommand is one function in its own file; main.cpp only dispatches.
+// args holds what follows the subcommand's name.
+#include <string>
+#include <vector>
+
+namespace vto::cmd {
+using Args = std::vector<std::string>;
+int version(const Args& args);
+int crd(const Args& args);     // print the CRDs
+int lint(const Args& args);    // validate manifests offline
+int render(const Args& args);  // print the Vertex request bodies
+int run(const Args& args);     // the operator
+}  // namespace vto::cmd

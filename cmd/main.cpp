@@ -1,0 +1,51 @@
+// vto: the operator (`vto run`) and its offline tools, one binary.
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <map>
+
+#include "cmd/commands.h"
+
+namespace {
+struct Subcommand {
+  std::function<int(const vto::cmd::Args&)> fn;
+  const char* summary;
+};
+
+const std::map<std::string, Subcommand>& subcommands() {
+  static const std::map<std::string, Subcommand> table = {
+      {"run", {vto::cmd::run, "run the operator against a Kubernetes cluster"}},
+      {"lint", {vto::cmd::lint, "check TrainingRun/RetrainingPolicy manifests offline (-f FILE|-)"}},
+      {"render", {vto::cmd::render, "print the Vertex AI request body for each TrainingRun (-f FILE|-)"}},
+      {"crd", {vto::cmd::crd, "print the CustomResourceDefinitions (vto crd | kubectl apply -f -)"}},
+      {"version", {vto::cmd::version, "print the version and git revision"}},
+  };
+  return table;
+}
+
+int usage(std::ostream& out, int code) {
+  out << "usage: vto COMMAND [flags]\n\ncommands:\n";
+  for (const auto& [name, sub] : subcommands()) out << "  " << name << std::string(10 - name.size(), ' ') << sub.summary << "\n";
+  out << "\n'vto COMMAND --help' describes a command's flags.\n";
+  return code;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return usage(std::cerr, 2);
+  std::string name = argv[1];
+  if (name == "-h" || name == "--help" || name == "help") return usage(std::cout, 0);
+  if (name == "--version") name = "version";
+  auto it = subcommands().find(name);
+  if (it == subcommands().end()) {
+    std::cerr << "vto: unknown command \"" << name << "\"\n\n";
+    return usage(std::cerr, 2);
+  }
+  vto::cmd::Args args(argv + 2, argv + argc);
+  try {
+    return it->second.fn(args);
+  } catch (const std::exception& e) {
+    std::cerr << "vto " << name << ": " << e.what() << "\n";
+    return 1;
+  }
+}

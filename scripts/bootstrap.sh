@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Installs everything vto's build, tests and demo need on a Debian 12 machine, and builds the Go tools
+# (the test control plane, fake-gcs-server, helm) into build/bin. Idempotent, and quiet when nothing is
+# missing: each step checks first and says something only when it does work.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BIN=$ROOT/build/bin
+mkdir -p "$BIN"
+
+say() { echo "bootstrap: $*" >&2; }
+
+# 1. Debian packages.
+APT_PACKAGES=(
+  build-essential cmake ninja-build pkg-config git curl ca-certificates
+  libcpprest-dev libboost-dev libssl-dev libspdlog-dev prometheus-cpp-dev libyaml-cpp-dev
+  nlohmann-json3-dev libhowardhinnant-date-dev libgtest-dev
+  prometheus          # prometheus and promtool for the metrics tests
+)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
+  say "installing Debian packages: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# 2. Toolchains that Debian 12 ships too old or not at all: checked, not installed.
+need() { command -v "$1" >/dev/null || { say "ERROR: $1 is required ($2)"; exit 1; }; }
+need go "Go >= 1.26 from go.dev; Debian 12's golang is too old for Kubernetes 1.37"
+need kubectl "the Kubernetes CLI"
+need node "Node.js >= 20, for the Vertex client conformance test"
+need npm "npm, for the Vertex client conformance test"
+go_minor=$(go env GOVERSION | sed -E 's/^go1\.([0-9]+).*/\1/')
+[ "$go_minor" -ge 26 ] || { say "ERROR: Go >= 1.26 needed, found $(go env GOVERSION)"; exit 1; }
+
+# 3. Go tools. `go build` skips the link when the binary is up to date, so warm runs cost seconds.
+build_go() {  # build_go NAME MODULE_DIR PACKAGE [go build flags]
+  local name=$1 dir=$2 pkg=$3; shift 3
+  [ -x "$BIN/$name" ] || say "building $name (a first build of a Go tool can take many minutes)"
+  (cd "$dir" && go build -trimpath "$@" -o "$BIN/$name" "$pkg")
+}
+# The API server reports the release it was built from, as a release build does (kubectl version, /version).
+k8s=$(cd "$ROOT/tests/cluster" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
+minor=$(echo "$k8s" | cut -d. -f2)
+v=k8s.io/component-base/version
+build_go vto-testcluster "$ROOT/tests/cluster" . -ldflags "-X $v.gitVersion=$k8s -X $v.gitMajor=1 -X $v.gitMinor=$minor -X $v.gitTreeState=clean -X $v.buildDate=1970-01-01T00:00:00Z"
+
+# fake-gcs-server and helm: versions pinned in scripts/go-tools/go.mod (with go.sum).
+build_go fake-gcs-server "$ROOT/scripts/go-tools" github.com/fsouza/fake-gcs-server
+build_go helm "$ROOT/scripts/go-tools" helm.sh/helm/v3/cmd/helm
+
+# 4. npm packages for the Vertex conformance test (the official @google-cloud/aiplatform client).
+if [ -f "$ROOT/tests/conformance/package-lock.json" ]; then
+  stamp=$ROOT/tests/conformance/node_modules/.vto-lock-stamp
+  if [ ! -f "$stamp" ] || ! cmp -s "$stamp" "$ROOT/tests/conformance/package-lock.json"; then
+    say "installing npm packages for tests/conformance"
+    (cd "$ROOT/tests/conformance" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    cp "$ROOT/tests/conformance/package-lock.json" "$stamp"
+  fi
+fi
