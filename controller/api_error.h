@@ -1,0 +1,42 @@
+#pragma once
+// Errors from the API server, parsed from its Status object, and classified once here: conflicts,
+// throttling, server errors, timeouts and an expired watch are worth retrying; the rest are not.
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace vto::controller {
+
+// metav1.Status as the API server returns it with a failed request.
+struct Status {
+  int code = 0;         // HTTP status; 0 when no response arrived (connection failure, timeout)
+  std::string reason;   // NotFound, AlreadyExists, Conflict, Invalid, Forbidden, Expired, ...
+  std::string message;
+  nlohmann::json details;  // name, kind, causes[]
+};
+
+class ApiError : public std::runtime_error {
+ public:
+  ApiError(Status status, std::optional<std::chrono::seconds> retryAfter = std::nullopt);
+  const Status& status() const { return status_; }
+  // Set from the Retry-After header of a 429 (or 503).
+  std::optional<std::chrono::seconds> retryAfter() const { return retryAfter_; }
+
+  bool isNotFound() const { return status_.code == 404; }
+  bool isAlreadyExists() const { return status_.code == 409 && status_.reason == "AlreadyExists"; }
+  bool isConflict() const { return status_.code == 409 && status_.reason != "AlreadyExists"; }
+  // 410 Gone: the resourceVersion a watch or list asked for has been compacted away.
+  bool isGone() const { return status_.code == 410; }
+  bool isRetryable() const;
+
+ private:
+  Status status_;
+  std::optional<std::chrono::seconds> retryAfter_;
+};
+
+// Builds a Status from a response body (a Status object when the server sent one) and its code.
+Status parseStatus(int httpCode, const std::string& body);
+
+}  // namespace vto::controller

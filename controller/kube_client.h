@@ -1,0 +1,129 @@
+#pragma once
+// A Kubernetes API client for any group/version/resource, namespaced or cluster-scoped, with
+// objects as JSON. KubeClient is the interface the rest of vto uses (a fake implements it in
+// tests); RestKubeClient talks to a real API server. Failures throw ApiError.
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <stop_token>
+#include <string>
+
+#include "base/clock.h"
+#include "controller/api_error.h"
+#include "controller/rest_config.h"
+
+namespace vto::controller {
+
+class RestClientMetrics;
+
+// Which collection: core resources have an empty group ("" / "v1" / "configmaps").
+struct Resource {
+  std::string group;
+  std::string version;
+  std::string resource;  // plural, lower case
+  bool namespaced = true;
+
+  // The URL path of the collection (name empty) or of one object, optionally its subresource.
+  // `ns` empty on a namespaced resource means all namespaces (lists and watches only).
+  std::string path(const std::string& ns, const std::string& name = "",
+                   const std::string& subresource = "") const;
+};
+
+struct ListOptions {
+  std::string labelSelector;
+  std::string fieldSelector;
+  int limit = 0;              // page size; 0 lets the server decide
+  std::string continueToken;  // from the previous page
+  std::string resourceVersion;
+};
+
+struct ListPage {
+  nlohmann::json items = nlohmann::json::array();
+  std::string resourceVersion;  // of the list as a whole: where a watch starts
+  std::string continueToken;    // empty on the last page
+};
+
+struct WatchOptions {
+  std::string labelSelector;
+  std::string fieldSelector;
+  std::string resourceVersion;
+  bool allowWatchBookmarks = true;
+  int timeoutSeconds = 300;  // the server ends the watch after this long; the informer re-watches
+};
+
+struct WatchEvent {
+  std::string type;        // ADDED, MODIFIED, DELETED, BOOKMARK, ERROR
+  nlohmann::json object;   // the object, or a Status for ERROR
+};
+
+enum class PatchType {
+  Merge,  // application/merge-patch+json
+  Apply,  // server-side apply: application/apply-patch+yaml (JSON is valid YAML)
+};
+
+class KubeClient {
+ public:
+  virtual ~KubeClient() = default;
+  virtual nlohmann::json get(const Resource& resource, const std::string& ns,
+                             const std::string& name) = 0;
+  // One page; pass its continueToken back for the next.
+  virtual ListPage list(const Resource& resource, const std::string& ns,
+                        const ListOptions& options) = 0;
+  virtual nlohmann::json create(const Resource& resource, const std::string& ns,
+                                const nlohmann::json& object) = 0;
+  // Replaces the object named in object.metadata.name; metadata.resourceVersion guards against
+  // lost updates (409 Conflict when stale).
+  virtual nlohmann::json update(const Resource& resource, const std::string& ns,
+                                const nlohmann::json& object) = 0;
+  virtual nlohmann::json updateStatus(const Resource& resource, const std::string& ns,
+                                      const nlohmann::json& object) = 0;
+  // `fieldManager` is required for Apply; `force` takes over conflicting fields (Apply only).
+  virtual nlohmann::json patch(const Resource& resource, const std::string& ns,
+                               const std::string& name, PatchType type, const nlohmann::json& body,
+                               const std::string& fieldManager = "", bool force = false,
+                               const std::string& subresource = "") = 0;
+  virtual void remove(const Resource& resource, const std::string& ns, const std::string& name) = 0;
+  // Streams events to `onEvent` until the server ends the watch (returns normally) or `stop` is
+  // requested (returns early). Throws ApiError when the watch cannot start or the connection fails.
+  virtual void watch(const Resource& resource, const std::string& ns, const WatchOptions& options,
+                     const std::function<void(const WatchEvent&)>& onEvent,
+                     std::stop_token stop) = 0;
+};
+
+// Every page of a list, following continue tokens; returns the items and the resourceVersion of
+// the first page (a consistent snapshot across pages).
+ListPage listAll(KubeClient& client, const Resource& resource, const std::string& ns,
+                 ListOptions options);
+
+class RestKubeClient final : public KubeClient {
+ public:
+  // `metrics` may be null; it must outlive the client. `requestTimeout` bounds every request but
+  // a watch.
+  explicit RestKubeClient(RestConfig config, RestClientMetrics* metrics = nullptr,
+                          std::chrono::seconds requestTimeout = std::chrono::seconds(30));
+  ~RestKubeClient() override;
+
+  nlohmann::json get(const Resource& resource, const std::string& ns,
+                     const std::string& name) override;
+  ListPage list(const Resource& resource, const std::string& ns,
+                const ListOptions& options) override;
+  nlohmann::json create(const Resource& resource, const std::string& ns,
+                        const nlohmann::json& object) override;
+  nlohmann::json update(const Resource& resource, const std::string& ns,
+                        const nlohmann::json& object) override;
+  nlohmann::json updateStatus(const Resource& resource, const std::string& ns,
+                              const nlohmann::json& object) override;
+  nlohmann::json patch(const Resource& resource, const std::string& ns, const std::string& name,
+                       PatchType type, const nlohmann::json& body,
+                       const std::string& fieldManager = "", bool force = false,
+                       const std::string& subresource = "") override;
+  void remove(const Resource& resource, const std::string& ns, const std::string& name) override;
+  void watch(const Resource& resource, const std::string& ns, const WatchOptions& options,
+             const std::function<void(const WatchEvent&)>& onEvent, std::stop_token stop) override;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace vto::controller

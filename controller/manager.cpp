@@ -1,0 +1,136 @@
+#include "controller/manager.h"
+
+#include <spdlog/spdlog.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+namespace vto::controller {
+
+struct Manager::Runnable {
+  std::string name;
+  std::unique_ptr<WorkQueueMetrics> queueMetrics;
+  std::unique_ptr<ControllerMetrics> controllerMetrics;
+  std::unique_ptr<WorkQueue> queue;
+  std::unique_ptr<Controller> controller;
+};
+
+Manager::Manager(KubeClient& client, const Clock& clock, ManagerOptions options,
+                 std::shared_ptr<prometheus::Registry> registry, std::shared_ptr<RuntimeMetrics> metrics)
+    : client_(client),
+      clock_(clock),
+      options_(std::move(options)),
+      registry_(std::move(registry)),
+      metrics_(metrics ? std::move(metrics) : std::make_shared<RuntimeMetrics>(*registry_)) {}
+
+Manager::~Manager() { stopControllers(); }
+
+Informer& Manager::addInformer(InformerOptions options) {
+  informers_.push_back(std::make_unique<Informer>(client_, clock_, std::move(options)));
+  return *informers_.back();
+}
+
+Controller& Manager::addController(const std::string& name, Reconciler& reconciler,
+                                   int maxConcurrentReconciles) {
+  auto runnable = std::make_unique<Runnable>();
+  runnable->name = name;
+  runnable->queueMetrics = metrics_->forQueue(name);
+  runnable->controllerMetrics = metrics_->forController(name);
+  runnable->queue = std::make_unique<WorkQueue>(clock_, defaultControllerRateLimiter(clock_),
+                                                runnable->queueMetrics.get());
+  metrics_->watchUnfinishedWork(name, *runnable->queue);
+  runnable->controller =
+      std::make_unique<Controller>(name, reconciler, *runnable->queue, clock_,
+                                   maxConcurrentReconciles, runnable->controllerMetrics.get());
+  controllers_.push_back(std::move(runnable));
+  return *controllers_.back()->controller;
+}
+
+WorkQueue& Manager::queue(const std::string& controllerName) {
+  for (auto& runnable : controllers_) {
+    if (runnable->name == controllerName) return *runnable->queue;
+  }
+  throw std::invalid_argument("no controller named " + controllerName);
+}
+
+bool Manager::cachesSynced() const {
+  for (const auto& informer : informers_) {
+    if (!informer->hasSynced()) return false;
+  }
+  return true;
+}
+
+void Manager::addLoop(std::function<void(std::stop_token)> loop) { loops_.push_back(std::move(loop)); }
+
+void Manager::startControllers() {
+  for (auto& runnable : controllers_) runnable->controller->start();
+  for (auto& loop : loops_) loopThreads_.emplace_back(loop);
+}
+
+void Manager::stopControllers() {
+  for (auto& thread : loopThreads_) thread.request_stop();
+  loopThreads_.clear();  // joins
+  // Shut every queue at once so no controller starts new work while another drains.
+  for (auto& runnable : controllers_) runnable->queue->shutDown();
+  for (auto& runnable : controllers_) runnable->controller->stop(options_.gracefulShutdown);
+}
+
+int Manager::run(std::stop_token stop) {
+  if (options_.metricsBindAddress != "0") {
+    metricsServer_ = std::make_unique<metrics::MetricsServer>(
+        options_.metricsBindAddress, registry_,
+        std::vector<std::weak_ptr<prometheus::Collectable>>{metrics_});
+  }
+  if (options_.healthProbeBindAddress != "0") {
+    healthServer_ = std::make_unique<HealthServer>(options_.healthProbeBindAddress);
+    // A standby is ready too: readiness is about serving, not about leading.
+    healthServer_->addReadyCheck("informers-synced", [this] { return cachesSynced(); });
+  }
+  for (auto& informer : informers_) informer->start();
+
+  std::mutex mutex;
+  std::condition_variable wake;
+  bool lost = false;
+  std::stop_callback wakeOnStop(stop, [&] {
+    std::lock_guard guard(mutex);
+    wake.notify_all();
+  });
+
+  std::unique_ptr<LeaderElector> elector;
+  std::jthread election;
+  if (options_.leaderElect) {
+    elector = std::make_unique<LeaderElector>(
+        client_, clock_, options_.leaderElection,
+        LeaderElector::Callbacks{
+            .startedLeading = [this] { startControllers(); },
+            .stoppedLeading =
+                [&] {
+                  // Fencing: no new reconcile starts once the lease may belong to someone else.
+                  for (auto& runnable : controllers_) runnable->queue->shutDown();
+                  std::lock_guard guard(mutex);
+                  lost = true;
+                  wake.notify_all();
+                }},
+        metrics_.get());
+    election = std::jthread([&elector](std::stop_token electionStop) { elector->run(electionStop); });
+  } else {
+    startControllers();
+  }
+
+  {
+    std::unique_lock lock(mutex);
+    wake.wait(lock, [&] { return stop.stop_requested() || lost; });
+  }
+  bool lostLease = lost;
+  if (lostLease) spdlog::error("lost the leader lease: stopping so that this process can restart as a standby");
+  stopControllers();
+  if (election.joinable()) {
+    election.request_stop();  // releases the lease when we still hold it
+    election.join();
+  }
+  for (auto& informer : informers_) informer->stop();
+  return lostLease ? 1 : 0;
+}
+
+}  // namespace vto::controller

@@ -1,0 +1,47 @@
+#pragma once
+// The informer's thread-safe copy of the objects it watches, keyed by namespace/name, with an
+// optional index on one label's value (e.g. all objects owned by one parent).
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "controller/object_key.h"
+
+namespace vto::controller {
+
+ObjectKey keyOf(const nlohmann::json& object);
+
+class ObjectCache {
+ public:
+  // `indexedLabel`: a label key whose values byLabel() can look up; empty for no index.
+  explicit ObjectCache(std::string indexedLabel = "");
+
+  std::optional<nlohmann::json> get(const ObjectKey& key) const;
+  // Objects of namespace `ns`, or of all namespaces when `ns` is empty.
+  std::vector<nlohmann::json> list(const std::string& ns = "") const;
+  std::vector<nlohmann::json> byLabel(const std::string& value) const;
+  size_t size() const;
+
+  // Mutations, for the informer. upsert/erase return the object as it was before (if any).
+  std::optional<nlohmann::json> upsert(const nlohmann::json& object);
+  std::optional<nlohmann::json> erase(const ObjectKey& key);
+  // Makes the cache for namespace `ns` (all when empty) hold exactly `items`; returns every object
+  // that is new, changed (by resourceVersion) or gone (its last known state).
+  std::vector<nlohmann::json> replace(const std::string& ns, const nlohmann::json& items);
+
+ private:
+  std::string labelValue(const nlohmann::json& object) const;
+  void indexLocked(const ObjectKey& key, const nlohmann::json* before, const nlohmann::json* after);
+
+  std::string indexedLabel_;
+  mutable std::shared_mutex mutex_;
+  std::map<ObjectKey, nlohmann::json> objects_;
+  std::map<std::string, std::set<ObjectKey>> byLabel_;
+};
+
+}  // namespace vto::controller

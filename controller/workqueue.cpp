@@ -1,0 +1,135 @@
+#include "controller/workqueue.h"
+
+#include <algorithm>
+
+namespace vto::controller {
+
+WorkQueue::WorkQueue(const Clock& clock, std::unique_ptr<RateLimiter> rateLimiter,
+                     WorkQueueMetrics* metrics)
+    : clock_(clock), rateLimiter_(std::move(rateLimiter)), metrics_(metrics ? *metrics : noMetrics_) {}
+
+void WorkQueue::add(const ObjectKey& key) {
+  std::lock_guard guard(mutex_);
+  addLocked(key);
+}
+
+void WorkQueue::addLocked(const ObjectKey& key) {
+  if (shuttingDown_ || dirty_.count(key)) return;
+  metrics_.added();
+  dirty_[key] = clock_.now();
+  if (processing_.count(key)) return;  // done() will queue it
+  ready_.push_back(key);
+  metrics_.depth(ready_.size());
+  changed_.notify_all();
+}
+
+void WorkQueue::addAfter(const ObjectKey& key, Clock::duration delay) {
+  std::lock_guard guard(mutex_);
+  if (shuttingDown_) return;
+  if (delay <= Clock::duration::zero()) return addLocked(key);
+  auto due = clock_.now() + delay;
+  auto existing = waiting_.find(key);
+  if (existing != waiting_.end()) {
+    if (existing->second <= due) return;  // already due sooner: keep the earlier time
+    waitingByDue_.erase({existing->second, key});
+  }
+  waiting_[key] = due;
+  waitingByDue_.insert({due, key});
+  // A worker may be waiting for a later due time.
+  changed_.notify_all();
+}
+
+void WorkQueue::addRateLimited(const ObjectKey& key, Clock::duration atLeast) {
+  metrics_.retried();
+  addAfter(key, std::max(rateLimiter_->when(key), atLeast));
+}
+
+void WorkQueue::forget(const ObjectKey& key) { rateLimiter_->forget(key); }
+
+int WorkQueue::numRequeues(const ObjectKey& key) { return rateLimiter_->numRequeues(key); }
+
+void WorkQueue::promoteDueLocked() {
+  auto now = clock_.now();
+  while (!waitingByDue_.empty() && waitingByDue_.begin()->first <= now) {
+    auto key = waitingByDue_.begin()->second;
+    waitingByDue_.erase(waitingByDue_.begin());
+    waiting_.erase(key);
+    addLocked(key);
+  }
+}
+
+std::optional<ObjectKey> WorkQueue::get() {
+  std::unique_lock lock(mutex_);
+  while (true) {
+    if (shuttingDown_) return std::nullopt;
+    promoteDueLocked();
+    if (!ready_.empty()) break;
+    if (waitingByDue_.empty()) {
+      changed_.wait(lock);
+    } else {
+      clock_.waitUntil(lock, changed_, waitingByDue_.begin()->first);
+    }
+  }
+  auto key = ready_.front();
+  ready_.pop_front();
+  auto now = clock_.now();
+  metrics_.depth(ready_.size());
+  metrics_.queuedFor(now - dirty_[key]);
+  dirty_.erase(key);
+  processing_[key] = now;
+  return key;
+}
+
+void WorkQueue::done(const ObjectKey& key) {
+  std::lock_guard guard(mutex_);
+  auto found = processing_.find(key);
+  if (found == processing_.end()) return;
+  metrics_.workedFor(clock_.now() - found->second);
+  processing_.erase(found);
+  if (dirty_.count(key) && !shuttingDown_) {
+    ready_.push_back(key);
+    metrics_.depth(ready_.size());
+    changed_.notify_all();
+  }
+  changed_.notify_all();  // drain() may be waiting for the last one
+}
+
+void WorkQueue::shutDown() {
+  std::lock_guard guard(mutex_);
+  shuttingDown_ = true;
+  changed_.notify_all();
+}
+
+bool WorkQueue::drain(Clock::time_point deadline) {
+  std::unique_lock lock(mutex_);
+  while (!processing_.empty()) {
+    if (clock_.now() >= deadline) return false;
+    clock_.waitUntil(lock, changed_, deadline);
+  }
+  return true;
+}
+
+bool WorkQueue::shuttingDown() {
+  std::lock_guard guard(mutex_);
+  return shuttingDown_;
+}
+
+size_t WorkQueue::len() {
+  std::lock_guard guard(mutex_);
+  promoteDueLocked();
+  return ready_.size();
+}
+
+std::pair<double, double> WorkQueue::unfinishedWork() {
+  std::lock_guard guard(mutex_);
+  auto now = clock_.now();
+  double total = 0, longest = 0;
+  for (const auto& [key, since] : processing_) {
+    double seconds = std::chrono::duration<double>(now - since).count();
+    total += seconds;
+    longest = std::max(longest, seconds);
+  }
+  return {total, longest};
+}
+
+}  // namespace vto::controller

@@ -1,0 +1,73 @@
+#pragma once
+// A rate-limited work queue of object keys with controller-runtime's semantics:
+// - a key is queued at most once however often it is added (deduplication);
+// - a key being processed is never handed to a second worker; if it is added meanwhile it is
+//   queued again once, when the first worker calls done();
+// - addAfter / addRateLimited hold a key back until its time has come on the injected clock;
+// - after shutDown() get() returns nothing and adds are ignored; drain() waits for in-flight work.
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <deque>
+
+#include "base/clock.h"
+#include "controller/object_key.h"
+#include "controller/rate_limiter.h"
+#include "controller/workqueue_metrics.h"
+
+namespace vto::controller {
+
+class WorkQueue {
+ public:
+  // `metrics` may be null; it must outlive the queue.
+  WorkQueue(const Clock& clock, std::unique_ptr<RateLimiter> rateLimiter,
+            WorkQueueMetrics* metrics = nullptr);
+
+  void add(const ObjectKey& key);
+  void addAfter(const ObjectKey& key, Clock::duration delay);
+  // Adds after the rate limiter's delay for this key (counts one more failure), or after
+  // `atLeast` when that is longer (a server's Retry-After).
+  void addRateLimited(const ObjectKey& key, Clock::duration atLeast = Clock::duration::zero());
+  // Clears the key's failure history after a success.
+  void forget(const ObjectKey& key);
+  int numRequeues(const ObjectKey& key);
+
+  // Blocks until a key is ready, then marks it processing; nullopt once the queue is shut down.
+  std::optional<ObjectKey> get();
+  // The worker finished `key`; re-queues it if it was added while being processed.
+  void done(const ObjectKey& key);
+
+  void shutDown();
+  // Waits until no key is being processed or the clock reaches `deadline`; returns whether drained.
+  bool drain(Clock::time_point deadline);
+  bool shuttingDown();
+
+  size_t len();  // keys ready to be handed out now
+  // Seconds of work in flight (summed) and the longest single one, for the workqueue_unfinished_*
+  // gauges.
+  std::pair<double, double> unfinishedWork();
+
+ private:
+  void addLocked(const ObjectKey& key);
+  void promoteDueLocked();  // moves waiting keys whose time has come into the ready queue
+
+  const Clock& clock_;
+  std::unique_ptr<RateLimiter> rateLimiter_;
+  WorkQueueMetrics noMetrics_;
+  WorkQueueMetrics& metrics_;
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool shuttingDown_ = false;
+  std::deque<ObjectKey> ready_;
+  std::map<ObjectKey, Clock::time_point> dirty_;       // queued or to re-queue; value: when added
+  std::map<ObjectKey, Clock::time_point> processing_;  // value: when handed out
+  std::map<ObjectKey, Clock::time_point> waiting_;     // delayed keys; value: when due
+  std::set<std::pair<Clock::time_point, ObjectKey>> waitingByDue_;
+};
+
+}  // namespace vto::controller

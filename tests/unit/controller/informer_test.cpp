@@ -1,0 +1,156 @@
+// The informer's list/watch state machine against a scripted API: resume from the last
+// resourceVersion, relist on 410, back off on the simulated clock while the server is down.
+#include "controller/informer.h"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <deque>
+
+#include "tests/fakes/clock_fake.h"
+#include "tests/support/wait.h"
+
+namespace vto::controller {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+using vto::testing::FakeClock;
+using vto::testing::waitFor;
+
+json configMap(const std::string& name, const std::string& rv) {
+  return {{"metadata", {{"namespace", "ns"}, {"name", name}, {"resourceVersion", rv}}}};
+}
+
+// Lists return `items`; each watch runs the next script (or blocks until stopped when none is left).
+class ScriptedWatchClient final : public KubeClient {
+ public:
+  using Script = std::function<void(const std::function<void(const WatchEvent&)>&)>;
+
+  void setItems(json newItems, std::string rv) {
+    std::lock_guard guard(mutex_);
+    items_ = std::move(newItems);
+    listVersion_ = std::move(rv);
+  }
+  void addScript(Script script) {
+    std::lock_guard guard(mutex_);
+    scripts_.push_back(std::move(script));
+  }
+  std::vector<std::string> watchedFrom() {
+    std::lock_guard guard(mutex_);
+    return watchedFrom_;
+  }
+  int lists() {
+    std::lock_guard guard(mutex_);
+    return lists_;
+  }
+
+  ListPage list(const Resource&, const std::string&, const ListOptions&) override {
+    std::lock_guard guard(mutex_);
+    ++lists_;
+    return {items_, listVersion_, ""};
+  }
+  void watch(const Resource&, const std::string&, const WatchOptions& options,
+             const std::function<void(const WatchEvent&)>& onEvent, std::stop_token stop) override {
+    Script script;
+    {
+      std::unique_lock lock(mutex_);
+      watchedFrom_.push_back(options.resourceVersion);
+      if (scripts_.empty()) {
+        std::condition_variable_any idle;
+        idle.wait(lock, stop, [] { return false; });
+        return;
+      }
+      script = std::move(scripts_.front());
+      scripts_.pop_front();
+    }
+    script(onEvent);
+  }
+  json get(const Resource&, const std::string&, const std::string&) override { return {}; }
+  json create(const Resource&, const std::string&, const json& o) override { return o; }
+  json update(const Resource&, const std::string&, const json& o) override { return o; }
+  json updateStatus(const Resource&, const std::string&, const json& o) override { return o; }
+  json patch(const Resource&, const std::string&, const std::string&, PatchType, const json& b,
+             const std::string&, bool, const std::string&) override { return b; }
+  void remove(const Resource&, const std::string&, const std::string&) override {}
+
+ private:
+  std::mutex mutex_;
+  json items_ = json::array();
+  std::string listVersion_ = "1";
+  std::deque<Script> scripts_;
+  std::vector<std::string> watchedFrom_;
+  int lists_ = 0;
+};
+
+class InformerUnitTest : public ::testing::Test {
+ protected:
+  InformerOptions options() {
+    return {.resource = {"", "v1", "configmaps", true}, .namespaces = {"ns"}};
+  }
+  FakeClock clock;
+  ScriptedWatchClient client;
+};
+
+TEST_F(InformerUnitTest, ResumesFromTheLastResourceVersionAfterADroppedWatch) {
+  client.setItems(json::array({configMap("a", "5")}), "10");
+  client.addScript([](auto& onEvent) {
+    onEvent({"ADDED", configMap("b", "11")});
+    onEvent({"BOOKMARK", {{"metadata", {{"resourceVersion", "15"}}}}});
+  });  // then the connection ends
+  Informer informer(client, clock, options());
+  std::vector<std::string> notified;
+  std::mutex mutex;
+  informer.addHandler([&](const json& o) {
+    std::lock_guard guard(mutex);
+    notified.push_back(o["metadata"]["name"]);
+  });
+  informer.start();
+  ASSERT_TRUE(waitFor([&] { return client.watchedFrom().size() == 2; }, 5s));
+  EXPECT_EQ(client.watchedFrom(), (std::vector<std::string>{"10", "15"}));
+  EXPECT_EQ(client.lists(), 1) << "a dropped watch resumes without listing again";
+  EXPECT_TRUE(informer.hasSynced());
+  EXPECT_TRUE(informer.cache().get({"ns", "b"}));
+  informer.stop();
+  std::lock_guard guard(mutex);
+  EXPECT_EQ(notified, (std::vector<std::string>{"a", "b"}));
+}
+
+TEST_F(InformerUnitTest, GoneMeansAFullRelistThatDropsWhatWasDeletedMeanwhile) {
+  client.setItems(json::array({configMap("a", "5"), configMap("b", "6")}), "10");
+  client.addScript([&](auto& onEvent) {
+    // While we were away "b" was deleted and the history compacted.
+    client.setItems(json::array({configMap("a", "5")}), "30");
+    onEvent({"ERROR", {{"kind", "Status"}, {"code", 410}, {"reason", "Expired"}, {"message", "too old"}}});
+  });
+  Informer informer(client, clock, options());
+  informer.start();
+  ASSERT_TRUE(waitFor([&] { return client.watchedFrom().size() == 2; }, 5s));
+  EXPECT_EQ(client.watchedFrom(), (std::vector<std::string>{"10", "30"}));
+  EXPECT_EQ(informer.listCount(), 2);
+  EXPECT_FALSE(informer.cache().get({"ns", "b"}));
+  EXPECT_EQ(clock.waiterCount(), 0u) << "a relist after 410 needs no backoff";
+  informer.stop();
+}
+
+TEST_F(InformerUnitTest, BacksOffOnTheClockWhileTheServerIsDown) {
+  for (int i = 0; i < 3; ++i) {
+    client.addScript([](auto&) { throw ApiError(Status{0, "", "connection refused", {}}); });
+  }
+  Informer informer(client, clock, options());
+  informer.start();
+  // 200 ms, then 400 ms, then 800 ms: each retry waits for the clock, not for real time.
+  for (auto delay : {200ms, 400ms, 800ms}) {
+    ASSERT_TRUE(waitFor([&] { return clock.waiterCount() == 1; }, 5s));
+    auto watches = client.watchedFrom().size();
+    clock.advance(delay - 1ms);
+    ASSERT_TRUE(waitFor([&] { return clock.waiterCount() == 1; }, 5s));
+    EXPECT_EQ(client.watchedFrom().size(), watches) << "retried before " << delay.count() << " ms";
+    clock.advance(1ms);
+    ASSERT_TRUE(waitFor([&] { return client.watchedFrom().size() == watches + 1; }, 5s));
+  }
+  informer.stop();
+}
+
+}  // namespace
+}  // namespace vto::controller
