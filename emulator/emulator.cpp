@@ -1,0 +1,257 @@
+#include "emulator/emulator.h"
+
+#include <spdlog/spdlog.h>
+
+#include "emulator/schema_validator.h"
+#include "vertex/api_error.h"
+
+namespace vto::emulator {
+namespace {
+
+using nlohmann::json;
+using vertex::ApiError;
+using vertex::JobKind;
+
+constexpr const char* kMetadataTokenPath = "/computeMetadata/v1/instance/service-accounts/default/token";
+
+Response errorResponse(const ApiError& error) {
+  return {error.httpStatus(), vertex::makeErrorBody(vertex::rpcCodeNumber(error.status()), error.message(), error.details())};
+}
+
+std::vector<std::string> split(const std::string& path) {
+  std::vector<std::string> segments;
+  std::size_t start = 1;
+  while (start <= path.size()) {
+    auto end = path.find('/', start);
+    if (end == std::string::npos) end = path.size();
+    segments.push_back(path.substr(start, end - start));
+    start = end + 1;
+  }
+  return segments;
+}
+
+std::optional<JobKind> kindOfCollection(const std::string& collection) {
+  if (collection == "customJobs") return JobKind::Custom;
+  if (collection == "hyperparameterTuningJobs") return JobKind::HyperparameterTuning;
+  return std::nullopt;
+}
+
+int parsePageSize(const std::map<std::string, std::string>& query) {
+  auto found = query.find("pageSize");
+  if (found == query.end()) return 0;
+  try {
+    return std::stoi(found->second);
+  } catch (const std::exception&) {
+    throw ApiError(400, "INVALID_ARGUMENT", "pageSize \"" + found->second + "\" is not a number.");
+  }
+}
+
+}  // namespace
+
+Emulator::Emulator(const Clock& clock, EmulatorOptions options, vertex::GcsClient* checkpoints)
+    : clock_(clock),
+      options_(options),
+      checkpoints_(checkpoints),
+      jobs_(clock, options.simulation),
+      tokens_(clock, options.tokenLifetime, options.trustedPublicKeyPem),
+      random_(options.seed),
+      recentCreates_(options.createQuotaWindow) {}
+
+Response Emulator::handle(const Request& request) {
+  Response response;
+  try {
+    if (request.path == kMetadataTokenPath) {
+      auto flavor = request.headers.find("metadata-flavor");
+      if (flavor == request.headers.end() || flavor->second != "Google") {
+        response = {403, {{"error", "Missing required header \"Metadata-Flavor: Google\""}}};
+      } else {
+        response = {200, tokens_.issue()};
+      }
+    } else if (request.path == "/token" && request.method == "POST") {
+      auto [status, body] = tokens_.exchange(request.body);
+      response = {status, body};
+    } else if (request.path.rfind("/emulator/v1/", 0) == 0) {
+      response = handleControl(request);
+    } else if (request.path.rfind("/v1/", 0) == 0 || request.path.rfind("/ui/", 0) == 0) {
+      response = handleVertex(request);
+    } else {
+      throw ApiError(404, "NOT_FOUND", "No such path: " + request.path);
+    }
+  } catch (const ApiError& error) {
+    response = errorResponse(error);
+  }
+  {
+    std::lock_guard lock(mutex_);
+    ++stats_["requests"];
+    // Vertex API calls alone (not tokens, not this control API): what a benchmark counts per run.
+    if (request.path.rfind("/v1/", 0) == 0 || request.path.rfind("/ui/", 0) == 0) ++stats_["vertexRequests"];
+  }
+  // Method, path and status only: never headers (they carry tokens) nor bodies.
+  spdlog::info("{} {} -> {}", request.method, request.path, response.status);
+  return response;
+}
+
+bool Emulator::injectFault(Response& response) {
+  std::lock_guard lock(mutex_);
+  std::uniform_real_distribution<double> unit(0, 1);
+  if (failNext_ > 0 || (options_.failRate > 0 && unit(random_) < options_.failRate)) {
+    if (failNext_ > 0) --failNext_;
+    ++stats_["unavailable"];
+    response = {503, vertex::makeErrorBody(14, "The service is currently unavailable.")};
+    return true;
+  }
+  if (throttleNext_ > 0 || (options_.throttleRate > 0 && unit(random_) < options_.throttleRate)) {
+    if (throttleNext_ > 0) --throttleNext_;
+    ++stats_["throttled"];
+    response = {429, vertex::makeErrorBody(8, "Too many requests, please retry later.")};
+    return true;
+  }
+  return false;
+}
+
+bool Emulator::overCreateQuota() {
+  if (options_.createQuotaPerMinute <= 0) return false;
+  std::lock_guard lock(mutex_);
+  if (recentCreates_.tryRecord(clock_.now(), options_.createQuotaPerMinute)) return false;
+  ++stats_["quotaRejected"];
+  return true;
+}
+
+Response Emulator::createJob(const vertex::Location& where, JobKind kind, const std::string& body) {
+  auto parsed = json::parse(body, nullptr, false);
+  if (parsed.is_discarded()) {
+    throw ApiError(400, "INVALID_ARGUMENT", "Invalid JSON payload received. The body is not JSON.");
+  }
+  json canonical;
+  try {
+    canonical = SchemaValidator::vertexV1().normalize(
+        parsed, kind == JobKind::Custom ? "GoogleCloudAiplatformV1CustomJob" : "GoogleCloudAiplatformV1HyperparameterTuningJob");
+  } catch (const ValidationError& error) {
+    json violation = {{"@type", "type.googleapis.com/google.rpc.BadRequest"},
+                      {"fieldViolations", {{{"field", error.field()}, {"description", error.what()}}}}};
+    throw ApiError(400, "INVALID_ARGUMENT", error.what(), json::array({violation}));
+  }
+  if (overCreateQuota()) {
+    json quotaFailure = {{"@type", "type.googleapis.com/google.rpc.QuotaFailure"},
+                         {"violations",
+                          {{{"subject", "projects/" + where.project},
+                            {"description", "custom_job_creation_requests_per_minute_per_project_per_region"}}}}};
+    throw ApiError(429, "RESOURCE_EXHAUSTED",
+                   "Quota exceeded for quota metric 'Job creation requests' and limit 'Job creation requests per "
+                   "minute per region' of service 'aiplatform.googleapis.com' for consumer 'project:" +
+                       where.project + "'.",
+                   json::array({quotaFailure}));
+  }
+  {
+    std::lock_guard lock(mutex_);
+    ++stats_["created"];
+  }
+  return {200, jobs_.create(where, kind, std::move(canonical))};
+}
+
+Response Emulator::handleVertex(const Request& request) {
+  auto authorization = request.headers.find("authorization");
+  const std::string bearer = "Bearer ";
+  if (authorization == request.headers.end() || authorization->second.rfind(bearer, 0) != 0 ||
+      !tokens_.valid(authorization->second.substr(bearer.size()))) {
+    throw ApiError(401, "UNAUTHENTICATED",
+                   "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or "
+                   "other valid authentication credential.");
+  }
+  Response fault;
+  if (injectFault(fault)) return fault;
+
+  // v1/projects/P/locations/L/<collection>[/ID[:verb]]
+  auto segments = split(request.path);
+  if (segments.size() < 6 || segments[1] != "projects" || segments[3] != "locations") {
+    throw ApiError(404, "NOT_FOUND", "No such path: " + request.path);
+  }
+  vertex::Location where{segments[2], segments[4]};
+  const auto& collection = segments[5];
+  if (collection == "operations" && segments.size() == 7 && request.method == "GET") {
+    return {200, jobs_.operation(where.parent() + "/operations/" + segments[6])};
+  }
+  // The official clients' first HTTP rule for GetOperation is /ui/{name=...}; /v1/ is its alternative.
+  if (segments[0] == "ui") throw ApiError(404, "NOT_FOUND", "No such path: " + request.path);
+  auto kind = kindOfCollection(collection);
+  if (!kind) throw ApiError(404, "NOT_FOUND", "No such collection: " + collection);
+  if (segments.size() == 6) {
+    if (request.method == "POST") return createJob(where, *kind, request.body);
+    if (request.method == "GET") {
+      auto filter = request.query.count("filter") ? request.query.at("filter") : "";
+      auto token = request.query.count("pageToken") ? request.query.at("pageToken") : "";
+      auto page = jobs_.list(where, *kind, filter, parsePageSize(request.query), token);
+      json body = {{std::string(vertex::collectionName(*kind)), page.jobs}};
+      if (!page.nextPageToken.empty()) body["nextPageToken"] = page.nextPageToken;
+      return {200, body};
+    }
+  } else if (segments.size() == 7) {
+    auto id = segments[6];
+    auto colon = id.find(':');
+    auto verb = colon == std::string::npos ? "" : id.substr(colon + 1);
+    auto name = where.parent() + "/" + collection + "/" + id.substr(0, colon);
+    if (verb.empty() && request.method == "GET") return {200, jobs_.get(name)};
+    if (verb.empty() && request.method == "DELETE") return {200, jobs_.remove(name)};
+    if (verb == "cancel" && request.method == "POST") {
+      jobs_.cancel(name);
+      return {200, json::object()};
+    }
+  }
+  throw ApiError(404, "NOT_FOUND", "No method " + request.method + " " + request.path);
+}
+
+Response Emulator::handleControl(const Request& request) {
+  auto rest = request.path.substr(std::string("/emulator/v1/").size());
+  if (rest == "stats" && request.method == "GET") {
+    std::lock_guard lock(mutex_);
+    json body = stats_;
+    body["tokensIssued"] = tokens_.issuedCount();
+    return {200, body};
+  }
+  if (rest == "faults" && request.method == "POST") {
+    auto body = json::parse(request.body, nullptr, false);
+    if (!body.is_object()) throw ApiError(400, "INVALID_ARGUMENT", "Expected {\"unavailable\": N, \"throttled\": M}.");
+    std::lock_guard lock(mutex_);
+    failNext_ = body.value("unavailable", 0);
+    throttleNext_ = body.value("throttled", 0);
+    return {200, json::object()};
+  }
+  auto colon = rest.rfind(':');
+  auto name = rest.substr(0, colon);
+  auto verb = colon == std::string::npos ? "" : rest.substr(colon + 1);
+  if (verb == "trace" && request.method == "GET") return {200, jobs_.trace(name)};
+  if (verb == "fail" && request.method == "POST") {
+    auto body = json::parse(request.body, nullptr, false);
+    if (!body.is_object() || !body.contains("failureClass") || !body["failureClass"].is_string()) {
+      throw ApiError(400, "INVALID_ARGUMENT",
+                     "Expected {\"failureClass\": \"Preemption\"|\"Stockout\"|\"UserError\"|\"InternalError\"}.");
+    }
+    jobs_.fail(name, parseFailureClass(body["failureClass"].get<std::string>()));
+    return {200, jobs_.get(name)};
+  }
+  throw ApiError(404, "NOT_FOUND",
+                 "No control method " + request.method + " " + request.path +
+                     "; use GET /emulator/v1/stats, POST /emulator/v1/faults, POST /emulator/v1/{job}:fail or GET "
+                     "/emulator/v1/{job}:trace");
+}
+
+void Emulator::tick() {
+  std::lock_guard tickLock(tickMutex_);
+  auto writes = jobs_.advance();
+  if (checkpoints_ == nullptr) return;
+  for (const auto& write : writes) {
+    try {
+      try {
+        checkpoints_->upload(write.bucket, write.object, write.content, "application/json");
+      } catch (const ApiError& error) {
+        if (!error.notFound()) throw;
+        checkpoints_->ensureBucket(write.bucket);  // an emulator starts without buckets
+        checkpoints_->upload(write.bucket, write.object, write.content, "application/json");
+      }
+    } catch (const std::exception& error) {
+      spdlog::warn("cannot write checkpoint gs://{}/{}: {}", write.bucket, write.object, error.what());
+    }
+  }
+}
+
+}  // namespace vto::emulator

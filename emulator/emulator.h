@@ -1,0 +1,75 @@
+#pragma once
+// A local Vertex AI: the v1 REST surface for CustomJobs, HyperparameterTuningJobs and their delete
+// Operations, its own token issuer, fault injection, quota emulation and a control API for tests.
+// Transport-free: the HTTP server (http_server.h) turns requests into handle() calls, and unit tests
+// call handle() directly.
+#include <map>
+#include <mutex>
+#include <random>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "base/clock.h"
+#include "emulator/job_store.h"
+#include "emulator/token_issuer.h"
+#include "vertex/gcs_client.h"
+#include "vertex/rate_limiter.h"
+
+namespace vto::emulator {
+
+struct EmulatorOptions {
+  SimulationSettings simulation;
+  double failRate = 0;        // share of /v1/ requests answered 503 UNAVAILABLE
+  double throttleRate = 0;    // share of /v1/ requests answered 429 RESOURCE_EXHAUSTED
+  int createQuotaPerMinute = 0;  // 0: no quota
+  // The quota's window; a minute like Vertex's, shorter in tests that want to see pacing quickly.
+  std::chrono::milliseconds createQuotaWindow = std::chrono::minutes(1);
+  std::chrono::seconds tokenLifetime{3600};
+  std::string trustedPublicKeyPem;  // verifies JWT assertions at /token when set
+  std::uint32_t seed = 1;
+};
+
+struct Request {
+  std::string method;
+  std::string path;  // decoded, without the query
+  std::map<std::string, std::string> query;    // decoded
+  std::map<std::string, std::string> headers;  // names in lower case
+  std::string body;
+};
+
+struct Response {
+  int status = 200;
+  nlohmann::json body = nlohmann::json::object();
+};
+
+class Emulator {
+ public:
+  // checkpoints may be null: jobs then run without writing checkpoint objects.
+  Emulator(const Clock& clock, EmulatorOptions options, vertex::GcsClient* checkpoints);
+
+  Response handle(const Request& request);
+  // Moves the simulation to clock.now() and writes the checkpoints that became due.
+  void tick();
+
+ private:
+  Response handleVertex(const Request& request);
+  Response handleControl(const Request& request);
+  Response createJob(const vertex::Location& where, vertex::JobKind kind, const std::string& body);
+  bool injectFault(Response& response);
+  bool overCreateQuota();
+
+  const Clock& clock_;
+  EmulatorOptions options_;
+  vertex::GcsClient* checkpoints_;
+  JobStore jobs_;
+  TokenIssuer tokens_;
+  std::mutex mutex_;  // guards the members below
+  std::mt19937 random_;
+  int failNext_ = 0, throttleNext_ = 0;  // queued by POST /emulator/v1/faults
+  vertex::SlidingWindow recentCreates_;
+  std::map<std::string, int> stats_;
+  std::mutex tickMutex_;  // one tick at a time, so checkpoints are written in step order
+};
+
+}  // namespace vto::emulator

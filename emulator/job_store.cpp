@@ -1,0 +1,355 @@
+#include "emulator/job_store.h"
+
+#include <algorithm>
+
+#include "emulator/list_filter.h"
+#include "emulator/study.h"
+#include "vertex/api_error.h"
+#include "vertex/gcs_client.h"
+#include "vertex/jwt.h"
+
+namespace vto::emulator {
+namespace {
+
+using nlohmann::json;
+using vertex::ApiError;
+using vertex::JobKind;
+using vertex::JobState;
+
+// google.rpc.Code numbers used below.
+constexpr int kCancelled = 1, kInvalidArgument = 3, kResourceExhausted = 8, kInternal = 13, kUnavailable = 14;
+
+// Job ids look like Vertex's: 19 decimal digits.
+constexpr long long kFirstId = 1000000000000000000LL;
+constexpr int kDefaultPageSize = 100, kMaxPageSize = 1000;
+
+ApiError notFound(const std::string& name) {
+  return ApiError(404, "NOT_FOUND", "The resource \"" + name + "\" was not found.");
+}
+
+ApiError failedPrecondition(const std::string& message) { return ApiError(400, "FAILED_PRECONDITION", message); }
+
+// VTO_RESUME_FROM=gs://.../ckpt-N in any worker pool's env: the job continues at step N+1.
+std::string resumeFrom(const json& resource, JobKind kind) {
+  const auto& spec = resource.value(kind == JobKind::Custom ? "jobSpec" : "trialJobSpec", json::object());
+  for (const auto& pool : spec.value("workerPoolSpecs", json::array())) {
+    for (const char* task : {"containerSpec", "pythonPackageSpec"}) {
+      if (!pool.contains(task)) continue;
+      for (const auto& variable : pool[task].value("env", json::array())) {
+        if (variable.value("name", std::string()) == "VTO_RESUME_FROM") return variable.value("value", std::string());
+      }
+    }
+  }
+  return "";
+}
+
+int stepOfCheckpoint(const std::string& uri) {
+  auto marker = uri.rfind("ckpt-");
+  if (marker == std::string::npos) return 0;
+  try {
+    return std::stoi(uri.substr(marker + 5));
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+// The first worker pool must run something: exactly one of containerSpec or pythonPackageSpec.
+void checkWorkerPools(const json& spec, const std::string& field) {
+  const auto& pools = spec.value("workerPoolSpecs", json::array());
+  if (pools.empty()) return;  // the schema walk already reported it as required
+  const auto& first = pools[0];
+  bool container = first.contains("containerSpec"), python = first.contains("pythonPackageSpec");
+  if (container == python) {
+    throw ApiError(400, "INVALID_ARGUMENT",
+                   field + ".workerPoolSpecs[0] must set exactly one of containerSpec or pythonPackageSpec.");
+  }
+  if (!first.contains("machineSpec") || first["machineSpec"].value("machineType", std::string()).empty()) {
+    throw ApiError(400, "INVALID_ARGUMENT", field + ".workerPoolSpecs[0].machineSpec.machineType is required.");
+  }
+}
+
+std::string pageToken(std::size_t offset) { return vertex::base64UrlEncode("offset:" + std::to_string(offset)); }
+
+std::size_t pageOffset(const std::string& token) {
+  if (token.empty()) return 0;
+  try {
+    auto decoded = vertex::base64UrlDecode(token);
+    if (decoded.rfind("offset:", 0) == 0) return std::stoul(decoded.substr(7));
+  } catch (const std::exception&) {
+  }
+  throw ApiError(400, "INVALID_ARGUMENT", "Invalid page token \"" + token + "\"; pass the nextPageToken of the previous page.");
+}
+
+}  // namespace
+
+FailureClass parseFailureClass(const std::string& name) {
+  if (name == "Preemption") return FailureClass::Preemption;
+  if (name == "Stockout") return FailureClass::Stockout;
+  if (name == "UserError") return FailureClass::UserError;
+  if (name == "InternalError") return FailureClass::InternalError;
+  throw ApiError(400, "INVALID_ARGUMENT",
+                 "failureClass \"" + name + "\" is unknown; use Preemption, Stockout, UserError or InternalError.");
+}
+
+JobStore::JobStore(const Clock& clock, SimulationSettings settings) : clock_(clock), settings_(settings) {}
+
+json JobStore::create(const vertex::Location& where, JobKind kind, json resource) {
+  checkWorkerPools(resource.value(kind == JobKind::Custom ? "jobSpec" : "trialJobSpec", json::object()),
+                   kind == JobKind::Custom ? "jobSpec" : "trialJobSpec");
+  if (kind == JobKind::HyperparameterTuning &&
+      (resource.value("maxTrialCount", 0) <= 0 || resource.value("parallelTrialCount", 0) <= 0)) {
+    throw ApiError(400, "INVALID_ARGUMENT", "maxTrialCount and parallelTrialCount must be positive.");
+  }
+  std::lock_guard lock(mutex_);
+  auto now = clock_.now();
+  auto name = where.parent() + "/" + std::string(vertex::collectionName(kind)) + "/" + std::to_string(kFirstId + nextId_++);
+  Job job;
+  job.kind = kind;
+  job.resource = std::move(resource);
+  job.created = now;
+  job.resource["name"] = name;
+  job.resource["state"] = vertex::jobStateName(JobState::Queued);
+  job.resource["createTime"] = vertex::formatTimestamp(now);
+  job.resource["updateTime"] = vertex::formatTimestamp(now);
+  job.resumedFrom = resumeFrom(job.resource, kind);
+  if (!job.resumedFrom.empty()) job.nextStep = stepOfCheckpoint(job.resumedFrom) + 1;
+  if (kind == JobKind::Custom) {
+    auto prefix = job.resource["jobSpec"].value("baseOutputDirectory", json::object()).value("outputUriPrefix", std::string());
+    if (!prefix.empty()) {
+      auto uri = vertex::parseGcsUri(prefix);
+      if (!uri.object.empty() && uri.object.back() != '/') uri.object += '/';
+      job.checkpointBucket = uri.bucket;
+      job.checkpointPrefix = uri.object + "checkpoints/";
+    }
+  }
+  auto result = job.resource;
+  jobs_.emplace(name, std::move(job));
+  order_.push_back(name);
+  return result;
+}
+
+JobStore::Job& JobStore::find(const std::string& name) {
+  auto found = jobs_.find(name);
+  if (found == jobs_.end()) throw notFound(name);
+  return found->second;
+}
+
+const JobStore::Job& JobStore::find(const std::string& name) const {
+  auto found = jobs_.find(name);
+  if (found == jobs_.end()) throw notFound(name);
+  return found->second;
+}
+
+json JobStore::get(const std::string& name) const {
+  std::lock_guard lock(mutex_);
+  return find(name).resource;
+}
+
+ListResult JobStore::list(const vertex::Location& where, JobKind kind, const std::string& filterText, int pageSize,
+                          const std::string& token) const {
+  ListFilter filter;
+  try {
+    filter = ListFilter::parse(filterText);
+  } catch (const std::invalid_argument& error) {
+    throw ApiError(400, "INVALID_ARGUMENT", error.what());
+  }
+  if (pageSize < 0) throw ApiError(400, "INVALID_ARGUMENT", "pageSize must not be negative.");
+  std::size_t size = pageSize == 0 ? kDefaultPageSize : std::min(pageSize, kMaxPageSize);
+  auto offset = pageOffset(token);
+  auto prefix = where.parent() + "/" + std::string(vertex::collectionName(kind)) + "/";
+
+  std::lock_guard lock(mutex_);
+  std::vector<const json*> matching;
+  for (const auto& name : order_) {
+    if (name.rfind(prefix, 0) != 0) continue;
+    const auto& resource = jobs_.at(name).resource;
+    if (filter.matches(resource)) matching.push_back(&resource);
+  }
+  ListResult result;
+  for (std::size_t i = offset; i < matching.size() && i < offset + size; ++i) result.jobs.push_back(*matching[i]);
+  if (offset + size < matching.size()) result.nextPageToken = pageToken(offset + size);
+  return result;
+}
+
+void JobStore::cancel(const std::string& name) {
+  std::lock_guard lock(mutex_);
+  auto& job = find(name);
+  auto state = vertex::jobStateFromJson(job.resource["state"]);
+  if (vertex::isTerminal(state)) {
+    throw failedPrecondition("Cannot cancel \"" + name + "\": the job is already in state " +
+                             std::string(vertex::jobStateName(state)) + ".");
+  }
+  if (state == JobState::Cancelling) return;
+  job.cancelRequested = clock_.now();
+  setState(job, JobState::Cancelling, clock_.now());
+}
+
+json JobStore::remove(const std::string& name) {
+  std::lock_guard lock(mutex_);
+  auto& job = find(name);
+  auto state = vertex::jobStateFromJson(job.resource["state"]);
+  if (!vertex::isTerminal(state)) {
+    throw failedPrecondition("Cannot delete \"" + name + "\" in state " + std::string(vertex::jobStateName(state)) +
+                             "; cancel it and wait until it has stopped.");
+  }
+  auto location = vertex::locationOf(name);
+  auto now = vertex::formatTimestamp(clock_.now());
+  auto operationName = location.parent() + "/operations/" + std::to_string(kFirstId + nextId_++);
+  json operation = {
+      {"name", operationName},
+      {"metadata",
+       {{"@type", "type.googleapis.com/google.cloud.aiplatform.v1.DeleteOperationMetadata"},
+        {"genericMetadata", {{"createTime", now}, {"updateTime", now}}}}},
+      {"done", false}};
+  operations_[operationName] = {operation, name};
+  return operation;
+}
+
+json JobStore::operation(const std::string& name) const {
+  std::lock_guard lock(mutex_);
+  auto found = operations_.find(name);
+  if (found == operations_.end()) throw notFound(name);
+  return found->second.operation;
+}
+
+void JobStore::fail(const std::string& name, FailureClass failure) {
+  std::lock_guard lock(mutex_);
+  auto& job = find(name);
+  auto state = vertex::jobStateFromJson(job.resource["state"]);
+  if (vertex::isTerminal(state)) {
+    throw failedPrecondition("Cannot fail \"" + name + "\": it already ended in " + std::string(vertex::jobStateName(state)));
+  }
+  // The messages follow what Vertex writes into CustomJob.error for each kind of failure.
+  switch (failure) {
+    case FailureClass::Preemption:
+      finish(job, JobState::Failed, clock_.now(),
+             std::make_pair(kUnavailable, "The replica workerpool0-0 was preempted: the VM was reclaimed by Compute Engine."));
+      break;
+    case FailureClass::Stockout:
+      finish(job, JobState::Failed, clock_.now(),
+             std::make_pair(kResourceExhausted, "Resources are insufficient in region: " + vertex::locationOf(name).location +
+                                                    ". Please try a different region."));
+      break;
+    case FailureClass::UserError:
+      finish(job, JobState::Failed, clock_.now(),
+             std::make_pair(kInvalidArgument, "The replica workerpool0-0 exited with a non-zero status of 1."));
+      break;
+    case FailureClass::InternalError:
+      finish(job, JobState::Failed, clock_.now(), std::make_pair(kInternal, "Internal error occurred. Please retry."));
+      break;
+  }
+}
+
+json JobStore::trace(const std::string& name) const {
+  std::lock_guard lock(mutex_);
+  const auto& job = find(name);
+  return {{"stepsRun", job.stepsRun}, {"resumedFrom", job.resumedFrom}};
+}
+
+void JobStore::setState(Job& job, JobState state, Clock::time_point at) {
+  job.resource["state"] = vertex::jobStateName(state);
+  job.resource["updateTime"] = vertex::formatTimestamp(at);
+}
+
+void JobStore::finish(Job& job, JobState state, Clock::time_point at, std::optional<std::pair<int, std::string>> error) {
+  setState(job, state, at);
+  job.resource["endTime"] = vertex::formatTimestamp(at);
+  if (error) job.resource["error"] = {{"code", error->first}, {"message", error->second}};
+}
+
+std::vector<CheckpointWrite> JobStore::advance() {
+  std::lock_guard lock(mutex_);
+  auto now = clock_.now();
+  std::vector<CheckpointWrite> writes;
+  for (auto& [name, job] : jobs_) {
+    auto state = vertex::jobStateFromJson(job.resource["state"]);
+    auto pendingAt = job.created + settings_.queueTime / 2;
+    auto runningAt = job.created + settings_.queueTime;
+    if (state == JobState::Queued && now >= pendingAt) {
+      setState(job, state = JobState::Pending, pendingAt);
+    }
+    if (state == JobState::Pending && now >= runningAt) {
+      setState(job, state = JobState::Running, runningAt);
+      job.resource["startTime"] = vertex::formatTimestamp(runningAt);
+      job.nextStepAt = runningAt + settings_.stepTime;
+    }
+    if (state == JobState::Running) {
+      if (job.kind == JobKind::Custom) {
+        advanceCustom(job, now, writes);
+      } else {
+        advanceTuning(job, now);
+      }
+    }
+    if (state == JobState::Cancelling && now >= *job.cancelRequested + settings_.cancelTime) {
+      finish(job, JobState::Cancelled, *job.cancelRequested + settings_.cancelTime,
+             std::make_pair(kCancelled, std::string("CANCELED")));
+    }
+  }
+  for (auto& [operationName, pending] : operations_) {
+    if (pending.operation["done"].get<bool>()) continue;
+    jobs_.erase(pending.jobName);
+    order_.erase(std::remove(order_.begin(), order_.end(), pending.jobName), order_.end());
+    pending.operation["done"] = true;
+    pending.operation["response"] = {{"@type", "type.googleapis.com/google.protobuf.Empty"}};
+    pending.operation["metadata"]["genericMetadata"]["updateTime"] = vertex::formatTimestamp(now);
+  }
+  return writes;
+}
+
+void JobStore::advanceCustom(Job& job, Clock::time_point now, std::vector<CheckpointWrite>& writes) {
+  auto finishedAt = job.nextStepAt - settings_.stepTime;
+  while (job.nextStep <= settings_.steps && job.nextStepAt <= now) {
+    job.stepsRun.push_back(job.nextStep);
+    if (!job.checkpointBucket.empty()) {
+      json content = {{"job", job.resource["name"]}, {"step", job.nextStep}};
+      writes.push_back({job.checkpointBucket, job.checkpointPrefix + "ckpt-" + std::to_string(job.nextStep), content.dump()});
+    }
+    finishedAt = job.nextStepAt;
+    ++job.nextStep;
+    job.nextStepAt += settings_.stepTime;
+  }
+  if (job.nextStep > settings_.steps) finish(job, JobState::Succeeded, finishedAt, std::nullopt);
+}
+
+void JobStore::advanceTuning(Job& job, Clock::time_point now) {
+  const auto& study = job.resource["studySpec"];
+  int maxTrials = job.resource["maxTrialCount"].get<int>();
+  int parallel = job.resource["parallelTrialCount"].get<int>();
+  auto trialTime = std::max<Clock::duration>(settings_.stepTime * settings_.steps, std::chrono::milliseconds(1));
+  auto startTime = vertex::parseTimestamp(job.resource["startTime"].get<std::string>());
+  json trials = json::array();
+  Clock::time_point lastEnd = startTime;
+  bool allDone = true;
+  for (int index = 0; index < maxTrials; ++index) {
+    auto start = startTime + trialTime * (index / parallel);
+    auto end = start + trialTime;
+    if (start > now) {
+      allDone = false;
+      break;
+    }
+    auto parameters = trialParameters(study, index);
+    json trial = {{"id", std::to_string(index + 1)}, {"state", "ACTIVE"}, {"parameters", parameters},
+                  {"startTime", vertex::formatTimestamp(start)}};
+    if (end <= now) {
+      json metrics = json::array();
+      for (const auto& metric : study.value("metrics", json::array())) {
+        metrics.push_back({{"metricId", metric.value("metricId", std::string())},
+                           {"value", trialMetric(study, parameters)}});
+      }
+      trial["state"] = "SUCCEEDED";
+      trial["endTime"] = vertex::formatTimestamp(end);
+      trial["finalMeasurement"] = {{"stepCount", std::to_string(settings_.steps)}, {"metrics", metrics}};
+      lastEnd = std::max(lastEnd, end);
+    } else {
+      allDone = false;
+    }
+    trials.push_back(trial);
+  }
+  if (trials != job.resource.value("trials", json::array())) {
+    job.resource["trials"] = trials;
+    job.resource["updateTime"] = vertex::formatTimestamp(now);
+  }
+  if (allDone) finish(job, JobState::Succeeded, lastEnd, std::nullopt);
+}
+
+}  // namespace vto::emulator

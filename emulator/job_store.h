@@ -1,0 +1,92 @@
+#pragma once
+// The emulator's jobs and their simulated lifecycle. Time comes only from the Clock: advance()
+// moves every job to clock.now(), so unit tests move a fake clock and the binary calls it from a
+// ticker. Errors are thrown as vertex::ApiError, exactly what the HTTP layer answers.
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/clock.h"
+#include "vertex/vertex_client.h"
+
+namespace vto::emulator {
+
+struct SimulationSettings {
+  std::chrono::milliseconds queueTime{2000};  // QUEUED for the first half, PENDING for the second
+  int steps = 5;                              // training steps per job (per trial for tuning jobs)
+  std::chrono::milliseconds stepTime{1000};
+  std::chrono::milliseconds cancelTime{500};  // CANCELLING -> CANCELLED
+};
+
+// How a running job can be made to fail, the way Vertex reports each.
+enum class FailureClass { Preemption, Stockout, UserError, InternalError };
+// Throws ApiError(400) naming the accepted values.
+FailureClass parseFailureClass(const std::string& name);
+
+struct CheckpointWrite {
+  std::string bucket;
+  std::string object;
+  std::string content;
+};
+
+struct ListResult {
+  nlohmann::json jobs = nlohmann::json::array();
+  std::string nextPageToken;
+};
+
+class JobStore {
+ public:
+  JobStore(const Clock& clock, SimulationSettings settings);
+
+  // `resource` is validated and canonical; returns it with the output-only fields set.
+  nlohmann::json create(const vertex::Location& where, vertex::JobKind kind, nlohmann::json resource);
+  nlohmann::json get(const std::string& name) const;
+  ListResult list(const vertex::Location& where, vertex::JobKind kind, const std::string& filter, int pageSize,
+                  const std::string& pageToken) const;
+  void cancel(const std::string& name);
+  nlohmann::json remove(const std::string& name);  // the delete Operation
+  nlohmann::json operation(const std::string& name) const;
+  void fail(const std::string& name, FailureClass failure);
+  nlohmann::json trace(const std::string& name) const;
+
+  // Moves every job to clock.now(); returns the checkpoints written by steps that completed.
+  std::vector<CheckpointWrite> advance();
+
+ private:
+  struct Job {
+    vertex::JobKind kind = vertex::JobKind::Custom;
+    nlohmann::json resource;
+    Clock::time_point created;
+    int nextStep = 1;
+    Clock::time_point nextStepAt;
+    std::vector<int> stepsRun;
+    std::string resumedFrom;
+    std::optional<Clock::time_point> cancelRequested;
+    std::string checkpointBucket, checkpointPrefix;  // empty: no baseOutputDirectory
+  };
+  struct PendingDelete {
+    nlohmann::json operation;
+    std::string jobName;
+  };
+
+  Job& find(const std::string& name);
+  const Job& find(const std::string& name) const;
+  void setState(Job& job, vertex::JobState state, Clock::time_point at);
+  void finish(Job& job, vertex::JobState state, Clock::time_point at, std::optional<std::pair<int, std::string>> error);
+  void advanceCustom(Job& job, Clock::time_point now, std::vector<CheckpointWrite>& writes);
+  void advanceTuning(Job& job, Clock::time_point now);
+
+  const Clock& clock_;
+  SimulationSettings settings_;
+  mutable std::mutex mutex_;
+  std::map<std::string, Job> jobs_;  // by name
+  std::vector<std::string> order_;   // names in creation order, for stable paging
+  std::map<std::string, PendingDelete> operations_;
+  long long nextId_ = 1;
+};
+
+}  // namespace vto::emulator

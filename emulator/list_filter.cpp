@@ -1,0 +1,159 @@
+#include "emulator/list_filter.h"
+
+#include <cctype>
+#include <stdexcept>
+
+#include "vertex/json_codec.h"
+
+namespace vto::emulator {
+namespace {
+
+constexpr const char* kSupported =
+    "supported: display_name (= != :), state (= !=), create_time and update_time (= != < <= > >=) "
+    "with RFC 3339 values, labels.KEY (= and :*), joined by AND";
+
+class Scanner {
+ public:
+  explicit Scanner(const std::string& text) : text_(text) {}
+  void skipSpace() {
+    while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+  }
+  bool done() {
+    skipSpace();
+    return pos_ >= text_.size();
+  }
+  bool keyword(const std::string& word) {
+    skipSpace();
+    if (text_.compare(pos_, word.size(), word) != 0) return false;
+    auto after = pos_ + word.size();
+    if (after < text_.size() && !std::isspace(static_cast<unsigned char>(text_[after]))) return false;
+    pos_ = after;
+    return true;
+  }
+  std::string identifier() {
+    skipSpace();
+    auto start = pos_;
+    while (pos_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_' ||
+                                   text_[pos_] == '.' || text_[pos_] == '-')) {
+      ++pos_;
+    }
+    return text_.substr(start, pos_ - start);
+  }
+  std::string op() {
+    skipSpace();
+    for (const char* candidate : {"!=", "<=", ">=", "=", "<", ">", ":"}) {
+      std::string symbol(candidate);
+      if (text_.compare(pos_, symbol.size(), symbol) == 0) {
+        pos_ += symbol.size();
+        return symbol;
+      }
+    }
+    return "";
+  }
+  std::string value() {
+    skipSpace();
+    if (pos_ < text_.size() && text_[pos_] == '"') {
+      auto end = text_.find('"', pos_ + 1);
+      if (end == std::string::npos) throw std::invalid_argument("unterminated string in filter \"" + text_ + "\"");
+      auto quoted = text_.substr(pos_ + 1, end - pos_ - 1);
+      pos_ = end + 1;
+      return quoted;
+    }
+    auto start = pos_;
+    while (pos_ < text_.size() && !std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+    return text_.substr(start, pos_ - start);
+  }
+
+ private:
+  const std::string& text_;
+  std::size_t pos_ = 0;
+};
+
+// `pattern` with `*` wildcards, as display_name:"my_job_*".
+bool wildcardMatch(const std::string& pattern, const std::string& text) {
+  std::size_t p = 0, t = 0, star = std::string::npos, mark = 0;
+  while (t < text.size()) {
+    if (p < pattern.size() && pattern[p] == text[t]) {
+      ++p, ++t;
+    } else if (p < pattern.size() && pattern[p] == '*') {
+      star = p++, mark = t;
+    } else if (star != std::string::npos) {
+      p = star + 1, t = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+template <typename T>
+bool compare(const T& left, const std::string& op, const T& right) {
+  if (op == "=") return left == right;
+  if (op == "!=") return left != right;
+  if (op == "<") return left < right;
+  if (op == "<=") return left <= right;
+  if (op == ">") return left > right;
+  return left >= right;
+}
+
+}  // namespace
+
+ListFilter ListFilter::parse(const std::string& text) {
+  ListFilter filter;
+  Scanner scanner(text);
+  while (!scanner.done()) {
+    if (!filter.terms_.empty() && !scanner.keyword("AND")) {
+      throw std::invalid_argument("filter \"" + text + "\": terms must be joined by AND; " + kSupported);
+    }
+    Term term;
+    term.negated = scanner.keyword("NOT");
+    term.field = scanner.identifier();
+    term.op = scanner.op();
+    term.value = scanner.value();
+    bool isLabel = term.field.rfind("labels.", 0) == 0 && term.field.size() > 7;
+    bool isTime = term.field == "create_time" || term.field == "update_time";
+    bool valid = !term.op.empty() && !term.value.empty() &&
+                 ((term.field == "display_name" && (term.op == "=" || term.op == "!=" || term.op == ":")) ||
+                  (term.field == "state" && (term.op == "=" || term.op == "!=")) ||
+                  (isLabel && (term.op == "=" || term.op == "!=" || term.op == ":")) || (isTime && term.op != ":"));
+    if (!valid) {
+      throw std::invalid_argument("filter \"" + text + "\": cannot use term \"" + term.field + term.op + term.value +
+                                  "\"; " + kSupported);
+    }
+    if (term.field == "state" && !vertex::jobStateFromName(term.value)) {
+      throw std::invalid_argument("filter \"" + text + "\": unknown state \"" + term.value +
+                                  "\"; use a JOB_STATE_* name such as JOB_STATE_RUNNING");
+    }
+    if (isTime) vertex::parseTimestamp(term.value);  // throws with the expected format
+    filter.terms_.push_back(term);
+  }
+  return filter;
+}
+
+bool ListFilter::matches(const nlohmann::json& job) const {
+  for (const auto& term : terms_) {
+    if (matches(term, job) == term.negated) return false;
+  }
+  return true;
+}
+
+bool ListFilter::matches(const Term& term, const nlohmann::json& job) const {
+  if (term.field == "display_name") {
+    auto name = job.value("displayName", std::string());
+    return term.op == ":" ? wildcardMatch(term.value, name) : compare(name, term.op, term.value);
+  }
+  if (term.field == "state") return compare(job.value("state", std::string()), term.op, term.value);
+  if (term.field == "create_time" || term.field == "update_time") {
+    auto field = term.field == "create_time" ? "createTime" : "updateTime";
+    if (!job.contains(field)) return false;
+    return compare(vertex::parseTimestamp(job[field].get<std::string>()), term.op, vertex::parseTimestamp(term.value));
+  }
+  auto key = term.field.substr(7);
+  auto labels = job.value("labels", nlohmann::json::object());
+  if (term.op == ":") return labels.contains(key) && (term.value == "*" || wildcardMatch(term.value, labels[key].get<std::string>()));
+  auto value = labels.contains(key) ? labels[key].get<std::string>() : std::string();
+  return labels.contains(key) ? compare(value, term.op, term.value) : term.op == "!=";
+}
+
+}  // namespace vto::emulator

@@ -1,0 +1,155 @@
+// vto-emulator: a local Vertex AI for demos and tests. See emulator/emulator.h and --help.
+#include <csignal>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "emulator/emulator.h"
+#include "emulator/http_server.h"
+#include "vertex/gcs_client.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: vto-emulator --listen HOST:PORT [options]
+  --gcs-endpoint URL             fake-gcs-server for checkpoints (default: $STORAGE_EMULATOR_HOST; none: no checkpoints)
+  --queue-time DURATION          time a job spends QUEUED then PENDING (default 2s)
+  --steps N                      training steps per job, per trial for tuning jobs (default 5)
+  --step-time DURATION           time per step (default 1s)
+  --cancel-time DURATION         time from CANCELLING to CANCELLED (default 500ms)
+  --fail-rate F                  share of /v1/ requests answered 503 (default 0)
+  --throttle-rate F              share of /v1/ requests answered 429 (default 0)
+  --create-quota-per-minute N    job creations per minute before 429 RESOURCE_EXHAUSTED (default 0: none)
+  --create-quota-window DURATION the quota's window (default 1m; shorter for tests)
+  --token-lifetime DURATION      lifetime of issued access tokens (default 3600s)
+  --trusted-public-key FILE      verify JWT assertions at /token with this PEM public key
+  --seed N                       seed of the fault injection (default 1)
+DURATION is a number with ms, s or m, e.g. 500ms, 2s, 1m.)";
+
+std::chrono::milliseconds parseDuration(const std::string& flag, const std::string& text) {
+  std::size_t used = 0;
+  double number = 0;
+  try {
+    number = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  auto unit = text.substr(used);
+  double scale = unit == "ms" ? 1 : unit == "s" ? 1000 : unit == "m" ? 60000 : -1;
+  if (used == 0 || scale < 0 || number < 0) {
+    throw std::invalid_argument(flag + " " + text + ": expected a duration such as 500ms, 2s or 1m");
+  }
+  return std::chrono::milliseconds(static_cast<long long>(number * scale));
+}
+
+double parseRate(const std::string& flag, const std::string& text) {
+  try {
+    auto rate = std::stod(text);
+    if (rate >= 0 && rate <= 1) return rate;
+  } catch (const std::exception&) {
+  }
+  throw std::invalid_argument(flag + " " + text + ": expected a share between 0 and 1, e.g. 0.1");
+}
+
+int parseCount(const std::string& flag, const std::string& text) {
+  try {
+    std::size_t used = 0;
+    auto count = std::stoi(text, &used);
+    if (used == text.size() && count >= 0) return count;
+  } catch (const std::exception&) {
+  }
+  throw std::invalid_argument(flag + " " + text + ": expected a whole number >= 0");
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::invalid_argument("cannot read " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace vto;
+  std::string listen;
+  std::optional<std::string> gcsEndpoint;
+  emulator::EmulatorOptions options;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      std::string flag = argv[i];
+      if (flag == "--help" || flag == "-h") {
+        std::cout << kUsage << "\n";
+        return 0;
+      }
+      if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value (or is unknown); see --help");
+      std::string value = argv[++i];
+      if (flag == "--listen") listen = value;
+      else if (flag == "--gcs-endpoint") gcsEndpoint = value;
+      else if (flag == "--queue-time") options.simulation.queueTime = parseDuration(flag, value);
+      else if (flag == "--steps") options.simulation.steps = parseCount(flag, value);
+      else if (flag == "--step-time") options.simulation.stepTime = parseDuration(flag, value);
+      else if (flag == "--cancel-time") options.simulation.cancelTime = parseDuration(flag, value);
+      else if (flag == "--fail-rate") options.failRate = parseRate(flag, value);
+      else if (flag == "--throttle-rate") options.throttleRate = parseRate(flag, value);
+      else if (flag == "--create-quota-per-minute") options.createQuotaPerMinute = parseCount(flag, value);
+      else if (flag == "--create-quota-window") options.createQuotaWindow = parseDuration(flag, value);
+      else if (flag == "--token-lifetime") {
+        options.tokenLifetime = std::chrono::duration_cast<std::chrono::seconds>(parseDuration(flag, value));
+      } else if (flag == "--trusted-public-key") options.trustedPublicKeyPem = readFile(value);
+      else if (flag == "--seed") options.seed = static_cast<std::uint32_t>(parseCount(flag, value));
+      else throw std::invalid_argument("unknown flag " + flag + "; see --help");
+    }
+    if (listen.empty()) throw std::invalid_argument("--listen HOST:PORT is required, e.g. --listen 127.0.0.1:8089");
+  } catch (const std::invalid_argument& error) {
+    std::cerr << "vto-emulator: " << error.what() << "\n";
+    return 2;
+  }
+
+  // SIGTERM/SIGINT end the server; block them in every thread and wait for them below.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  // stdout carries only the "listening" line that callers wait for; logs go to stderr.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("vto-emulator"));
+
+  RealClock clock;
+  vertex::CppRestTransport http;
+  std::unique_ptr<vertex::RestGcsClient> gcs;
+  auto endpoint = gcsEndpoint ? *gcsEndpoint : vertex::processEnv("STORAGE_EMULATOR_HOST").value_or("");
+  if (!endpoint.empty()) gcs = std::make_unique<vertex::RestGcsClient>(http, vertex::gcsEndpoint(endpoint), nullptr);
+
+  emulator::Emulator emulator(clock, options, gcs.get());
+  emulator::HttpServer server(emulator, listen);
+  try {
+    server.open();
+  } catch (const std::exception& error) {
+    std::cerr << "vto-emulator: cannot listen on " << listen << ": " << error.what() << "\n";
+    return 1;
+  }
+  std::cout << "vto-emulator listening on " << server.url() << std::endl;
+
+  // The lifecycle runs on the real clock: a ticker advances it a few times per second.
+  std::atomic<bool> running = true;
+  std::thread ticker([&] {
+    while (running) {
+      emulator.tick();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  int received = 0;
+  sigwait(&signals, &received);
+  running = false;
+  ticker.join();
+  server.close();
+  spdlog::info("vto-emulator stopped");
+  return 0;
+}

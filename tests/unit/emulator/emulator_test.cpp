@@ -1,0 +1,287 @@
+#include "emulator/emulator.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/fakes/clock_fake.h"
+#include "tests/fakes/gcs_fake_client.h"
+
+namespace vto::emulator {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+const std::string kParent = "/v1/projects/p/locations/us-central1";
+
+json customJob(const std::string& name = "train", json env = json::array()) {
+  return {{"displayName", name},
+          {"labels", {{"run", name}}},
+          {"jobSpec",
+           {{"workerPoolSpecs",
+             {{{"machineSpec", {{"machineType", "n1-standard-4"}}},
+               {"replicaCount", "1"},
+               {"containerSpec", {{"imageUri", "img"}, {"env", env}}}}}},
+            {"baseOutputDirectory", {{"outputUriPrefix", "gs://bkt/runs/a"}}}}}};
+}
+
+json tuningJob() {
+  auto job = json::parse(R"({
+    "displayName": "hpt", "maxTrialCount": 5, "parallelTrialCount": 2,
+    "studySpec": {
+      "metrics": [{"metricId": "accuracy", "goal": "MAXIMIZE"}],
+      "parameters": [
+        {"parameterId": "lr", "doubleValueSpec": {"minValue": 0.0, "maxValue": 1.0}},
+        {"parameterId": "layers", "integerValueSpec": {"minValue": "1", "maxValue": "8"}},
+        {"parameterId": "opt", "categoricalValueSpec": {"values": ["sgd", "adam"]}}]}})");
+  job["trialJobSpec"] = customJob()["jobSpec"];
+  return job;
+}
+
+// The emulator on a fake clock, with checkpoints going to an in-memory bucket.
+class EmulatorTest : public ::testing::Test {
+ protected:
+  EmulatorTest() : emulator_(clock_, options(), &gcs_) {}
+
+  static EmulatorOptions options() {
+    EmulatorOptions options;
+    options.simulation = {2s, 3, 10s, 1s};
+    options.createQuotaPerMinute = 5;
+    options.tokenLifetime = 600s;
+    return options;
+  }
+
+  std::string token() {
+    Request request{"GET", "/computeMetadata/v1/instance/service-accounts/default/token", {},
+                    {{"metadata-flavor", "Google"}}, ""};
+    return emulator_.handle(request).body["access_token"].get<std::string>();
+  }
+
+  Response call(const std::string& method, const std::string& path, const json& body = nullptr,
+                std::map<std::string, std::string> query = {}) {
+    if (token_.empty()) token_ = token();
+    Request request{method, path, std::move(query), {{"authorization", "Bearer " + token_}},
+                    body.is_null() ? "" : body.dump()};
+    return emulator_.handle(request);
+  }
+
+  std::string create(const json& job, const std::string& collection = "customJobs") {
+    auto response = call("POST", kParent + "/" + collection, job);
+    EXPECT_EQ(response.status, 200) << response.body.dump();
+    return response.body.value("name", std::string());
+  }
+
+  json get(const std::string& name) { return call("GET", "/v1/" + name).body; }
+
+  void advance(std::chrono::milliseconds by) {
+    clock_.advance(by);
+    emulator_.tick();
+  }
+
+  testing::FakeClock clock_;
+  testing::FakeGcsClient gcs_;
+  Emulator emulator_;
+  std::string token_;
+};
+
+TEST_F(EmulatorTest, RequiresATokenItIssued) {
+  Request anonymous{"GET", kParent + "/customJobs", {}, {}, ""};
+  EXPECT_EQ(emulator_.handle(anonymous).status, 401);
+  EXPECT_EQ(emulator_.handle(anonymous).body["error"]["status"], "UNAUTHENTICATED");
+  Request forged{"GET", kParent + "/customJobs", {}, {{"authorization", "Bearer ya29.forged"}}, ""};
+  EXPECT_EQ(emulator_.handle(forged).status, 401);
+  Request noFlavor{"GET", "/computeMetadata/v1/instance/service-accounts/default/token", {}, {}, ""};
+  EXPECT_EQ(emulator_.handle(noFlavor).status, 403);
+  EXPECT_EQ(call("GET", kParent + "/customJobs").status, 200);
+}
+
+TEST_F(EmulatorTest, TokensExpireAfterTheirLifetime) {
+  EXPECT_EQ(call("GET", kParent + "/customJobs").status, 200);
+  clock_.advance(601s);
+  EXPECT_EQ(call("GET", kParent + "/customJobs").status, 401);
+}
+
+TEST_F(EmulatorTest, RunsTheLifecycleAndWritesACheckpointPerStep) {
+  auto name = create(customJob());
+  EXPECT_NE(name.find("projects/p/locations/us-central1/customJobs/"), std::string::npos);
+  auto job = get(name);
+  EXPECT_EQ(job["state"], "JOB_STATE_QUEUED");
+  EXPECT_TRUE(job.contains("createTime"));
+  EXPECT_FALSE(job.contains("startTime"));
+
+  advance(1s);
+  EXPECT_EQ(get(name)["state"], "JOB_STATE_PENDING");
+  advance(1s);
+  job = get(name);
+  EXPECT_EQ(job["state"], "JOB_STATE_RUNNING");
+  EXPECT_TRUE(job.contains("startTime"));
+  EXPECT_TRUE(gcs_.listObjects("bkt", "runs/a/checkpoints/").empty());
+
+  advance(10s);
+  EXPECT_TRUE(gcs_.getObject("bkt", "runs/a/checkpoints/ckpt-1").has_value());
+  EXPECT_EQ(get(name)["state"], "JOB_STATE_RUNNING");
+
+  advance(20s);
+  job = get(name);
+  EXPECT_EQ(job["state"], "JOB_STATE_SUCCEEDED");
+  EXPECT_TRUE(job.contains("endTime"));
+  EXPECT_FALSE(job.contains("error"));
+  EXPECT_EQ(gcs_.listObjects("bkt", "runs/a/checkpoints/").size(), 3u);
+  auto trace = emulator_.handle({"GET", "/emulator/v1/" + name + ":trace", {}, {}, ""}).body;
+  EXPECT_EQ(trace["stepsRun"], json({1, 2, 3}));
+  EXPECT_EQ(trace["resumedFrom"], "");
+}
+
+TEST_F(EmulatorTest, ResumesAfterTheCheckpointNamedInTheEnvironment) {
+  auto name = create(customJob("resumed", {{{"name", "VTO_RESUME_FROM"}, {"value", "gs://bkt/runs/a/checkpoints/ckpt-2"}}}));
+  advance(2s);
+  advance(10s);
+  EXPECT_EQ(get(name)["state"], "JOB_STATE_SUCCEEDED");
+  auto trace = emulator_.handle({"GET", "/emulator/v1/" + name + ":trace", {}, {}, ""}).body;
+  EXPECT_EQ(trace["stepsRun"], json({3}));
+  EXPECT_EQ(trace["resumedFrom"], "gs://bkt/runs/a/checkpoints/ckpt-2");
+}
+
+TEST_F(EmulatorTest, CancelGoesThroughCancellingToCancelledWithCode1) {
+  auto name = create(customJob());
+  advance(2s);
+  EXPECT_EQ(call("POST", "/v1/" + name + ":cancel", json::object()).status, 200);
+  EXPECT_EQ(get(name)["state"], "JOB_STATE_CANCELLING");
+  advance(1s);
+  auto job = get(name);
+  EXPECT_EQ(job["state"], "JOB_STATE_CANCELLED");
+  EXPECT_EQ(job["error"]["code"], 1);
+  auto again = call("POST", "/v1/" + name + ":cancel", json::object());
+  EXPECT_EQ(again.status, 400);
+  EXPECT_EQ(again.body["error"]["status"], "FAILED_PRECONDITION");
+}
+
+TEST_F(EmulatorTest, DeleteReturnsAnOperationThatCompletes) {
+  auto name = create(customJob());
+  EXPECT_EQ(call("DELETE", "/v1/" + name).body["error"]["status"], "FAILED_PRECONDITION");  // still queued
+  advance(60s);
+  auto operation = call("DELETE", "/v1/" + name).body;
+  EXPECT_EQ(operation["done"], false);
+  EXPECT_EQ(operation["metadata"]["@type"], "type.googleapis.com/google.cloud.aiplatform.v1.DeleteOperationMetadata");
+  advance(1s);
+  auto polled = call("GET", "/v1/" + operation["name"].get<std::string>()).body;
+  EXPECT_EQ(polled["done"], true);
+  // The official clients poll through their first HTTP rule, /ui/{name=...operations/*}.
+  EXPECT_EQ(call("GET", "/ui/" + operation["name"].get<std::string>()).body, polled);
+  EXPECT_EQ(call("GET", "/ui/" + name).status, 404);
+  EXPECT_EQ(call("GET", "/v1/" + name).status, 404);
+}
+
+TEST_F(EmulatorTest, ControlApiFailsARunningJobTheWayVertexReportsIt) {
+  auto name = create(customJob());
+  advance(2s);
+  auto failed = emulator_.handle({"POST", "/emulator/v1/" + name + ":fail", {}, {}, R"({"failureClass":"Stockout"})"});
+  EXPECT_EQ(failed.status, 200);
+  auto job = get(name);
+  EXPECT_EQ(job["state"], "JOB_STATE_FAILED");
+  EXPECT_EQ(job["error"]["code"], 8);
+  EXPECT_TRUE(job.contains("endTime"));
+  auto unknown = emulator_.handle({"POST", "/emulator/v1/" + name + ":fail", {}, {}, R"({"failureClass":"Meteor"})"});
+  EXPECT_EQ(unknown.status, 400);
+}
+
+TEST_F(EmulatorTest, ListFiltersByLabelAndPages) {
+  for (int i = 0; i < 5; ++i) create(customJob(i % 2 == 0 ? "even" : "odd"));
+  auto page = call("GET", kParent + "/customJobs", nullptr, {{"filter", "labels.run=\"even\""}, {"pageSize", "2"}}).body;
+  ASSERT_EQ(page["customJobs"].size(), 2u);
+  ASSERT_TRUE(page.contains("nextPageToken"));
+  auto rest = call("GET", kParent + "/customJobs", nullptr,
+                   {{"filter", "labels.run=\"even\""}, {"pageSize", "2"}, {"pageToken", page["nextPageToken"]}})
+                  .body;
+  EXPECT_EQ(rest["customJobs"].size(), 1u);
+  EXPECT_FALSE(rest.contains("nextPageToken"));
+  EXPECT_EQ(call("GET", kParent + "/customJobs", nullptr, {{"filter", "colour=red"}}).status, 400);
+  EXPECT_EQ(call("GET", kParent + "/customJobs", nullptr, {{"pageToken", "garbage"}}).status, 400);
+}
+
+TEST_F(EmulatorTest, InvalidBodiesAreRejectedInGooglesErrorShape) {
+  auto job = customJob();
+  job["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorType"] = "NVIDIA_TESLA_T5";
+  auto response = call("POST", kParent + "/customJobs", job);
+  EXPECT_EQ(response.status, 400);
+  EXPECT_EQ(response.body["error"]["code"], 400);
+  EXPECT_EQ(response.body["error"]["status"], "INVALID_ARGUMENT");
+  EXPECT_EQ(response.body["error"]["details"][0]["@type"], "type.googleapis.com/google.rpc.BadRequest");
+  job = customJob();
+  job["jobSpec"]["workerPoolSpecs"][0].erase("containerSpec");
+  EXPECT_EQ(call("POST", kParent + "/customJobs", job).status, 400);
+}
+
+TEST_F(EmulatorTest, CreationsBeyondTheQuotaGet429UntilTheMinutePasses) {
+  for (int i = 0; i < 5; ++i) create(customJob());
+  auto rejected = call("POST", kParent + "/customJobs", customJob());
+  EXPECT_EQ(rejected.status, 429);
+  EXPECT_EQ(rejected.body["error"]["status"], "RESOURCE_EXHAUSTED");
+  clock_.advance(61s);
+  EXPECT_EQ(call("POST", kParent + "/customJobs", customJob()).status, 200);
+}
+
+TEST_F(EmulatorTest, QueuedFaultsAnswer503Then429ThenSucceed) {
+  token_ = token();
+  EXPECT_EQ(emulator_.handle({"POST", "/emulator/v1/faults", {}, {}, R"({"unavailable":1,"throttled":1})"}).status, 200);
+  EXPECT_EQ(call("GET", kParent + "/customJobs").status, 503);
+  EXPECT_EQ(call("GET", kParent + "/customJobs").status, 429);
+  EXPECT_EQ(call("GET", kParent + "/customJobs").status, 200);
+  auto stats = emulator_.handle({"GET", "/emulator/v1/stats", {}, {}, ""}).body;
+  EXPECT_EQ(stats["unavailable"], 1);
+  EXPECT_EQ(stats["throttled"], 1);
+}
+
+TEST(EmulatorFaultRates, AnswerEveryRequestWithTheConfiguredFault) {
+  testing::FakeClock clock;
+  for (auto [failRate, throttleRate, status] : {std::tuple{1.0, 0.0, 503}, std::tuple{0.0, 1.0, 429}}) {
+    EmulatorOptions options;
+    options.failRate = failRate;
+    options.throttleRate = throttleRate;
+    Emulator emulator(clock, options, nullptr);
+    Request tokenRequest{"GET", "/computeMetadata/v1/instance/service-accounts/default/token", {},
+                         {{"metadata-flavor", "Google"}}, ""};
+    auto token = emulator.handle(tokenRequest).body["access_token"].get<std::string>();
+    Request list{"GET", kParent + "/customJobs", {}, {{"authorization", "Bearer " + token}}, ""};
+    for (int i = 0; i < 5; ++i) EXPECT_EQ(emulator.handle(list).status, status);
+  }
+}
+
+TEST_F(EmulatorTest, TuningJobRunsTrialsInParallelBatchesWithACheckableBestTrial) {
+  auto name = create(tuningJob(), "hyperparameterTuningJobs");
+  advance(2s);                 // running
+  advance(30s);                // first batch of 2 done, second batch started
+  auto job = get(name);
+  ASSERT_EQ(job["trials"].size(), 4u);
+  EXPECT_EQ(job["trials"][0]["state"], "SUCCEEDED");
+  EXPECT_EQ(job["trials"][2]["state"], "ACTIVE");
+  advance(60s);
+  job = get(name);
+  EXPECT_EQ(job["state"], "JOB_STATE_SUCCEEDED");
+  ASSERT_EQ(job["trials"].size(), 5u);
+  // The metric is the mean position of each parameter in its range: recompute it independently.
+  for (const auto& trial : job["trials"]) {
+    double lr = 0, layers = 0, opt = 0;
+    for (const auto& parameter : trial["parameters"]) {
+      if (parameter["parameterId"] == "lr") lr = parameter["value"].get<double>();
+      if (parameter["parameterId"] == "layers") layers = (parameter["value"].get<double>() - 1) / 7;
+      if (parameter["parameterId"] == "opt") opt = parameter["value"] == "adam" ? 1 : 0;
+    }
+    EXPECT_NEAR(trial["finalMeasurement"]["metrics"][0]["value"].get<double>(), (lr + layers + opt) / 3, 1e-9);
+  }
+  // Different trials explore different points, so one is strictly best.
+  EXPECT_NE(job["trials"][0]["parameters"], job["trials"][1]["parameters"]);
+}
+
+TEST_F(EmulatorTest, AcceptsTheOfficialClientsIntegerEncoding) {
+  auto job = customJob();
+  job["jobSpec"]["workerPoolSpecs"][0]["replicaCount"] = 1;
+  job["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorType"] = 5;
+  job["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorCount"] = 1;
+  auto name = create(job);
+  auto stored = get(name);
+  EXPECT_EQ(stored["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorType"], "NVIDIA_TESLA_T4");
+  EXPECT_EQ(stored["jobSpec"]["workerPoolSpecs"][0]["replicaCount"], "1");
+}
+
+}  // namespace
+}  // namespace vto::emulator

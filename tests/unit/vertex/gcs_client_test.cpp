@@ -1,0 +1,66 @@
+#include "vertex/gcs_client.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/fakes/vertex_fake_transport.h"
+
+namespace vto::vertex {
+namespace {
+
+TEST(GcsUri, SplitsBucketAndObject) {
+  auto uri = parseGcsUri("gs://bucket/runs/a/checkpoints/");
+  EXPECT_EQ(uri.bucket, "bucket");
+  EXPECT_EQ(uri.object, "runs/a/checkpoints/");
+  EXPECT_EQ(parseGcsUri("gs://bucket").object, "");
+  EXPECT_THROW(parseGcsUri("s3://bucket/x"), std::invalid_argument);
+  EXPECT_THROW(parseGcsUri("gs:///x"), std::invalid_argument);
+}
+
+TEST(GcsEndpoint, EmulatorHostOrExplicitOrTheRealService) {
+  auto none = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
+  auto emulator = [](const std::string&) -> std::optional<std::string> { return "127.0.0.1:4443"; };
+  EXPECT_EQ(gcsEndpoint(std::nullopt, none), "https://storage.googleapis.com");
+  EXPECT_EQ(gcsEndpoint(std::nullopt, emulator), "http://127.0.0.1:4443");
+  EXPECT_EQ(gcsEndpoint(std::string("http://x:1"), emulator), "http://x:1");
+}
+
+TEST(RestGcsClient, ListsEveryPage) {
+  testing::ScriptedTransport transport;
+  transport.enqueue(200, R"({"items": [{"bucket": "b", "name": "p/ckpt-1", "size": "10", "generation": "5"}],
+                             "nextPageToken": "page2"})");
+  transport.enqueue(200, R"({"items": [{"bucket": "b", "name": "p/ckpt-2", "size": "12"}]})");
+  RestGcsClient client(transport, "http://127.0.0.1:4443/", nullptr);
+  auto objects = client.listObjects("b", "p/ckpt-");
+  ASSERT_EQ(objects.size(), 2u);
+  EXPECT_EQ(objects[0].size, 10);
+  EXPECT_EQ(objects[0].generation, "5");
+  EXPECT_EQ(objects[1].name, "p/ckpt-2");
+  auto requests = transport.requests();
+  EXPECT_EQ(requests[0].url, "http://127.0.0.1:4443/storage/v1/b/b/o?prefix=p%2Fckpt-");
+  EXPECT_EQ(requests[1].url, "http://127.0.0.1:4443/storage/v1/b/b/o?prefix=p%2Fckpt-&pageToken=page2");
+}
+
+TEST(RestGcsClient, MetadataOfAMissingObjectIsEmpty) {
+  testing::ScriptedTransport transport;
+  transport.enqueue(404, R"({"error": {"code": 404, "message": "No such object"}})");
+  transport.enqueue(403, R"({"error": {"code": 403, "message": "denied", "status": "PERMISSION_DENIED"}})");
+  RestGcsClient client(transport, "http://127.0.0.1:4443", nullptr);
+  EXPECT_FALSE(client.getObject("b", "missing").has_value());
+  EXPECT_THROW(client.getObject("b", "secret"), ApiError);
+}
+
+TEST(RestGcsClient, UploadsWithTheMediaProtocol) {
+  testing::ScriptedTransport transport;
+  transport.enqueue(200, R"({"bucket": "b", "name": "out/checkpoints/ckpt-1", "size": "2"})");
+  RestGcsClient client(transport, "http://127.0.0.1:4443", nullptr);
+  auto object = client.upload("b", "out/checkpoints/ckpt-1", "{}", "application/json");
+  EXPECT_EQ(object.size, 2);
+  auto request = transport.requests().at(0);
+  EXPECT_EQ(request.method, "POST");
+  EXPECT_EQ(request.url,
+            "http://127.0.0.1:4443/upload/storage/v1/b/b/o?uploadType=media&name=out%2Fcheckpoints%2Fckpt-1");
+  EXPECT_EQ(request.body, "{}");
+}
+
+}  // namespace
+}  // namespace vto::vertex

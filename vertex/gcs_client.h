@@ -1,0 +1,65 @@
+#pragma once
+// Cloud Storage through its JSON API: list under a prefix, read metadata, upload. Pointed at
+// fake-gcs-server by STORAGE_EMULATOR_HOST or an explicit endpoint.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "vertex/auth.h"
+#include "vertex/http_transport.h"
+
+namespace vto::vertex {
+
+struct GcsObject {
+  std::string bucket;
+  std::string name;
+  std::int64_t size = 0;
+  std::string updated;     // RFC 3339
+  std::string generation;
+};
+
+// gs://bucket/some/prefix -> {bucket, "some/prefix"}.
+struct GcsUri {
+  std::string bucket;
+  std::string object;
+};
+// Throws std::invalid_argument with the expected form when `uri` is not gs://BUCKET[/PATH].
+GcsUri parseGcsUri(const std::string& uri);
+
+class GcsClient {
+ public:
+  virtual ~GcsClient() = default;
+  // Every object whose name starts with `prefix`, following nextPageToken.
+  virtual std::vector<GcsObject> listObjects(const std::string& bucket, const std::string& prefix) = 0;
+  // nullopt when the object does not exist.
+  virtual std::optional<GcsObject> getObject(const std::string& bucket, const std::string& name) = 0;
+  virtual GcsObject upload(const std::string& bucket, const std::string& name, const std::string& content,
+                           const std::string& contentType = "application/octet-stream") = 0;
+  // Creates the bucket when it is missing; emulators start empty (the real service is set up by hand).
+  virtual void ensureBucket(const std::string& bucket, const std::string& project = "vto") = 0;
+};
+
+class RestGcsClient final : public GcsClient {
+ public:
+  // endpoint: "https://storage.googleapis.com" or an emulator such as "http://127.0.0.1:4443".
+  // tokens may be null for an emulator that needs none.
+  RestGcsClient(HttpTransport& http, std::string endpoint, TokenSource* tokens);
+
+  std::vector<GcsObject> listObjects(const std::string& bucket, const std::string& prefix) override;
+  std::optional<GcsObject> getObject(const std::string& bucket, const std::string& name) override;
+  GcsObject upload(const std::string& bucket, const std::string& name, const std::string& content,
+                   const std::string& contentType) override;
+  void ensureBucket(const std::string& bucket, const std::string& project) override;
+
+ private:
+  HttpResponse send(HttpRequest request);
+  std::string endpoint_;
+  HttpTransport& http_;
+  TokenSource* tokens_;
+};
+
+// STORAGE_EMULATOR_HOST ("host:port" or a URL) when set, else the real service.
+std::string gcsEndpoint(const std::optional<std::string>& explicitEndpoint, const EnvLookup& env = processEnv);
+
+}  // namespace vto::vertex

@@ -1,0 +1,64 @@
+#include "vertex/http_transport.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include <cpprest/http_client.h>
+
+#include "vertex/api_error.h"
+
+namespace vto::vertex {
+
+HttpResponse CppRestTransport::send(const HttpRequest& request) {
+  web::http::client::http_client_config config;
+  config.set_timeout(request.timeout);
+  config.set_validate_certificates(true);
+  try {
+    web::uri uri(request.url);
+    web::uri_builder base;
+    base.set_scheme(uri.scheme()).set_host(uri.host()).set_port(uri.port());
+    web::http::client::http_client client(base.to_uri(), config);
+
+    web::http::http_request message(request.method);
+    message.set_request_uri(uri.resource());
+    for (const auto& [name, value] : request.headers) message.headers().add(name, value);
+    if (!request.body.empty() || request.method == "POST") {
+      auto contentType = request.headers.count("Content-Type") ? request.headers.at("Content-Type")
+                                                                : std::string("application/json");
+      message.set_body(request.body, contentType);
+    }
+    auto response = client.request(message).get();
+    HttpResponse result;
+    result.status = response.status_code();
+    for (const auto& [name, value] : response.headers()) {
+      std::string lower = name;
+      std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+      result.headers[lower] = value;
+    }
+    result.body = response.extract_utf8string(true).get();
+    return result;
+  } catch (const web::http::http_exception& error) {
+    throw TransportError(request.method + " " + request.url + ": " + error.what());
+  } catch (const web::uri_exception& error) {
+    throw TransportError("invalid URL " + request.url + ": " + error.what());
+  } catch (const std::system_error& error) {
+    throw TransportError(request.method + " " + request.url + ": " + error.what());
+  }
+}
+
+std::string urlEncode(const std::string& text) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+}  // namespace vto::vertex

@@ -1,0 +1,90 @@
+#include "vertex/json_codec.h"
+
+#include <array>
+#include <sstream>
+#include <stdexcept>
+
+#include <date/date.h>
+
+namespace vto::vertex {
+namespace {
+
+constexpr std::array<std::string_view, 12> kJobStateNames = {
+    "JOB_STATE_UNSPECIFIED", "JOB_STATE_QUEUED",    "JOB_STATE_PENDING",   "JOB_STATE_RUNNING",
+    "JOB_STATE_SUCCEEDED",   "JOB_STATE_FAILED",    "JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED",
+    "JOB_STATE_PAUSED",      "JOB_STATE_EXPIRED",   "JOB_STATE_UPDATING",  "JOB_STATE_PARTIALLY_SUCCEEDED",
+};
+
+}  // namespace
+
+std::string_view jobStateName(JobState state) {
+  auto index = static_cast<std::size_t>(state);
+  return index < kJobStateNames.size() ? kJobStateNames[index] : kJobStateNames[0];
+}
+
+std::optional<JobState> jobStateFromName(std::string_view name) {
+  for (std::size_t i = 0; i < kJobStateNames.size(); ++i) {
+    if (kJobStateNames[i] == name) return static_cast<JobState>(i);
+  }
+  return std::nullopt;
+}
+
+JobState jobStateFromJson(const nlohmann::json& value) {
+  if (value.is_string()) {
+    if (auto state = jobStateFromName(value.get<std::string>())) return *state;
+  } else if (value.is_number_integer()) {
+    auto number = value.get<std::int64_t>();
+    if (number >= 0 && number < static_cast<std::int64_t>(kJobStateNames.size())) {
+      return static_cast<JobState>(number);
+    }
+  }
+  throw std::invalid_argument("unknown job state " + value.dump() +
+                              "; expected a JOB_STATE_* name or its number 0-11");
+}
+
+bool isTerminal(JobState state) {
+  switch (state) {
+    case JobState::Succeeded:
+    case JobState::Failed:
+    case JobState::Cancelled:
+    case JobState::Expired:
+    case JobState::PartiallySucceeded:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::int64_t int64FromJson(const nlohmann::json& value) {
+  if (value.is_number_integer()) return value.get<std::int64_t>();
+  if (value.is_string()) {
+    const auto& text = value.get_ref<const std::string&>();
+    std::size_t used = 0;
+    try {
+      auto number = std::stoll(text, &used);
+      if (used == text.size()) return number;
+    } catch (const std::exception&) {
+    }
+  }
+  throw std::invalid_argument("expected an int64 as a number or a decimal string, got " + value.dump());
+}
+
+std::string formatTimestamp(Clock::time_point time) {
+  return date::format("%FT%TZ", std::chrono::floor<std::chrono::milliseconds>(time));
+}
+
+Clock::time_point parseTimestamp(std::string_view text) {
+  std::string input(text);
+  std::chrono::time_point<std::chrono::system_clock, std::chrono::nanoseconds> parsed;
+  for (const char* format : {"%FT%TZ", "%FT%T%Ez"}) {
+    std::istringstream stream(input);
+    stream >> date::parse(format, parsed);
+    if (!stream.fail() && stream.peek() == std::char_traits<char>::eof()) {
+      return std::chrono::time_point_cast<Clock::duration>(parsed);
+    }
+  }
+  throw std::invalid_argument("invalid timestamp \"" + input +
+                              "\"; expected RFC 3339 such as 2026-05-18T00:00:00Z");
+}
+
+}  // namespace vto::vertex
