@@ -5,6 +5,7 @@
 #include <map>
 
 #include "cmd/commands.h"
+#include "cmd/flags.h"
 
 namespace {
 struct Subcommand {
@@ -44,6 +45,9 @@ int main(int argc, char** argv) {
   vto::cmd::Args args(argv + 2, argv + argc);
   try {
     return it->second.fn(args);
+  } catch (const vto::cmd::UsageError& e) {
+    std::cerr << "vto " << name << ": " << e.what() << "\n";
+    return 2;
   } catch (const std::exception& e) {
     std::cerr << "vto " << name << ": " << e.what() << "\n";
     return 1;

@@ -1,0 +1,52 @@
+// vto lint -f FILE|- ...: the operator's validation, offline. Prints one `SEVERITY path: message`
+// line per finding and exits 1 when any finding is an error.
+#include <iostream>
+
+#include "cmd/commands.h"
+#include "cmd/flags.h"
+#include "cmd/manifest_input.h"
+#include "crd/manifest.h"
+
+namespace vto::cmd {
+
+int lint(const Args& args) {
+  Flags flags("lint",
+              "Checks TrainingRun and RetrainingPolicy manifests (YAML or JSON, several documents per file) with\n"
+              "the same rules as the operator, without a cluster. Prints one line per finding:\n\n"
+              "  ERROR spec.distribution.workerCount: MirroredStrategy uses the GPUs of one machine; ...\n"
+              "  WARNING spec.trainer.container.env[0].name: TF_CONFIG is set by Vertex AI ...\n\n"
+              "A finding of a file with several documents ends with the document it is about. Exit status: 0\n"
+              "when no finding is an error, 1 when one is, 2 on a usage error.",
+              {{"filename", 'f', "", "a manifest file, or - for stdin", false, true}});
+  if (!flags.parse(args)) return 0;
+  auto files = flags.getAll("filename");
+  if (files.empty()) throw UsageError("give the manifests with -f FILE (or -f - for stdin)");
+  int errors = 0, warnings = 0;
+  for (const auto& file : files) {
+    const std::string prefix = files.size() > 1 ? file + ": " : "";
+    std::vector<crd::ManifestDocument> documents;
+    try {
+      documents = crd::parseManifests(readManifestInput(file));
+    } catch (const std::exception& e) {
+      std::cout << "ERROR " << prefix << e.what() << "\n";
+      ++errors;
+      continue;
+    }
+    if (documents.empty()) {
+      std::cout << "ERROR " << prefix << "(file): no documents; expected a TrainingRun or RetrainingPolicy\n";
+      ++errors;
+    }
+    for (const auto& document : documents) {
+      for (const auto& finding : crd::lintDocument(document)) {
+        std::cout << crd::formatFinding({finding.severity, prefix + finding.path, finding.message});
+        if (documents.size() > 1) std::cout << " (" << document.label() << ")";
+        std::cout << "\n";
+        (finding.severity == crd::Severity::Error ? errors : warnings)++;
+      }
+    }
+  }
+  std::cerr << errors << " error(s), " << warnings << " warning(s)\n";
+  return errors ? 1 : 0;
+}
+
+}  // namespace vto::cmd

@@ -1,0 +1,9 @@
+#pragma once
+// Files compiled into the library (see crd/CMakeLists.txt), so the binary needs none at runtime.
+#include <string_view>
+
+namespace vto::crd::embedded {
+extern const std::string_view machineAcceleratorsJson;  // third_party/vertex-api/machine-accelerators.json
+extern const std::string_view trainingRunCrdYaml;       // helm/vto/crds/trainingruns.vto.dev.yaml
+extern const std::string_view retrainingPolicyCrdYaml;  // helm/vto/crds/retrainingpolicies.vto.dev.yaml
+}  // namespace vto::crd::embedded

@@ -1,0 +1,47 @@
+#pragma once
+// Which accelerators a Vertex machine type can carry, and how many: the table in
+// third_party/vertex-api/machine-accelerators.json (compiled in), read once.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace vto::crd {
+
+// The AcceleratorType names of the Vertex v1 API (accelerator_type.proto), UNSPECIFIED excluded.
+const std::vector<std::string>& vertexAcceleratorTypes();
+// Names Vertex no longer accepts for new jobs.
+bool isRetiredAccelerator(const std::string& acceleratorType);
+
+struct CompatibilityProblem {
+  bool certain = true;     // false: the table does not know, so the caller should only warn
+  bool aboutCount = false;  // the accelerator fits but not in this number
+  std::string message;  // says what to use instead
+};
+
+class MachineCatalog {
+ public:
+  // The compiled-in table.
+  static const MachineCatalog& builtIn();
+  explicit MachineCatalog(const nlohmann::json& document);
+
+  // nullopt when `machineType` can carry `count` x `acceleratorType` ("" and 0 for none).
+  std::optional<CompatibilityProblem> check(const std::string& machineType, const std::string& acceleratorType,
+                                            int count) const;
+
+ private:
+  struct Offer {
+    std::vector<std::string> machineTypes;     // exact names
+    std::vector<std::string> machinePrefixes;  // "n1-standard-" for "n1-standard-*"
+    std::vector<std::string> acceleratorTypes;
+    std::vector<int> counts;  // empty: counts not confirmed, any accepted
+    std::map<int, int> maxVcpusPerCount;
+    bool matches(const std::string& machineType) const;
+    std::string machinesText() const;
+  };
+  std::vector<Offer> offers_;
+};
+
+}  // namespace vto::crd

@@ -1,0 +1,32 @@
+#pragma once
+// The parts of metav1.ObjectMeta that vto reads. The full object is kept in `raw`, so writing an
+// object back never drops what the API server put there (managedFields, ownerReferences, ...).
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace vto::crd {
+
+inline constexpr const char* kApiVersion = "vto.dev/v1alpha1";
+
+struct ObjectMeta {
+  std::string name;
+  std::string namespace_;
+  std::string uid;
+  std::string resourceVersion;
+  int64_t generation = 0;
+  std::string creationTimestamp;
+  std::string deletionTimestamp;
+  std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> annotations;
+  nlohmann::json raw = nlohmann::json::object();
+};
+
+// Metadata is the API server's, not the user's, so it is read leniently: only the types of the fields
+// above are checked.
+ObjectMeta decodeObjectMeta(const nlohmann::json& value, const std::string& path);
+nlohmann::json encodeObjectMeta(const ObjectMeta& meta);
+
+}  // namespace vto::crd

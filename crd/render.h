@@ -1,0 +1,49 @@
+#pragma once
+// From a TrainingRun to the exact Vertex AI REST body: pure functions, no I/O, no clock.
+//
+// Worker pools (docs/API.md): None/Mirrored/TPU -> [primary]; MultiWorkerMirrored/PyTorchDDP ->
+// [primary, workers, reduction server]; ParameterServer -> [chief, workers, parameter servers,
+// evaluator]. A skipped middle pool is {} as Vertex expects. Every pool gets VTO_TRAININGRUN,
+// VTO_ATTEMPT and, on a resumed attempt, VTO_RESUME_FROM; the job gets the operator's labels.
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "crd/training_run.h"
+
+namespace vto::crd {
+
+// Labels the operator puts on every Vertex job; the exactly-once lookup filters on the first and
+// the attempt.
+inline constexpr const char* kRunUidLabel = "vto-run-uid";
+inline constexpr const char* kNamespaceLabel = "vto-namespace";
+inline constexpr const char* kNameLabel = "vto-name";
+inline constexpr const char* kAttemptLabel = "vto-attempt";
+inline constexpr const char* kManagedByLabel = "managed-by";
+inline constexpr const char* kManagedByValue = "vto";
+
+enum class JobKind { CustomJob, HyperparameterTuningJob };
+JobKind jobKindOf(const TrainingRunSpec& spec);
+const char* jobKindName(JobKind kind);
+// The REST collection: "customJobs" or "hyperparameterTuningJobs".
+const char* jobCollection(JobKind kind);
+
+// Where a job goes: the spec's project/location, else the operator's configured defaults.
+struct Placement {
+  std::string project;
+  std::string location;
+};
+Placement placementOf(const TrainingRunSpec& spec, const Placement& defaults);
+// "projects/P/locations/L"; throws std::invalid_argument naming the missing field.
+std::string parentOf(const Placement& placement);
+
+// attempt >= 1; resumeFrom is the checkpoint URI to resume from, "" on a fresh start.
+nlohmann::json renderCustomJob(const TrainingRun& run, int attempt, const std::string& resumeFrom);
+nlohmann::json renderHyperparameterTuningJob(const TrainingRun& run, int attempt, const std::string& resumeFrom);
+// Chooses between the two by spec.hyperparameterTuning.
+nlohmann::json renderJob(const TrainingRun& run, int attempt, const std::string& resumeFrom);
+// The labels of the job for this attempt.
+std::map<std::string, std::string> jobLabels(const TrainingRun& run, int attempt);
+
+}  // namespace vto::crd

@@ -1,0 +1,125 @@
+#include "crd/strict_json.h"
+
+namespace vto::crd {
+
+std::string joinPath(const std::string& parent, const std::string& key) {
+  return parent.empty() ? key : parent + "." + key;
+}
+
+std::string indexPath(const std::string& parent, size_t index) {
+  return parent + "[" + std::to_string(index) + "]";
+}
+
+std::string describeType(const json& value) {
+  switch (value.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::object: return "an object";
+    case json::value_t::array: return "a list";
+    case json::value_t::string: return "a string (\"" + value.get<std::string>().substr(0, 40) + "\")";
+    case json::value_t::boolean: return "a boolean";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned: return "an integer";
+    case json::value_t::number_float: return "a number";
+    default: return "an unsupported value";
+  }
+}
+
+std::string readString(const json& value, const std::string& path) {
+  if (!value.is_string()) throw DecodeError(path, "must be a string, not " + describeType(value) + " (quote it)");
+  return value.get<std::string>();
+}
+
+bool readBool(const json& value, const std::string& path) {
+  if (!value.is_boolean()) throw DecodeError(path, "must be true or false, not " + describeType(value));
+  return value.get<bool>();
+}
+
+double readNumber(const json& value, const std::string& path) {
+  if (!value.is_number()) throw DecodeError(path, "must be a number, not " + describeType(value));
+  return value.get<double>();
+}
+
+int64_t readInteger(const json& value, const std::string& path, int64_t min, int64_t max) {
+  int64_t n = 0;
+  if (value.is_number_unsigned()) {
+    auto u = value.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      throw DecodeError(path, "must be <= " + std::to_string(max));
+    n = static_cast<int64_t>(u);
+  } else if (value.is_number_integer()) {
+    n = value.get<int64_t>();
+  } else {
+    throw DecodeError(path, "must be an integer, not " + describeType(value));
+  }
+  if (n < min) throw DecodeError(path, "must be >= " + std::to_string(min));
+  if (n > max) throw DecodeError(path, "must be <= " + std::to_string(max));
+  return n;
+}
+
+std::vector<std::string> readStringList(const json& value, const std::string& path) {
+  return readList<std::string>(value, path, readString);
+}
+
+std::map<std::string, std::string> readStringMap(const json& value, const std::string& path) {
+  if (!value.is_object()) throw DecodeError(path, "must be a map of strings, not " + describeType(value));
+  std::map<std::string, std::string> out;
+  for (const auto& [k, v] : value.items()) {
+    if (v.is_null()) continue;
+    out[k] = readString(v, joinPath(path, k));
+  }
+  return out;
+}
+
+ObjectReader::ObjectReader(const json& object, std::string path) : object_(object), path_(std::move(path)) {
+  if (!object_.is_object()) throw DecodeError(path_.empty() ? "(document)" : path_, "must be an object, not " + describeType(object_));
+}
+
+bool ObjectReader::has(const std::string& key) {
+  auto it = object_.find(key);
+  return it != object_.end() && !it->is_null();
+}
+
+const json* ObjectReader::get(const std::string& key) {
+  known_.insert(key);
+  auto it = object_.find(key);
+  if (it == object_.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+void ObjectReader::with(const std::string& key, const std::function<void(const json&, const std::string&)>& decode) {
+  if (auto* v = get(key)) decode(*v, pathOf(key));
+}
+
+void ObjectReader::string(const std::string& key, std::string& out) {
+  if (auto* v = get(key)) out = readString(*v, pathOf(key));
+}
+void ObjectReader::boolean(const std::string& key, bool& out) {
+  if (auto* v = get(key)) out = readBool(*v, pathOf(key));
+}
+void ObjectReader::number(const std::string& key, double& out) {
+  if (auto* v = get(key)) out = readNumber(*v, pathOf(key));
+}
+void ObjectReader::number(const std::string& key, std::optional<double>& out) {
+  if (auto* v = get(key)) out = readNumber(*v, pathOf(key));
+}
+void ObjectReader::stringList(const std::string& key, std::vector<std::string>& out) {
+  if (auto* v = get(key)) out = readStringList(*v, pathOf(key));
+}
+void ObjectReader::stringMap(const std::string& key, std::map<std::string, std::string>& out) {
+  if (auto* v = get(key)) out = readStringMap(*v, pathOf(key));
+}
+void ObjectReader::raw(const std::string& key, json& out) {
+  if (auto* v = get(key)) out = *v;
+}
+
+void ObjectReader::finish() const {
+  for (const auto& [key, value] : object_.items()) {
+    if (known_.count(key)) continue;
+    std::vector<std::string> names(known_.begin(), known_.end());
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    throw DecodeError(pathOf(key), "unknown field; the known fields here are: " + list);
+  }
+}
+
+}  // namespace vto::crd

@@ -1,0 +1,255 @@
+#pragma once
+// The TrainingRun kind (vto.dev/v1alpha1) as C++ types. Field names and defaults follow
+// docs/API.md; member initialisers are the defaults, so a decoded spec is always complete.
+// Durations are whole seconds.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "crd/enum_names.h"
+#include "crd/object_meta.h"
+
+namespace vto::crd {
+
+inline constexpr const char* kTrainingRunKind = "TrainingRun";
+
+enum class Framework { TensorFlow, PyTorch, Jax, XGBoost, SKLearn, Other };
+enum class Strategy { None, Mirrored, MultiWorkerMirrored, ParameterServer, PyTorchDDP, TPU };
+enum class SchedulingStrategy { Standard, Spot, FlexStart };
+enum class FailureClass { Preemption, Stockout, InternalError, AnyFailure };
+enum class SearchAlgorithm { Bayesian, Grid, Random };
+enum class MetricGoal { Maximize, Minimize };
+enum class ParameterScale { Unspecified, Linear, Log, ReverseLog };
+enum class DeletionPolicy { Cancel, Orphan };
+enum class Phase { Pending, Submitted, Queued, Running, Resuming, Succeeded, Failed, Cancelling, Cancelled, Suspended, Invalid };
+
+const EnumNames<Framework>& frameworkNames();
+const EnumNames<Strategy>& strategyNames();
+const EnumNames<SchedulingStrategy>& schedulingStrategyNames();
+const EnumNames<FailureClass>& failureClassNames();
+const EnumNames<SearchAlgorithm>& searchAlgorithmNames();
+const EnumNames<MetricGoal>& metricGoalNames();
+const EnumNames<ParameterScale>& parameterScaleNames();
+const EnumNames<DeletionPolicy>& deletionPolicyNames();
+const EnumNames<Phase>& phaseNames();
+
+struct EnvVar {
+  std::string name;
+  std::string value;
+  bool operator==(const EnvVar&) const = default;
+};
+
+struct ContainerTrainer {
+  std::string imageUri;
+  std::vector<std::string> command;
+  std::vector<std::string> args;
+  std::vector<EnvVar> env;
+};
+
+struct PythonPackageTrainer {
+  std::string executorImageUri;
+  std::vector<std::string> packageUris;
+  std::string pythonModule;
+  std::vector<std::string> args;
+  std::vector<EnvVar> env;
+};
+
+// Exactly one of the two is set in a valid spec (validation says so; decoding accepts any).
+struct Trainer {
+  std::optional<ContainerTrainer> container;
+  std::optional<PythonPackageTrainer> pythonPackage;
+};
+
+struct Resources {
+  std::string machineType;
+  std::string acceleratorType;  // "" = none; Vertex AcceleratorType names (NVIDIA_TESLA_T4, TPU_V3, ...)
+  int32_t acceleratorCount = 0;  // 0 = none
+  std::string tpuTopology;
+  std::string bootDiskType;
+  int32_t bootDiskSizeGb = 0;  // 0 = Vertex's default (100)
+};
+
+struct ReplicaPool {
+  int32_t replicaCount = 1;
+  std::string machineType;
+};
+
+struct ReductionServer {
+  int32_t replicaCount = 1;
+  std::string machineType;
+  std::string imageUri;  // "" = kDefaultReductionServerImage
+};
+
+inline constexpr const char* kDefaultReductionServerImage =
+    "us-docker.pkg.dev/vertex-ai-restricted/training/reductionserver:latest";
+
+struct Distribution {
+  Strategy strategy = Strategy::None;
+  int32_t workerCount = 1;  // machines in total: one primary + (workerCount-1) workers
+  std::optional<ReplicaPool> parameterServers;
+  std::optional<ReplicaPool> evaluator;
+  std::optional<ReductionServer> reductionServer;
+};
+
+struct Scheduling {
+  std::optional<int64_t> timeoutSeconds;
+  bool restartJobOnWorkerRestart = false;
+  SchedulingStrategy strategy = SchedulingStrategy::Standard;
+  std::optional<int64_t> maxWaitSeconds;
+  bool disableRetries = false;
+};
+
+struct Checkpointing {
+  bool resumeOnFailure = true;
+  int32_t maxResumes = 3;
+  int64_t resumeBackoffSeconds = 60;  // doubles each resume, capped at kMaxResumeBackoffSeconds
+  std::vector<FailureClass> resumeOn = {FailureClass::Preemption, FailureClass::Stockout, FailureClass::InternalError};
+  std::string directory;  // "" = "<baseOutputDirectory>/checkpoints" (see checkpointDirectory())
+};
+
+inline constexpr int64_t kMaxResumeBackoffSeconds = 3600;
+
+struct DoubleRange {
+  double min = 0;
+  double max = 0;
+};
+struct IntegerRange {
+  int64_t min = 0;
+  int64_t max = 0;
+};
+
+struct TuningParameter {
+  std::string parameterId;
+  std::optional<DoubleRange> doubleRange;    // manifest field `double`
+  std::optional<IntegerRange> integerRange;  // manifest field `integer`
+  std::optional<std::vector<double>> discrete;         // manifest field `discrete.values`
+  std::optional<std::vector<std::string>> categorical;  // manifest field `categorical.values`
+  ParameterScale scale = ParameterScale::Unspecified;
+};
+
+struct TuningMetric {
+  std::string metricId;
+  MetricGoal goal = MetricGoal::Maximize;
+};
+
+struct HyperparameterTuning {
+  int32_t maxTrialCount = 0;
+  int32_t parallelTrialCount = 1;
+  int32_t maxFailedTrialCount = 0;  // 0 = Vertex's default
+  SearchAlgorithm algorithm = SearchAlgorithm::Bayesian;
+  std::vector<TuningMetric> metrics;
+  std::vector<TuningParameter> parameters;
+};
+
+struct TrainingRunSpec {
+  std::string project;
+  std::string location;
+  std::string displayName;  // "" = "<namespace>-<name>" (see displayNameOf())
+  Framework framework = Framework::Other;
+  std::optional<Trainer> trainer;
+  std::optional<Resources> resources;
+  std::optional<Distribution> distribution;
+  nlohmann::json workerPoolSpecs = nlohmann::json::array();  // raw Vertex WorkerPoolSpec objects
+  std::string baseOutputDirectory;
+  std::string serviceAccount;
+  std::string network;
+  std::vector<std::string> reservedIpRanges;
+  bool enableWebAccess = false;
+  bool enableDashboardAccess = false;
+  std::string tensorboard;
+  std::string encryptionKmsKeyName;
+  std::map<std::string, std::string> labels;
+  Scheduling scheduling;
+  Checkpointing checkpointing;
+  std::optional<HyperparameterTuning> hyperparameterTuning;
+  bool suspend = false;
+  DeletionPolicy deletionPolicy = DeletionPolicy::Cancel;
+  std::optional<int64_t> ttlSecondsAfterFinished;
+};
+
+// metav1.Condition.
+struct Condition {
+  std::string type;
+  std::string status;  // "True" | "False" | "Unknown"
+  std::string reason;
+  std::string message;
+  std::string lastTransitionTime;
+  int64_t observedGeneration = 0;
+};
+
+struct JobRef {
+  std::string name;  // projects/P/locations/L/customJobs/ID
+  std::string id;    // the numeric ID alone, for the printer column
+  std::string kind;  // CustomJob | HyperparameterTuningJob
+  std::string state;  // JOB_STATE_*
+  std::string consoleUrl;
+  std::string createTime, startTime, endTime;
+  std::map<std::string, std::string> webAccessUris;
+};
+
+struct Attempt {
+  int32_t attempt = 0;
+  std::string jobName;
+  std::string state;
+  std::string startTime, endTime;
+  std::string failureClass;
+  std::string message;
+  std::string resumedFrom;
+};
+
+struct CheckpointRef {
+  std::string uri;
+  std::string updateTime;
+};
+
+struct BestTrial {
+  std::string id;
+  nlohmann::json parameters = nlohmann::json::object();  // parameterId -> value (any JSON)
+  std::map<std::string, double> metrics;
+};
+
+inline constexpr size_t kMaxAttemptsInStatus = 20;
+
+struct TrainingRunStatus {
+  int64_t observedGeneration = 0;
+  std::optional<Phase> phase;
+  std::string message;
+  std::vector<Condition> conditions;
+  std::optional<JobRef> job;
+  std::vector<Attempt> attempts;  // the newest kMaxAttemptsInStatus, oldest first
+  int32_t attemptCount = 0;       // all attempts so far (the Attempts printer column)
+  int32_t resumes = 0;
+  std::optional<CheckpointRef> lastCheckpoint;
+  std::optional<BestTrial> bestTrial;
+  std::string startTime;
+  std::string completionTime;
+};
+
+struct TrainingRun {
+  ObjectMeta metadata;
+  TrainingRunSpec spec;
+  TrainingRunStatus status;
+};
+
+// Strict decoding (see strict_json.h): throws DecodeError naming the field path.
+TrainingRun decodeTrainingRun(const nlohmann::json& object);
+TrainingRunSpec decodeTrainingRunSpec(const nlohmann::json& value, const std::string& path);
+TrainingRunStatus decodeTrainingRunStatus(const nlohmann::json& value, const std::string& path);
+// Encoding writes every field, defaults included, with the manifest's field names.
+nlohmann::json encodeTrainingRun(const TrainingRun& run);
+nlohmann::json encodeTrainingRunSpec(const TrainingRunSpec& spec);
+nlohmann::json encodeTrainingRunStatus(const TrainingRunStatus& status);
+nlohmann::json encodeCondition(const Condition& condition);
+Condition decodeCondition(const nlohmann::json& value, const std::string& path);
+
+// Defaults that depend on other fields.
+std::string displayNameOf(const TrainingRun& run);          // spec.displayName or "<namespace>-<name>"
+std::string checkpointDirectoryOf(const TrainingRunSpec& spec);  // checkpointing.directory or "<base>/checkpoints"
+// Whether the run uses TPUs (strategy TPU or a TPU_* accelerator).
+bool usesTpu(const TrainingRunSpec& spec);
+
+}  // namespace vto::crd

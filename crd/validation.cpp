@@ -1,0 +1,321 @@
+#include "crd/validation.h"
+
+#include <algorithm>
+
+#include "crd/labels.h"
+#include "crd/machine_catalog.h"
+#include "crd/strict_json.h"
+
+namespace vto::crd {
+namespace {
+
+// Labels the operator writes on every Vertex job (see render.h); users cannot set them.
+constexpr size_t kOperatorLabelCount = 5;
+
+class Findings {
+ public:
+  explicit Findings(std::string root) : root_(std::move(root)) {}
+  void error(const std::string& field, std::string message) { add(Severity::Error, field, std::move(message)); }
+  void warning(const std::string& field, std::string message) { add(Severity::Warning, field, std::move(message)); }
+  std::vector<Finding> take() { return std::move(list_); }
+
+ private:
+  void add(Severity s, const std::string& field, std::string message) {
+    list_.push_back({s, joinPath(root_, field), std::move(message)});
+  }
+  std::string root_;
+  std::vector<Finding> list_;
+};
+
+// gcr.io/... or HOST.gcr.io/... (eu.gcr.io, us.gcr.io, ...).
+bool isContainerRegistry(const std::string& image) {
+  std::string host = image.substr(0, image.find('/'));
+  if (host.size() == image.size()) return false;
+  return host == "gcr.io" || (host.size() > 7 && host.compare(host.size() - 7, 7, ".gcr.io") == 0);
+}
+
+// Five whitespace-separated fields (minute hour day month weekday).
+bool hasFiveCronFields(const std::string& cron) {
+  int fields = 0;
+  bool inField = false;
+  for (char c : cron) {
+    bool space = c == ' ' || c == '\t';
+    if (!space && !inField) ++fields;
+    inField = !space;
+  }
+  return fields == 5;
+}
+
+void checkImage(Findings& f, const std::string& field, const std::string& image) {
+  if (isContainerRegistry(image))
+    f.error(field, "Container Registry (gcr.io) is deprecated; push the image to Artifact Registry and use "
+                   "LOCATION-docker.pkg.dev/PROJECT/REPO/IMAGE");
+}
+
+bool isGcsUri(const std::string& uri) { return uri.rfind("gs://", 0) == 0 && uri.size() > 5; }
+
+void checkEnv(Findings& f, const std::string& field, const std::vector<EnvVar>& env) {
+  const auto& reserved = reservedEnvNames();
+  for (size_t i = 0; i < env.size(); ++i) {
+    if (std::find(reserved.begin(), reserved.end(), env[i].name) != reserved.end())
+      f.warning(indexPath(field, i) + ".name", env[i].name +
+                                                   " is set by Vertex AI for distributed training; remove it, or your "
+                                                   "value will break or be overwritten");
+    if (env[i].name.rfind("VTO_", 0) == 0)
+      f.error(indexPath(field, i) + ".name", "VTO_* variables are set by the operator; rename the variable");
+  }
+}
+
+void checkTrainer(Findings& f, const TrainingRunSpec& spec) {
+  bool hasPools = !spec.workerPoolSpecs.empty();
+  if (spec.trainer && hasPools)
+    f.error("workerPoolSpecs", "set either trainer (with resources and distribution) or workerPoolSpecs, not both");
+  if (!spec.trainer && !hasPools)
+    f.error("trainer", "required: set trainer.container or trainer.pythonPackage (or, for experts, workerPoolSpecs)");
+  if (hasPools && (spec.resources || spec.distribution))
+    f.error(spec.resources ? "resources" : "distribution",
+            "workerPoolSpecs describes the machines itself; remove resources and distribution");
+  if (!spec.trainer) return;
+  const auto& t = *spec.trainer;
+  if (t.container.has_value() == t.pythonPackage.has_value())
+    f.error("trainer", "set exactly one of trainer.container (your own image) or trainer.pythonPackage "
+                       "(a prebuilt image running your package)");
+  if (const auto& c = t.container) {
+    if (c->imageUri.empty()) f.error("trainer.container.imageUri", "required: the training image, e.g. us-central1-docker.pkg.dev/PROJECT/REPO/IMAGE:TAG");
+    checkImage(f, "trainer.container.imageUri", c->imageUri);
+    checkEnv(f, "trainer.container.env", c->env);
+  }
+  if (const auto& p = t.pythonPackage) {
+    if (p->executorImageUri.empty())
+      f.error("trainer.pythonPackage.executorImageUri",
+              "executorImageUri is required: a prebuilt training image, e.g. us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-1.py310:latest");
+    checkImage(f, "trainer.pythonPackage.executorImageUri", p->executorImageUri);
+    if (p->pythonModule.empty())
+      f.error("trainer.pythonPackage.pythonModule", "pythonModule is required: the module to run, e.g. trainer.task");
+    if (p->packageUris.empty())
+      f.error("trainer.pythonPackage.packageUris", "required: the gs:// URIs of your package, e.g. gs://BUCKET/trainer-0.1.tar.gz");
+    for (size_t i = 0; i < p->packageUris.size(); ++i)
+      if (!isGcsUri(p->packageUris[i]))
+        f.error(indexPath("trainer.pythonPackage.packageUris", i), "packageUris must be gs:// URIs; upload the package to Cloud Storage");
+    checkEnv(f, "trainer.pythonPackage.env", p->env);
+  }
+  if (!spec.resources) f.error("resources", "required with trainer: set resources.machineType, e.g. n1-standard-8");
+}
+
+void checkResources(Findings& f, const TrainingRunSpec& spec) {
+  if (!spec.resources) return;
+  const auto& r = *spec.resources;
+  if (r.machineType.empty()) f.error("resources.machineType", "required: the machine type, e.g. n1-standard-8 or a2-highgpu-1g");
+  if (!r.acceleratorType.empty()) {
+    const auto& known = vertexAcceleratorTypes();
+    if (std::find(known.begin(), known.end(), r.acceleratorType) == known.end()) {
+      std::string list;
+      for (const auto& k : known)
+        if (!isRetiredAccelerator(k)) list += (list.empty() ? "" : ", ") + k;
+      f.error("resources.acceleratorType", "\"" + r.acceleratorType + "\" is not a Vertex accelerator type; use one of: " + list);
+      return;
+    }
+    if (isRetiredAccelerator(r.acceleratorType)) {
+      f.error("resources.acceleratorType", r.acceleratorType + " has reached end of support; use NVIDIA_TESLA_T4 or a newer GPU");
+      return;
+    }
+  }
+  if (!r.acceleratorType.empty() && r.acceleratorCount == 0)
+    f.error("resources.acceleratorCount", "set acceleratorType and acceleratorCount together (e.g. NVIDIA_TESLA_T4 and 1), or neither");
+  if (r.acceleratorType.empty() && r.acceleratorCount != 0)
+    f.error("resources.acceleratorType", "set acceleratorType and acceleratorCount together (e.g. NVIDIA_TESLA_T4 and 1), or neither");
+  if (!r.tpuTopology.empty() && r.acceleratorType.rfind("TPU_", 0) != 0)
+    f.error("resources.tpuTopology", "only TPU slices have a topology; remove it or set a TPU_* acceleratorType");
+  if (!r.bootDiskType.empty() && r.bootDiskType != "pd-ssd" && r.bootDiskType != "pd-standard" &&
+      r.bootDiskType != "hyperdisk-balanced")
+    f.error("resources.bootDiskType", "use pd-ssd, pd-standard or hyperdisk-balanced");
+  if (r.machineType.empty() || (r.acceleratorType.empty() != (r.acceleratorCount == 0))) return;
+  if (auto problem = MachineCatalog::builtIn().check(r.machineType, r.acceleratorType, r.acceleratorCount)) {
+    std::string field = problem->aboutCount ? "resources.acceleratorCount" : "resources.acceleratorType";
+    if (problem->certain) f.error(field, problem->message);
+    else f.warning(field, problem->message);
+  }
+}
+
+void checkDistribution(Findings& f, const TrainingRunSpec& spec) {
+  if (spec.framework == Framework::PyTorch && usesTpu(spec))
+    f.error("framework", "Vertex AI's managed TPUs run TensorFlow and JAX; use GPUs (e.g. PyTorchDDP on "
+                         "NVIDIA accelerators) for PyTorch, or framework tensorflow/jax on TPUs");
+  if (!spec.distribution) return;
+  const auto& d = *spec.distribution;
+  bool multiMachine = d.strategy == Strategy::MultiWorkerMirrored || d.strategy == Strategy::PyTorchDDP ||
+                      d.strategy == Strategy::ParameterServer;
+  if (d.strategy == Strategy::Mirrored && d.workerCount > 1)
+    f.error("distribution.workerCount", "MirroredStrategy uses the GPUs of one machine; set workerCount: 1, or use "
+                                        "strategy MultiWorkerMirrored for several machines");
+  if ((d.strategy == Strategy::None || d.strategy == Strategy::TPU) && d.workerCount > 1)
+    f.error("distribution.workerCount", "strategy " + enumName(d.strategy, strategyNames()) +
+                                            " runs on one machine; set workerCount: 1, or choose MultiWorkerMirrored, "
+                                            "PyTorchDDP or ParameterServer");
+  bool tpuAccelerator = spec.resources && spec.resources->acceleratorType.rfind("TPU_", 0) == 0;
+  if (d.strategy == Strategy::TPU && spec.resources && !tpuAccelerator)
+    f.error("resources.acceleratorType", "strategy TPU needs a TPU accelerator, e.g. TPU_V3 with machineType cloud-tpu");
+  if (tpuAccelerator && d.strategy != Strategy::TPU && d.strategy != Strategy::None)
+    f.error("distribution.strategy", "a TPU slice is one pool; use strategy: TPU");
+  if (d.strategy == Strategy::ParameterServer && !d.parameterServers)
+    f.error("distribution.parameterServers", "ParameterServer needs parameterServers: set {replicaCount, machineType}, e.g. "
+                                             "{replicaCount: 2, machineType: n1-highmem-8}");
+  if (d.strategy != Strategy::ParameterServer && d.parameterServers)
+    f.error("distribution.parameterServers", "only strategy ParameterServer uses parameter servers; remove them");
+  if (d.strategy != Strategy::ParameterServer && d.evaluator)
+    f.error("distribution.evaluator", "only strategy ParameterServer has an evaluator pool; remove it");
+  if (const auto& rs = d.reductionServer) {
+    if (d.strategy == Strategy::ParameterServer)
+      f.error("distribution.reductionServer", "Reduction Server replaces parameter servers for all-reduce "
+                                              "training; use it with MultiWorkerMirrored or PyTorchDDP, not ParameterServer");
+    else if (!multiMachine)
+      f.error("distribution.reductionServer", "Reduction Server needs several machines; use strategy "
+                                              "MultiWorkerMirrored or PyTorchDDP with workerCount >= 2");
+    if (rs->machineType.rfind("n1-highcpu-", 0) != 0)
+      f.error("distribution.reductionServer.machineType", "Reduction Server runs on n1-highcpu-* machines; use e.g. n1-highcpu-16");
+    if (d.workerCount < 2)
+      f.error("distribution.workerCount", "Reduction Server needs workerCount >= 2 (it aggregates gradients between machines)");
+    if (!spec.resources || spec.resources->acceleratorType.rfind("NVIDIA_", 0) != 0)
+      f.error("resources.acceleratorType", "Reduction Server speeds up GPU all-reduce; give the workers NVIDIA GPUs or remove reductionServer");
+    if (!rs->imageUri.empty()) checkImage(f, "distribution.reductionServer.imageUri", rs->imageUri);
+  }
+}
+
+void checkOutputs(Findings& f, const TrainingRunSpec& spec) {
+  if (spec.baseOutputDirectory.empty())
+    f.error("baseOutputDirectory", "required: a gs:// directory for the model, checkpoints and logs, e.g. gs://BUCKET/RUN");
+  else if (!isGcsUri(spec.baseOutputDirectory))
+    f.error("baseOutputDirectory", "must be a gs:// URI (Vertex writes model, checkpoints and logs to Cloud Storage)");
+  if (!spec.checkpointing.directory.empty() && !isGcsUri(spec.checkpointing.directory))
+    f.error("checkpointing.directory", "checkpointing.directory must be a gs:// URI, or leave it empty for <baseOutputDirectory>/checkpoints");
+}
+
+void checkScheduling(Findings& f, const TrainingRunSpec& spec) {
+  const auto& s = spec.scheduling;
+  if (s.timeoutSeconds && *s.timeoutSeconds <= 0)
+    f.error("scheduling.timeout", "timeout must be a positive duration like 24h, 30m, 1h30m or 90s; leave it out for Vertex's default of 7 days");
+  if (s.maxWaitSeconds && s.strategy != SchedulingStrategy::FlexStart)
+    f.error("scheduling.maxWaitDuration", "only FlexStart waits for capacity; set scheduling.strategy: FlexStart or remove maxWaitDuration");
+  if (s.maxWaitSeconds && *s.maxWaitSeconds < 0)
+    f.error("scheduling.maxWaitDuration", "must not be negative; 0 waits indefinitely");
+  if (spec.checkpointing.resumeBackoffSeconds > kMaxResumeBackoffSeconds)
+    f.warning("checkpointing.resumeBackoff", "the backoff is capped at 1h; a longer value acts as 1h");
+}
+
+void checkLabels(Findings& f, const TrainingRunSpec& spec) {
+  for (const auto& [key, value] : spec.labels) {
+    std::string field = "labels." + key;
+    if (!isValidGcpLabelKey(key))
+      f.error(field, "Google Cloud label keys start with a lowercase letter and use only lowercase letters, digits, "
+                     "'_' and '-' (at most 63 characters); rename the key");
+    else if (key.rfind("vto-", 0) == 0 || key == "managed-by")
+      f.error(field, "vto-* and managed-by are the operator's labels; choose another key");
+    if (!isValidGcpLabelValue(value))
+      f.error(field, "Google Cloud label values use only lowercase letters, digits, '_' and '-' (at most 63 "
+                     "characters); change the value");
+  }
+  if (spec.labels.size() + kOperatorLabelCount > kMaxGcpLabels)
+    f.error("labels", "at most " + std::to_string(kMaxGcpLabels - kOperatorLabelCount) +
+                          " labels (the operator adds " + std::to_string(kOperatorLabelCount) + " of its own to the 64 allowed)");
+}
+
+void checkTuning(Findings& f, const TrainingRunSpec& spec) {
+  if (!spec.hyperparameterTuning) return;
+  const auto& h = *spec.hyperparameterTuning;
+  const std::string base = "hyperparameterTuning";
+  if (h.metrics.empty())
+    f.error(base + ".metrics", "hyperparameterTuning needs at least one metric to optimise, e.g. metrics: [{metricId: accuracy, goal: Maximize}]");
+  if (h.parallelTrialCount > h.maxTrialCount)
+    f.error(base + ".parallelTrialCount", "parallelTrialCount must be <= maxTrialCount (" + std::to_string(h.maxTrialCount) + ")");
+  if (h.parameters.empty())
+    f.error(base + ".parameters", "required: at least one parameter to tune");
+  for (size_t i = 0; i < h.parameters.size(); ++i) {
+    const auto& p = h.parameters[i];
+    std::string at = indexPath(base + ".parameters", i);
+    int kinds = p.doubleRange.has_value() + p.integerRange.has_value() + p.discrete.has_value() + p.categorical.has_value();
+    if (kinds != 1) f.error(at, "set exactly one of double, integer, discrete or categorical");
+    if (p.doubleRange && p.doubleRange->min >= p.doubleRange->max) f.error(at + ".double", "min must be < max; swap them or widen the range");
+    if (p.integerRange && p.integerRange->min >= p.integerRange->max) f.error(at + ".integer", "min must be < max; swap them or widen the range");
+    if (p.discrete && p.discrete->empty()) f.error(at + ".discrete.values", "required: at least one value");
+    if (p.categorical && p.categorical->empty()) f.error(at + ".categorical.values", "required: at least one value");
+    if (p.doubleRange && h.algorithm == SearchAlgorithm::Grid)
+      f.error(at + ".double", "Grid search needs a finite set of values; use discrete values or integer ranges, "
+                              "or choose algorithm Bayesian or Random");
+    if (p.scale != ParameterScale::Unspecified && p.categorical)
+      f.error(at + ".scale", "categorical values have no scale; remove it");
+    if (p.scale == ParameterScale::Log && p.doubleRange && p.doubleRange->min <= 0)
+      f.error(at + ".double.min", "a Log scale needs min > 0");
+  }
+  for (size_t i = 0; i < h.metrics.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (h.metrics[i].metricId == h.metrics[j].metricId)
+        f.error(indexPath(base + ".metrics", i) + ".metricId", "duplicate metric; list each metricId once");
+}
+
+}  // namespace
+
+const std::vector<std::string>& reservedEnvNames() {
+  static const std::vector<std::string> names = {"TF_CONFIG", "CLUSTER_SPEC", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK"};
+  return names;
+}
+
+std::vector<Finding> validateTrainingRunSpec(const TrainingRunSpec& spec, const std::string& path) {
+  Findings f(path);
+  checkTrainer(f, spec);
+  checkResources(f, spec);
+  checkDistribution(f, spec);
+  checkOutputs(f, spec);
+  checkScheduling(f, spec);
+  checkLabels(f, spec);
+  checkTuning(f, spec);
+  for (size_t i = 0; i < spec.workerPoolSpecs.size(); ++i) {
+    const auto& pool = spec.workerPoolSpecs[i];
+    std::string at = indexPath("workerPoolSpecs", i);
+    if (auto it = pool.find("containerSpec"); it != pool.end() && it->is_object() && it->contains("imageUri") &&
+                                              (*it)["imageUri"].is_string())
+      checkImage(f, at + ".containerSpec.imageUri", (*it)["imageUri"].get<std::string>());
+  }
+  if (!spec.workerPoolSpecs.empty() && spec.workerPoolSpecs[0].empty())
+    f.error("workerPoolSpecs[0]", "the primary pool is required; only later pools may be {}");
+  return f.take();
+}
+
+std::vector<Finding> validate(const TrainingRun& run) { return validateTrainingRunSpec(run.spec, "spec"); }
+
+std::vector<Finding> validate(const RetrainingPolicy& policy) {
+  const auto& spec = policy.spec;
+  auto findings = validateTrainingRunSpec(spec.templ.spec, "spec.template.spec");
+  Findings f("spec");
+  if (const auto& s = spec.triggers.schedule) {
+    static const std::vector<std::string> kMacros = {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"};
+    bool macro = std::find(kMacros.begin(), kMacros.end(), s->cron) != kMacros.end();
+    if (!macro && !hasFiveCronFields(s->cron))
+      f.error("triggers.schedule.cron", "must be a 5-field cron expression (minute hour day month weekday), e.g. "
+                                        "\"0 3 * * 1\", or @daily/@weekly/@monthly/@hourly");
+  }
+  if (const auto& n = spec.triggers.newData) {
+    if (!isGcsUri(n->gcsPrefix)) f.error("triggers.newData.gcsPrefix", "must be a gs:// prefix, e.g. gs://BUCKET/incoming/");
+  }
+  if (const auto& m = spec.triggers.metric) {
+    if (m->prometheusUrl.rfind("http://", 0) != 0 && m->prometheusUrl.rfind("https://", 0) != 0)
+      f.error("triggers.metric.prometheusUrl", "must be an http:// or https:// URL, e.g. http://prometheus.monitoring:9090");
+    if (m->query.empty()) f.error("triggers.metric.query", "required: a PromQL query returning one number");
+    if (m->below.has_value() == m->above.has_value())
+      f.error("triggers.metric", "set exactly one of below or above: the threshold that triggers a retrain");
+  }
+  if (!spec.triggers.schedule && !spec.triggers.newData && !spec.triggers.metric)
+    f.warning("triggers", "no trigger: runs start only when you annotate the policy with vto.dev/retrain-requested");
+  auto more = f.take();
+  findings.insert(findings.end(), more.begin(), more.end());
+  return findings;
+}
+
+bool hasErrors(const std::vector<Finding>& findings) {
+  return std::any_of(findings.begin(), findings.end(), [](const Finding& f) { return f.severity == Severity::Error; });
+}
+
+std::string formatFinding(const Finding& finding) {
+  return std::string(finding.severity == Severity::Error ? "ERROR" : "WARNING") + " " + finding.path + ": " + finding.message;
+}
+
+}  // namespace vto::crd

@@ -1,0 +1,216 @@
+// The CRDs from `vto crd` on a real kube-apiserver: they install and become Established, every sample
+// is accepted, every invalid manifest whose rule CEL can express is refused with the same advice as
+// `vto lint`, immutable fields stay immutable, and `kubectl explain` teaches the fields.
+//
+// Needs $VTO_BIN_DIR with both `vto` and `vto-testcluster` in it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "tests/support/subprocess.h"
+#include "tests/support/test_cluster.h"
+#include "tests/support/wait.h"
+
+namespace vto::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+fs::path sourceDir() {
+  if (const char* dir = std::getenv("VTO_SOURCE_DIR")) return dir;
+  return fs::path(__FILE__).parent_path().parent_path().parent_path();
+}
+
+std::vector<fs::path> yamlFiles(const fs::path& dir) {
+  std::vector<fs::path> out;
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.path().extension() == ".yaml") out.push_back(entry.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string shellQuote(const std::string& path) { return "'" + path + "'"; }
+
+// The `# expect-cel: TEXT` line of an invalid manifest, or "" when CEL cannot express its rule.
+std::string expectedCelMessage(const fs::path& file) {
+  std::ifstream in(file);
+  static const std::regex kCel(R"(^# expect-cel: (.*)$)");
+  for (std::string line; std::getline(in, line);) {
+    std::smatch match;
+    if (std::regex_match(line, match, kCel)) return match[1].str().rfind("none", 0) == 0 ? "" : match[1].str();
+  }
+  return "";
+}
+
+class CrdTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto& cluster = sharedCluster();
+    // Exactly what the docs tell users to run (client-side apply, so the CRDs must also fit the
+    // last-applied-configuration annotation).
+    ASSERT_EQ(runShell(shellQuote(binDir() + "/vto") + " crd > /dev/null").exitCode, 0);
+    auto applied = runShell(shellQuote(binDir() + "/vto") + " crd | kubectl --kubeconfig=" +
+                            shellQuote(cluster.kubeconfig()) + " apply -f -");
+    ASSERT_EQ(applied.exitCode, 0) << applied.output;
+    for (const char* crd : {"trainingruns.vto.dev", "retrainingpolicies.vto.dev"}) {
+      bool established = waitFor(
+          [&] {
+            auto r = cluster.kubectl(std::string("get crd ") + crd +
+                                     " -o jsonpath='{.status.conditions[?(@.type==\"Established\")].status}'");
+            return r.exitCode == 0 && r.output == "True";
+          },
+          60s);
+      ASSERT_TRUE(established) << crd << " did not become Established";
+    }
+    // Discovery of the new kinds can lag behind Established; wait until kubectl knows them.
+    ASSERT_TRUE(waitFor([&] { return cluster.kubectl("get trun,rtp -A").exitCode == 0; }, 60s));
+  }
+};
+
+TEST_F(CrdTest, EverySampleIsAcceptedByTheApiServer) {
+  auto files = yamlFiles(sourceDir() / "config/samples");
+  ASSERT_GE(files.size(), 11u);
+  for (const auto& file : files) {
+    auto r = sharedCluster().kubectl("apply --dry-run=server -f " + shellQuote(file));
+    EXPECT_EQ(r.exitCode, 0) << file << ":\n" << r.output;
+  }
+}
+
+TEST_F(CrdTest, InvalidManifestsThatCelExpressesAreRefusedWithTheAdvice) {
+  int checked = 0;
+  for (const auto& file : yamlFiles(sourceDir() / "tests/data/invalid")) {
+    std::string advice = expectedCelMessage(file);
+    if (advice.empty()) continue;
+    auto r = sharedCluster().kubectl("apply --dry-run=server -f " + shellQuote(file));
+    EXPECT_NE(r.exitCode, 0) << file << " was accepted:\n" << r.output;
+    EXPECT_NE(r.output.find(advice), std::string::npos) << file << ": expected \"" << advice << "\" in:\n" << r.output;
+    ++checked;
+  }
+  EXPECT_GE(checked, 20);
+}
+
+TEST_F(CrdTest, LintAgreesWithTheApiServerOnEveryInvalidManifest) {
+  for (const auto& file : yamlFiles(sourceDir() / "tests/data/invalid")) {
+    if (expectedCelMessage(file).empty()) continue;
+    auto r = runShell(shellQuote(binDir() + "/vto") + " lint -f " + shellQuote(file) + "");
+    EXPECT_EQ(r.exitCode, 1) << file << ":\n" << r.output;
+    EXPECT_NE(r.output.find(expectedCelMessage(file)), std::string::npos) << file << ":\n" << r.output;
+  }
+}
+
+TEST_F(CrdTest, DefaultsAreAppliedByTheApiServer) {
+  auto& cluster = sharedCluster();
+  auto sample = sourceDir() / "config/samples/trainingrun_custom_container.yaml";
+  auto r = cluster.kubectl("apply --dry-run=server -o json -f " + shellQuote(sample));
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  for (const char* expected : {"\"deletionPolicy\": \"Cancel\"", "\"maxResumes\": 3", "\"resumeBackoff\": \"60s\"",
+                               "\"strategy\": \"Standard\"", "\"Preemption\""})
+    EXPECT_NE(r.output.find(expected), std::string::npos) << expected << " missing in:\n" << r.output;
+}
+
+TEST_F(CrdTest, ImmutableFieldsCannotChangeButMutableOnesCan) {
+  auto& cluster = sharedCluster();
+  auto sample = sourceDir() / "config/samples/trainingrun_pytorch_ddp.yaml";
+  ASSERT_EQ(cluster.kubectl("create namespace crd-immutable").exitCode, 0);
+  auto created = cluster.kubectl("apply -n crd-immutable -f " + shellQuote(sample));
+  ASSERT_EQ(created.exitCode, 0) << created.output;
+  auto changed = cluster.kubectl(
+      "patch trun resnet-ddp -n crd-immutable --type=merge -p '{\"spec\":{\"resources\":{\"machineType\":\"a2-highgpu-4g\",\"acceleratorCount\":4}}}'");
+  EXPECT_NE(changed.exitCode, 0) << changed.output;
+  EXPECT_NE(changed.output.find("resources is immutable; create a new TrainingRun"), std::string::npos) << changed.output;
+  auto suspended = cluster.kubectl("patch trun resnet-ddp -n crd-immutable --type=merge -p '{\"spec\":{\"suspend\":true}}'");
+  EXPECT_EQ(suspended.exitCode, 0) << suspended.output;
+}
+
+TEST_F(CrdTest, PrinterColumnsAndShortNames) {
+  auto& cluster = sharedCluster();
+  ASSERT_EQ(cluster.kubectl("create namespace crd-columns").exitCode, 0);
+  auto created = cluster.kubectl("apply -n crd-columns -f " + shellQuote(sourceDir() / "config/samples/trainingrun_flex_start.yaml"));
+  ASSERT_EQ(created.exitCode, 0) << created.output;
+  auto plain = cluster.kubectl("get trun -n crd-columns");
+  ASSERT_EQ(plain.exitCode, 0) << plain.output;
+  std::string header = plain.output.substr(0, plain.output.find('\n'));
+  for (const char* column : {"NAME", "PHASE", "JOB", "ATTEMPTS", "AGE"}) EXPECT_NE(header.find(column), std::string::npos) << header;
+  EXPECT_EQ(header.find("FRAMEWORK"), std::string::npos) << header;
+  auto wide = cluster.kubectl("get trun -n crd-columns -o wide");
+  for (const char* column : {"FRAMEWORK", "MACHINE", "MESSAGE", "pytorch", "a3-highgpu-8g"})
+    EXPECT_NE(wide.output.find(column), std::string::npos) << wide.output;
+  auto byCategory = cluster.kubectl("get ml -n crd-columns -o name");
+  EXPECT_NE(byCategory.output.find("trainingrun.vto.dev/diffusion-flex"), std::string::npos) << byCategory.output;
+}
+
+TEST_F(CrdTest, ExplainTeachesTheFields) {
+  auto r = sharedCluster().kubectl("explain trainingrun.spec.distribution");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  for (const char* expected : {"How training spreads over machines", "workerCount", "Machines in total", "reductionServer",
+                               "ParameterServer"})
+    EXPECT_NE(r.output.find(expected), std::string::npos) << expected << " missing in:\n" << r.output;
+  auto policy = sharedCluster().kubectl("explain rtp.spec.triggers.schedule.cron");
+  EXPECT_NE(policy.output.find("5-field cron"), std::string::npos) << policy.output;
+}
+
+// The offline commands, as a user runs them (no cluster needed).
+std::string vto(const std::string& args) { return shellQuote(binDir() + "/vto") + " " + args; }
+
+TEST(VtoCli, LintNamesTheDocumentOfAMultiDocumentFile) {
+  auto samples = sourceDir() / "config/samples";
+  auto bad = sourceDir() / "tests/data/invalid/05-mirrored-several-workers.yaml";
+  auto r = runShell("{ cat " + shellQuote(samples / "trainingrun_pytorch_ddp.yaml") + "; echo ---; cat " + shellQuote(bad) +
+                    "; } | " + vto("lint -f -"));
+  EXPECT_EQ(r.exitCode, 1) << r.output;
+  EXPECT_NE(r.output.find("ERROR spec.distribution.workerCount: MirroredStrategy uses the GPUs of one machine"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(document 2 (TrainingRun/bad))"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("1 error(s), 0 warning(s)"), std::string::npos) << r.output;
+}
+
+TEST(VtoCli, LintPassesEverySampleAndWarnsWithoutFailing) {
+  auto r = runShell(vto("lint") + " $(for f in " + shellQuote(sourceDir() / "config/samples") + "/*.yaml; do printf ' -f %s' \"$f\"; done)");
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  auto warning = runShell(vto("lint -f " + shellQuote(sourceDir() / "tests/data/invalid/09-reserved-env.yaml") + ""));
+  EXPECT_EQ(warning.exitCode, 0) << warning.output;
+  EXPECT_EQ(warning.output.rfind("WARNING spec.trainer.container.env[0].name: TF_CONFIG", 0), 0u) << warning.output;
+}
+
+TEST(VtoCli, RenderPrintsOneBodyPerLineOrAnArray) {
+  auto samples = sourceDir() / "config/samples";
+  std::string both = "{ cat " + shellQuote(samples / "trainingrun_custom_container.yaml") + "; echo ---; cat " +
+                     shellQuote(samples / "trainingrun_hyperparameter_tuning.yaml") + "; } | ";
+  auto lines = runShell(both + vto("render -f -"));
+  ASSERT_EQ(lines.exitCode, 0) << lines.output;
+  EXPECT_EQ(std::count(lines.output.begin(), lines.output.end(), '\n'), 2) << lines.output;
+  EXPECT_EQ(lines.output.rfind("{\"displayName\":\"default-mnist-custom\"", 0), 0u) << lines.output;
+  EXPECT_NE(lines.output.find("\"studySpec\""), std::string::npos) << lines.output;
+  auto array = runShell(both + vto("render -f - -o json-array"));
+  ASSERT_EQ(array.exitCode, 0) << array.output;
+  EXPECT_EQ(array.output.rfind("[", 0), 0u) << array.output;
+  auto request = runShell(vto("render -o request --project p1 --location us-east1 -f " + shellQuote(samples / "trainingrun_parameter_server.yaml")));
+  EXPECT_NE(request.output.find("https://europe-west4-aiplatform.googleapis.com/v1/projects/p1/locations/europe-west4/customJobs"),
+            std::string::npos) << request.output;
+}
+
+TEST(VtoCli, RenderRefusesAnInvalidRun) {
+  auto r = runShell(vto("render -f " + shellQuote(sourceDir() / "tests/data/invalid/01-gcr-image.yaml") + ""));
+  EXPECT_EQ(r.exitCode, 1) << r.output;
+  EXPECT_NE(r.output.find("ERROR spec.trainer.container.imageUri: Container Registry"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("displayName"), std::string::npos) << r.output;
+}
+
+TEST(VtoCli, BadUsageExplainsItself) {
+  auto r = runShell(vto("lint"));
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.output.find("-f FILE"), std::string::npos) << r.output;
+  auto missing = runShell(vto("lint -f /nonexistent.yaml"));
+  EXPECT_EQ(missing.exitCode, 1);
+  EXPECT_NE(missing.output.find("cannot open the file"), std::string::npos) << missing.output;
+  auto help = runShell(vto("render --help"));
+  EXPECT_EQ(help.exitCode, 0);
+  EXPECT_NE(help.output.find("json-array"), std::string::npos) << help.output;
+}
+
+}  // namespace
+}  // namespace vto::testing

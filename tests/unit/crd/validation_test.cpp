@@ -1,0 +1,200 @@
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "crd/machine_catalog.h"
+#include "crd/manifest.h"
+#include "crd/validation.h"
+#include "tests/unit/crd/crd_test_support.h"
+
+namespace vto::crd {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::kMinimalRun;
+using testing::repoRoot;
+using testing::runFromYaml;
+
+std::vector<Finding> findingsOf(const std::string& extraSpecYaml) {
+  return validate(runFromYaml(std::string(kMinimalRun) + extraSpecYaml));
+}
+
+bool hasFinding(const std::vector<Finding>& findings, Severity severity, const std::string& path) {
+  for (const auto& f : findings)
+    if (f.severity == severity && f.path == path) return true;
+  return false;
+}
+
+std::string describe(const std::vector<Finding>& findings) {
+  std::string out;
+  for (const auto& f : findings) out += formatFinding(f) + "\n";
+  return out;
+}
+
+TEST(Validation, MinimalRunIsValid) { EXPECT_TRUE(findingsOf("").empty()) << describe(findingsOf("")); }
+
+// Each file of tests/data/invalid/ states the finding it must produce in a leading comment.
+TEST(Validation, EveryInvalidManifestIsRefusedWithTheExpectedPath) {
+  auto files = testing::yamlFiles(repoRoot() / "tests/data/invalid");
+  ASSERT_GE(files.size(), 11u);
+  static const std::regex kExpect(R"(^# expect-(error|warning): (\S+)$)");
+  for (const auto& file : files) {
+    std::string text = testing::readFile(file);
+    std::string expectedKind, expectedPath;
+    std::istringstream lines(text.substr(0, text.find("\napiVersion")));
+    for (std::string line; std::getline(lines, line);) {
+      std::smatch match;
+      if (std::regex_match(line, match, kExpect)) {
+        expectedKind = match[1];
+        expectedPath = match[2];
+        break;
+      }
+    }
+    ASSERT_FALSE(expectedPath.empty()) << file << " has no '# expect-error: PATH' line";
+    Severity severity = expectedKind == "error" ? Severity::Error : Severity::Warning;
+    auto documents = parseManifests(text);
+    ASSERT_EQ(documents.size(), 1u) << file;
+    auto findings = lintDocument(documents[0]);
+    EXPECT_TRUE(hasFinding(findings, severity, expectedPath)) << file << " expected " << expectedKind << " at "
+                                                              << expectedPath << ", got:\n" << describe(findings);
+    if (severity == Severity::Warning) {
+      EXPECT_FALSE(hasErrors(findings)) << file << "\n" << describe(findings);
+    }
+    // `# expect-cel: ADVICE` is the advice the API server gives (tests/integration/crd_test.cpp); lint gives it too.
+    static const std::regex kAdvice(R"(# expect-cel: (.*))");
+    std::smatch advice;
+    if (std::regex_search(text, advice, kAdvice) && advice[1].str().rfind("none", 0) != 0) {
+      EXPECT_NE(describe(findings).find(advice[1].str()), std::string::npos)
+          << file << ": lint does not give the API server's advice \"" << advice[1] << "\":\n" << describe(findings);
+    }
+  }
+}
+
+TEST(Validation, EverySampleIsValid) {
+  auto files = testing::yamlFiles(repoRoot() / "config/samples");
+  ASSERT_GE(files.size(), 11u);
+  for (const auto& file : files)
+    for (const auto& document : parseManifests(testing::readFile(file))) {
+      auto findings = lintDocument(document);
+      EXPECT_TRUE(findings.empty()) << file << "\n" << describe(findings);
+    }
+}
+
+TEST(Validation, EveryMessageSaysWhatToDo) {
+  // Messages from the corpus are longer than a bare "invalid" and never end in a bare field name.
+  for (const auto& file : testing::yamlFiles(repoRoot() / "tests/data/invalid"))
+    for (const auto& f : lintDocument(parseManifests(testing::readFile(file)).at(0)))
+      EXPECT_GT(f.message.size(), 20u) << file << ": " << f.message;
+}
+
+TEST(Validation, MissingTrainerAndOutputAreErrors) {
+  auto run = runFromYaml(kMinimalRun);
+  run.spec.trainer.reset();
+  run.spec.baseOutputDirectory.clear();
+  auto findings = validate(run);
+  EXPECT_TRUE(hasFinding(findings, Severity::Error, "spec.trainer"));
+  EXPECT_TRUE(hasFinding(findings, Severity::Error, "spec.baseOutputDirectory"));
+}
+
+TEST(Validation, RetiredAndUnknownAcceleratorsAreErrors) {
+  EXPECT_TRUE(hasFinding(findingsOf("  resources: {machineType: n1-standard-8, acceleratorType: NVIDIA_TESLA_K80, acceleratorCount: 1}\n"),
+                         Severity::Error, "spec.resources.acceleratorType"));
+  EXPECT_TRUE(hasFinding(findingsOf("  resources: {machineType: n1-standard-8, acceleratorType: NVIDIA_T4, acceleratorCount: 1}\n"),
+                         Severity::Error, "spec.resources.acceleratorType"));
+}
+
+TEST(Validation, AcceleratorOptimizedMachineNeedsItsGpusSpelledOut) {
+  auto findings = findingsOf("  resources: {machineType: a2-highgpu-8g}\n");
+  ASSERT_TRUE(hasFinding(findings, Severity::Error, "spec.resources.acceleratorType")) << describe(findings);
+  EXPECT_NE(findings[0].message.find("NVIDIA_TESLA_A100"), std::string::npos);
+}
+
+TEST(Validation, TooManyVcpusForTheGpuCountIsAnError) {
+  auto findings = findingsOf("  resources: {machineType: n1-standard-96, acceleratorType: NVIDIA_TESLA_T4, acceleratorCount: 1}\n");
+  EXPECT_TRUE(hasFinding(findings, Severity::Error, "spec.resources.acceleratorCount")) << describe(findings);
+}
+
+TEST(Validation, UnknownTpuPairingIsOnlyAWarning) {
+  auto findings = findingsOf("  framework: jax\n  resources: {machineType: ct4p-hightpu-4t, acceleratorType: TPU_V4_POD, acceleratorCount: 4}\n  distribution: {strategy: TPU}\n");
+  EXPECT_TRUE(hasFinding(findings, Severity::Warning, "spec.resources.acceleratorType")) << describe(findings);
+  EXPECT_FALSE(hasErrors(findings)) << describe(findings);
+}
+
+TEST(Validation, OperatorLabelsAreReserved) {
+  EXPECT_TRUE(hasFinding(findingsOf("  labels: {vto-attempt: '9'}\n"), Severity::Error, "spec.labels.vto-attempt"));
+  EXPECT_TRUE(hasFinding(findingsOf("  labels: {managed-by: me}\n"), Severity::Error, "spec.labels.managed-by"));
+}
+
+TEST(Validation, TooManyLabelsIsAnError) {
+  std::string labels = "  labels:\n";
+  for (int i = 0; i < 60; ++i) labels += "    l" + std::to_string(i) + ": v\n";
+  EXPECT_TRUE(hasFinding(findingsOf(labels), Severity::Error, "spec.labels"));
+}
+
+TEST(Validation, OperatorEnvIsReserved) {
+  EXPECT_TRUE(hasFinding(findingsOf("  trainer: {container: {imageUri: us-docker.pkg.dev/p/r/i:1, env: [{name: VTO_ATTEMPT, value: '1'}]}}\n"),
+                         Severity::Error, "spec.trainer.container.env[0].name"));
+}
+
+TEST(Validation, EachTuningParameterHasExactlyOneKind) {
+  auto findings = findingsOf(R"(  hyperparameterTuning:
+    maxTrialCount: 4
+    metrics: [{metricId: acc}]
+    parameters: [{parameterId: a}, {parameterId: b, double: {min: 0, max: 1}, integer: {min: 0, max: 2}}]
+)");
+  EXPECT_TRUE(hasFinding(findings, Severity::Error, "spec.hyperparameterTuning.parameters[0]")) << describe(findings);
+  EXPECT_TRUE(hasFinding(findings, Severity::Error, "spec.hyperparameterTuning.parameters[1]")) << describe(findings);
+}
+
+TEST(Validation, ExpertWorkerPoolSpecsReplaceTrainer) {
+  auto run = runFromYaml(kMinimalRun);
+  run.spec.trainer.reset();
+  run.spec.resources.reset();
+  run.spec.workerPoolSpecs = json::parse(R"([{"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "1",
+                                             "containerSpec": {"imageUri": "gcr.io/p/i:1"}}])");
+  auto findings = validate(run);
+  EXPECT_TRUE(hasFinding(findings, Severity::Error, "spec.workerPoolSpecs[0].containerSpec.imageUri")) << describe(findings);
+  EXPECT_EQ(findings.size(), 1u) << describe(findings);
+}
+
+TEST(Validation, RetrainingPolicyRules) {
+  auto text = testing::readFile(repoRoot() / "config/samples/retrainingpolicy_weekly.yaml");
+  auto policy = decodeRetrainingPolicy(parseYamlDocuments(text).at(0));
+  policy.spec.triggers.schedule->cron = "every monday";
+  policy.spec.triggers.newData->gcsPrefix = "/data";
+  policy.spec.triggers.metric->above = 0.9;
+  policy.spec.templ.spec.baseOutputDirectory = "s3://x";
+  auto findings = validate(policy);
+  EXPECT_TRUE(hasFinding(findings, Severity::Error, "spec.triggers.schedule.cron")) << describe(findings);
+  EXPECT_TRUE(hasFinding(findings, Severity::Error, "spec.triggers.newData.gcsPrefix")) << describe(findings);
+  EXPECT_TRUE(hasFinding(findings, Severity::Error, "spec.triggers.metric")) << describe(findings);
+  EXPECT_TRUE(hasFinding(findings, Severity::Error, "spec.template.spec.baseOutputDirectory")) << describe(findings);
+}
+
+TEST(Lint, NamesUnknownKindsAndDecodeErrors) {
+  auto docs = parseManifests("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n---\n" + std::string(kMinimalRun) +
+                             "  distribution: {workerCount: 0}\n");
+  ASSERT_EQ(docs.size(), 2u);
+  EXPECT_EQ(lintDocument(docs[0]).at(0).path, "kind");
+  auto findings = lintDocument(docs[1]);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(formatFinding(findings[0]), "ERROR spec.distribution.workerCount: must be >= 1");
+  EXPECT_EQ(docs[1].label(), "document 2 (TrainingRun/demo)");
+}
+
+TEST(MachineCatalog, KnowsTheTableEntries) {
+  const auto& catalog = MachineCatalog::builtIn();
+  EXPECT_FALSE(catalog.check("a2-highgpu-8g", "NVIDIA_TESLA_A100", 8));
+  EXPECT_FALSE(catalog.check("g2-standard-24", "NVIDIA_L4", 2));
+  EXPECT_FALSE(catalog.check("n1-highmem-16", "NVIDIA_TESLA_V100", 8));
+  EXPECT_FALSE(catalog.check("e2-standard-4", "", 0));
+  EXPECT_TRUE(catalog.check("a2-highgpu-8g", "NVIDIA_TESLA_A100", 4));
+  EXPECT_TRUE(catalog.check("g2-standard-4", "NVIDIA_TESLA_T4", 1));
+  auto problem = catalog.check("n1-standard-4", "NVIDIA_L4", 1);
+  ASSERT_TRUE(problem);
+  EXPECT_TRUE(problem->certain);
+  EXPECT_NE(problem->message.find("g2-standard-"), std::string::npos) << problem->message;
+}
+
+}  // namespace
+}  // namespace vto::crd
