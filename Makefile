@@ -3,10 +3,11 @@
 
 BUILD_DIR  ?= build/release
 ASAN_DIR   ?= build/asan
+FUZZ_DIR   ?= build/fuzz
 BIN_DIR    := $(CURDIR)/build/bin
 CTEST_ARGS ?=
 
-.PHONY: all bootstrap build test unit-test integration-test asan demo bench image clean help
+.PHONY: all bootstrap build test unit-test integration-test asan fuzz demo bench image clean help
 
 all: build
 
@@ -15,6 +16,7 @@ help:
 	@echo "make test         install, build and run every test (unit, integration, conformance)"
 	@echo "make build        build/bin/vto and the other binaries (Release)"
 	@echo "make asan         Debug build with AddressSanitizer+UBSan and its unit tests"
+	@echo "make fuzz         the manifest decoder and validator under libFuzzer for 30 s"
 	@echo "make bench        benchmarks that print figures (not tests)"
 	@echo "make image        the container image, built with buildah"
 
@@ -28,6 +30,7 @@ build: bootstrap
 
 test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure --timeout 1200 $(CTEST_ARGS)
+	@$(MAKE) --no-print-directory fuzz
 
 unit-test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -L unit $(CTEST_ARGS)
@@ -41,6 +44,13 @@ asan: bootstrap
 	  -DVTO_BIN_DIR=$(CURDIR)/$(ASAN_DIR)/bin >/dev/null
 	@cmake --build $(ASAN_DIR)
 	ctest --test-dir $(ASAN_DIR) --output-on-failure -L unit $(CTEST_ARGS)
+
+# The decoder/validator under libFuzzer (clang, ASan, UBSan) for a bounded 30 s on the kept corpus.
+fuzz: bootstrap
+	@cmake -S . -B $(FUZZ_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ -DVTO_FUZZ=ON \
+	  -DVTO_BIN_DIR=$(CURDIR)/$(FUZZ_DIR)/bin >/dev/null
+	@cmake --build $(FUZZ_DIR) --target vto_fuzz_decode_validate
+	ctest --test-dir $(FUZZ_DIR) --output-on-failure -L fuzz
 
 demo: build
 	@scripts/demo.sh

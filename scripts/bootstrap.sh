@@ -16,6 +16,7 @@ APT_PACKAGES=(
   libcpprest-dev libboost-dev libssl-dev libspdlog-dev prometheus-cpp-dev libyaml-cpp-dev
   nlohmann-json3-dev libhowardhinnant-date-dev libgtest-dev
   prometheus          # prometheus and promtool for the metrics tests
+  clang libclang-rt-14-dev  # libFuzzer for the decoder/validator fuzz target
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

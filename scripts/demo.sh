@@ -42,7 +42,8 @@ say "starting the Kubernetes control plane (etcd + kube-apiserver v1.37.2)"
 start cluster "$BIN/vto-testcluster" --dir "$STATE/cluster"
 wait_until 120 "the API server" grep -qx ready "$STATE/cluster.out"
 export KUBECONFIG=$STATE/cluster/kubeconfig
-say "API server ready: export KUBECONFIG=$KUBECONFIG"
+echo "export KUBECONFIG=$KUBECONFIG" >"$STATE/env"
+say "API server ready; in another terminal: source build/demo/env"
 
 GCS_PORT=$(free_port)
 start gcs "$BIN/fake-gcs-server" -scheme http -host 127.0.0.1 -port "$GCS_PORT" -backend memory \
@@ -52,9 +53,12 @@ say "fake-gcs-server on http://127.0.0.1:$GCS_PORT"
 
 if [ -x "$BIN/vto-emulator" ]; then
   VERTEX_PORT=$(free_port)
-  start vertex "$BIN/vto-emulator" --listen "127.0.0.1:$VERTEX_PORT" --gcs-endpoint "http://127.0.0.1:$GCS_PORT"
+  # Short steps so the demo finishes in about a minute; each step writes a checkpoint to fake-gcs-server.
+  start vertex "$BIN/vto-emulator" --listen "127.0.0.1:$VERTEX_PORT" --gcs-endpoint "http://127.0.0.1:$GCS_PORT" \
+    --queue-time 3s --steps 10 --step-time 2s
   wait_until 30 "the Vertex emulator" bash -c "exec 3<>/dev/tcp/127.0.0.1/$VERTEX_PORT"
   say "Vertex AI emulator on http://127.0.0.1:$VERTEX_PORT"
+  echo "export VERTEX_EMULATOR=http://127.0.0.1:$VERTEX_PORT" >>"$STATE/env"
 else
   say "the Vertex emulator is not built yet (issue 5): skipped"
 fi
@@ -68,7 +72,10 @@ else
 fi
 
 if "$BIN/vto" run --help >/dev/null 2>&1; then
-  start operator "$BIN/vto" run --kubeconfig "$KUBECONFIG" --vertex-endpoint "http://127.0.0.1:$VERTEX_PORT" \
+  # The emulator also plays the GCE metadata server, so the operator's real Google auth chain runs.
+  GCE_METADATA_HOST=127.0.0.1:$VERTEX_PORT STORAGE_EMULATOR_HOST=http://127.0.0.1:$GCS_PORT \
+  start operator "$BIN/vto" run --log-format text --vertex-fast-poll-interval 1 --vertex-poll-interval 2 \
+    --kubeconfig "$KUBECONFIG" --vertex-endpoint "http://127.0.0.1:$VERTEX_PORT" \
     --gcs-endpoint "http://127.0.0.1:$GCS_PORT" --default-project demo-project --default-location us-central1 \
     --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0
   say "operator started (log: $STATE/operator.log)"

@@ -23,8 +23,10 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -118,9 +120,23 @@ func run(dir string, apiPort, verbosity int) error {
 		fmt.Println("ready")
 	}()
 	// NewAPIServerCommand installs its own SIGTERM/SIGINT handler: the first signal cancels the
-	// server's context, Execute returns, and the deferred etcd shutdown runs.
+	// server's context, Execute returns, and the deferred etcd shutdown runs. Open watches can hold
+	// the API server's HTTP/2 shutdown for as long as their timeout (minutes); a test cluster has no
+	// clients worth waiting for, so after a short grace it stops etcd and exits anyway.
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		<-signals
+		time.Sleep(shutdownGrace)
+		// etcd has already applied every write the API server acknowledged; its files need no more.
+		fmt.Fprintf(os.Stderr, "vto-testcluster: API server still draining after %s; exiting\n", shutdownGrace)
+		os.Exit(0)
+	}()
 	return cmd.Execute()
 }
+
+// How long the API server may take to stop before the process exits regardless.
+const shutdownGrace = 3 * time.Second
 
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

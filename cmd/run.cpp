@@ -1,0 +1,161 @@
+// `vto run`: the operator. Wiring only: every decision lives in reconcilers/, every mechanism in
+// controller/ and vertex/.
+#include <unistd.h>
+
+#include <condition_variable>
+#include <iostream>
+#include <random>
+#include <set>
+#include <spdlog/spdlog.h>
+#include <stop_token>
+#include <thread>
+
+#include "cmd/commands.h"
+#include "cmd/flags.h"
+#include "cmd/logging.h"
+#include "controller/event_recorder.h"
+#include "controller/informer.h"
+#include "controller/kube_client.h"
+#include "controller/manager.h"
+#include "controller/runtime_metrics.h"
+#include "controller/shutdown_signals.h"
+#include "reconcilers/job_poller.h"
+#include "reconcilers/training_run_reconciler.h"
+#include "metrics/trainingrun_metrics.h"
+#include "vertex/auth.h"
+#include "vertex/gcs_client.h"
+#include "vertex/http_transport.h"
+#include "vertex/sleeper.h"
+#include "vertex/vertex_client.h"
+
+namespace vto::cmd {
+namespace {
+
+Flags runFlags() {
+  return Flags("run", "Runs the operator: reconciles TrainingRuns into Vertex AI jobs until SIGTERM.", {
+      {"kubeconfig", 0, "", "kubeconfig file; default $KUBECONFIG, then the in-cluster service account"},
+      {"namespace", 0, "", "watch only this namespace (repeatable; default all namespaces)", false, true},
+      {"vertex-endpoint", 0, "", "Vertex AI base URL (default https://LOCATION-aiplatform.googleapis.com)"},
+      {"allow-insecure-endpoints", 0, "false", "allow plain http to a non-loopback Vertex endpoint", true},
+      {"gcs-endpoint", 0, "", "Cloud Storage base URL (default $STORAGE_EMULATOR_HOST, else storage.googleapis.com)"},
+      {"default-project", 0, "", "GCP project for TrainingRuns that name none"},
+      {"default-location", 0, "", "Vertex AI location for TrainingRuns that name none"},
+      {"metrics-bind-address", 0, ":8080", "address of the Prometheus /metrics endpoint"},
+      {"health-probe-bind-address", 0, ":8081", "address of /healthz and /readyz"},
+      {"leader-elect", 0, "false", "elect one active replica through a Lease", true},
+      {"leader-election-namespace", 0, "", "namespace of the Lease (default: the kubeconfig's namespace)"},
+      {"max-concurrent-reconciles", 0, "4", "TrainingRuns reconciled at once"},
+      {"vertex-poll-interval", 0, "30", "seconds between Vertex job polls while no job is starting"},
+      {"vertex-fast-poll-interval", 0, "5", "seconds between Vertex job polls while a job is queued or pending"},
+      {"checkpoint-poll-interval", 0, "60", "seconds between looks at a running run's newest checkpoint"},
+      {"vertex-creates-per-minute", 0, "60", "job creations per minute per project and location (Vertex's quota)"},
+      {"vertex-requests-per-minute", 0, "600", "other Vertex requests per minute per project and location"},
+      {"log-format", 0, "json", "json or text"},
+      {"log-level", 0, "info", "trace, debug, info, warn or error"},
+  });
+}
+
+std::string identity() {
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  std::random_device random;
+  return std::string(host) + "_" + std::to_string(random() % 1000000);
+}
+
+// Where the poller looks: every (project, location, kind) that an unfinished TrainingRun uses.
+std::set<reconcilers::PollTarget> pollTargets(const controller::ObjectCache& runs, const crd::Placement& defaults) {
+  std::set<reconcilers::PollTarget> targets;
+  for (const auto& run : runs.list()) {
+    auto phase = run.contains("status") ? run["status"].value("phase", "") : "";
+    if (phase == "Succeeded" || phase == "Failed" || phase == "Cancelled" || phase == "Invalid") continue;
+    const auto& spec = run.value("spec", nlohmann::json::object());
+    std::string project = spec.value("project", ""), location = spec.value("location", "");
+    if (project.empty()) project = defaults.project;
+    if (location.empty()) location = defaults.location;
+    if (project.empty() || location.empty()) continue;
+    auto kind = spec.contains("hyperparameterTuning") ? vertex::JobKind::HyperparameterTuning : vertex::JobKind::Custom;
+    targets.insert({{project, location}, kind});
+  }
+  return targets;
+}
+
+}  // namespace
+
+int run(const Args& args) {
+  auto flags = runFlags();
+  if (!flags.parse(args)) return 0;
+  setupLogging(flags.get("log-format"), flags.get("log-level"));
+  controller::ShutdownSignals signals;  // before any thread starts, so only its watcher gets them
+
+  RealClock clock;
+  auto registry = std::make_shared<prometheus::Registry>();
+  auto restConfig = controller::resolveRestConfig(flags.get("kubeconfig"));
+
+  controller::ManagerOptions managerOptions;
+  managerOptions.metricsBindAddress = flags.get("metrics-bind-address");
+  managerOptions.healthProbeBindAddress = flags.get("health-probe-bind-address");
+  managerOptions.leaderElect = flags.getBool("leader-elect");
+  managerOptions.leaderElection.leaseNamespace = flags.get("leader-election-namespace").empty()
+                                                     ? restConfig.defaultNamespace
+                                                     : flags.get("leader-election-namespace");
+  managerOptions.leaderElection.identity = identity();
+  auto runtimeMetrics = std::make_shared<controller::RuntimeMetrics>(*registry);
+  controller::RestKubeClient kube(restConfig, runtimeMetrics.get());
+  controller::Manager manager(kube, clock, managerOptions, registry, runtimeMetrics);
+
+  vertex::CppRestTransport http;
+  auto tokens = vertex::defaultTokenSource(http, clock);
+  vertex::RealSleeper sleeper;
+  vertex::VertexClientOptions vertexOptions;
+  vertexOptions.endpoint = flags.get("vertex-endpoint");
+  vertexOptions.allowInsecure = flags.getBool("allow-insecure-endpoints");
+  vertexOptions.limits.createsPerMinute = flags.getInt("vertex-creates-per-minute");
+  vertexOptions.limits.requestsPerMinute = flags.getInt("vertex-requests-per-minute");
+  if (!vertexOptions.endpoint.empty()) vertex::validateEndpoint(vertexOptions.endpoint, vertexOptions.allowInsecure);
+  vertex::RestVertexClient vertexClient(http, *tokens, clock, sleeper, vertexOptions);
+  auto gcsFlag = flags.get("gcs-endpoint");
+  vertex::RestGcsClient gcs(http, vertex::gcsEndpoint(gcsFlag.empty() ? std::nullopt : std::optional(gcsFlag)),
+                            tokens.get());
+  metrics::TrainingRunMetrics trainingRunMetrics(*registry);
+
+  controller::InformerOptions informerOptions;
+  informerOptions.resource = reconcilers::trainingRunResource();
+  informerOptions.namespaces = flags.getAll("namespace");
+  auto& runs = manager.addInformer(informerOptions);
+
+  reconcilers::JobCache jobs;
+  controller::KubeEventRecorder events(kube, clock, "vto", managerOptions.leaderElection.identity);
+  reconcilers::TrainingRunReconcilerOptions reconcilerOptions;
+  reconcilerOptions.defaults = {flags.get("default-project"), flags.get("default-location")};
+  reconcilerOptions.checkpointPollPeriod = std::chrono::seconds(flags.getInt("checkpoint-poll-interval"));
+  reconcilers::TrainingRunReconciler reconciler(runs.cache(), kube, vertexClient, gcs, jobs, events, clock,
+                                                reconcilerOptions, &trainingRunMetrics);
+  manager.addController("trainingrun", reconciler, flags.getInt("max-concurrent-reconciles"));
+  auto& queue = manager.queue("trainingrun");
+  runs.addHandler(controller::enqueueKey(queue));
+
+  // Vertex has no watch: the poller wakes the runs whose jobs changed, faster while a job is starting.
+  reconcilers::JobPoller poller(vertexClient, jobs);
+  int slowPoll = flags.getInt("vertex-poll-interval"), fastPoll = flags.getInt("vertex-fast-poll-interval");
+  manager.addLoop([&](std::stop_token stop) {
+    std::mutex mutex;
+    std::condition_variable_any wake;
+    while (!stop.stop_requested()) {
+      try {
+        auto changed = poller.pollOnce(pollTargets(runs.cache(), reconcilerOptions.defaults));
+        if (!changed.empty()) {
+          for (const auto& run : runs.cache().list()) {
+            if (changed.count(run["metadata"].value("uid", ""))) queue.add(controller::keyOf(run));
+          }
+        }
+      } catch (const std::exception& e) {
+        spdlog::warn("polling Vertex AI: {}", e.what());
+      }
+      std::unique_lock lock(mutex);
+      wake.wait_for(lock, stop, std::chrono::seconds(poller.anyStarting() ? fastPoll : slowPoll), [] { return false; });
+    }
+  });
+  return manager.run(signals.token());
+}
+
+}  // namespace vto::cmd

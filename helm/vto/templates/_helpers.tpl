@@ -1,0 +1,32 @@
+{{- define "vto.fullname" -}}
+{{- printf "%s-vto" .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "vto.labels" -}}
+app.kubernetes.io/name: vto
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "vto.selectorLabels" -}}
+app.kubernetes.io/name: vto
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* The rules the operator needs on its own kinds and Events, wherever it watches: exactly the
+calls it makes (informer: list/watch; finalizers: patch; status: update; ttlSecondsAfterFinished:
+delete; Events: create, and patch to count repeats). The integration tests run the operator with
+these rules and nothing else. */}}
+{{- define "vto.watchRules" -}}
+- apiGroups: [vto.dev]
+  resources: [trainingruns]
+  verbs: [get, list, watch, patch, delete]
+- apiGroups: [vto.dev]
+  resources: [trainingruns/status]
+  verbs: [update, patch]
+- apiGroups: [""]
+  resources: [events]
+  verbs: [create, patch]
+{{- end -}}

@@ -1,0 +1,31 @@
+#pragma once
+// vto's own metrics about TrainingRuns (controller-runtime's names cover the runtime itself).
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+
+#include <string>
+
+namespace vto::metrics {
+
+class TrainingRunMetrics {
+ public:
+  explicit TrainingRunMetrics(prometheus::Registry& registry);
+
+  // vto_trainingrun_jobs_created_total{kind}
+  void jobCreated(const std::string& kind);
+  // vto_trainingrun_resumes_total{failure_class}: attempts started after a failure of that class.
+  void resumed(const std::string& failureClass);
+  // vto_checkpoint_age_seconds{namespace,name}: how old the newest checkpoint of a running run is.
+  void checkpointAge(const std::string& ns, const std::string& name, double seconds);
+  // Drops a run's per-run series once it is no longer running.
+  void forgetRun(const std::string& ns, const std::string& name);
+
+ private:
+  prometheus::Family<prometheus::Counter>& jobsCreated_;
+  prometheus::Family<prometheus::Counter>& resumes_;
+  prometheus::Family<prometheus::Gauge>& checkpointAge_;
+};
+
+}  // namespace vto::metrics

@@ -1,0 +1,109 @@
+// `make bench`: how the operator scales. For N TrainingRuns applied at once against the emulator
+// (quota raised), it prints: time until every run has a job, the operator's peak RSS and CPU seconds,
+// Vertex requests per run and API server requests per run. Figures only; it asserts nothing.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <regex>
+#include <sstream>
+
+#include "tests/support/operator_stack.h"
+#include "tests/support/wait.h"
+
+using namespace vto::testing;
+
+namespace {
+
+double peakRssMiB(long pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  }
+  return -1;
+}
+
+double cpuSeconds(long pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+  std::string field;
+  long utime = 0, stime = 0;
+  for (int i = 3; fields >> field; ++i) {
+    if (i == 14) utime = std::stol(field);
+    if (i == 15) {
+      stime = std::stol(field);
+      break;
+    }
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+long emulatorRequests(OperatorStack& stack) {
+  auto out = runShell("curl -sf " + stack.emulator().url() + "/emulator/v1/stats").output;
+  auto stats = nlohmann::json::parse(out, nullptr, false);
+  return stats.is_object() ? stats.value("vertexRequests", 0L) : -1;
+}
+
+// Sum of rest_client_requests_total on the operator's /metrics.
+long apiServerRequests(int metricsPort) {
+  auto out = runShell("curl -sf http://127.0.0.1:" + std::to_string(metricsPort) + "/metrics").output;
+  std::regex line(R"(^rest_client_requests_total\{[^}]*\} ([0-9.e+]+)$)");
+  long total = 0;
+  std::istringstream lines(out);
+  for (std::string l; std::getline(lines, l);) {
+    std::smatch m;
+    if (std::regex_match(l, m, line)) total += static_cast<long>(std::stod(m[1]));
+  }
+  return total;
+}
+
+void bench(int runs) {
+  // Jobs run long here: the figure is submission, not training.
+  OperatorStack stack({"--queue-time", "1s", "--steps", "1000", "--step-time", "10s"});
+  const std::string ns = "bench-" + std::to_string(runs);
+  stack.createNamespace(ns);
+  std::string path = stack.dir() + "/runs.yaml";
+  {
+    std::ofstream out(path);
+    for (int i = 0; i < runs; ++i) out << "---\n" << simpleRunManifest(ns, "run-" + std::to_string(i));
+  }
+  // Applied before the operator starts, so its first list sees them all at once.
+  stack.cluster().kubectl("apply --server-side -f '" + path + "' >/dev/null");
+  int metricsPort = freeLoopbackPort();
+  long requestsBefore = emulatorRequests(stack);
+  auto started = std::chrono::steady_clock::now();
+  stack.startOperator({"--metrics-bind-address", "127.0.0.1:" + std::to_string(metricsPort),
+                       "--vertex-creates-per-minute", "1000000", "--vertex-requests-per-minute", "1000000",
+                       "--max-concurrent-reconciles", "8", "--log-level", "warn"});
+  // Every run has a job once the emulator holds one per run.
+  bool done = waitFor(
+      [&] {
+        auto stats = nlohmann::json::parse(runShell("curl -sf " + stack.emulator().url() + "/emulator/v1/stats").output,
+                                           nullptr, false);
+        return stats.is_object() && stats.value("created", 0) >= runs;
+      },
+      std::chrono::minutes(30), std::chrono::milliseconds(200));
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  long pid = stack.operatorPid();
+  long vertexRequests = emulatorRequests(stack) - requestsBefore;
+  long kubeRequests = apiServerRequests(metricsPort);
+  std::printf("%6d runs: %s in %.1f s (%.0f runs/s); operator peak RSS %.1f MiB, CPU %.1f s; "
+              "Vertex requests/run %.2f; API server requests/run %.2f\n",
+              runs, done ? "every run has a job" : "NOT every run has a job", seconds, runs / seconds,
+              peakRssMiB(pid), cpuSeconds(pid), static_cast<double>(vertexRequests) / runs,
+              static_cast<double>(kubeRequests) / runs);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int> sizes;
+  for (int i = 1; i < argc; ++i) sizes.push_back(std::atoi(argv[i]));
+  if (sizes.empty()) sizes = {1000, 10000};
+  for (int runs : sizes) bench(runs);
+  return 0;
+}

@@ -1,0 +1,142 @@
+// Checkpoint-resume end to end: the emulator fails a running job the way Vertex reports a preemption,
+// a stockout or a crash of the training code; vto resumes from the newest checkpoint, or does not.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "tests/support/operator_stack.h"
+#include "tests/support/wait.h"
+
+namespace vto::testing {
+namespace {
+
+using std::chrono::seconds;
+
+// Jobs train 10 steps of 2 s and write ckpt-<step> after each; the operator looks at checkpoints every second.
+OperatorStack& stack() {
+  static OperatorStack shared({"--queue-time", "1s", "--steps", "10", "--step-time", "2s", "--cancel-time", "300ms"});
+  static bool started = (shared.startOperator({"--checkpoint-poll-interval", "1"}), true);
+  (void)started;
+  return shared;
+}
+
+const char* kNamespace = "resume";
+
+void apply(const std::string& name, const std::string& checkpointing) {
+  stack().createNamespace(kNamespace);
+  std::string path = stack().dir() + "/" + name + ".yaml";
+  std::ofstream(path) << simpleRunManifest(kNamespace, name, "  scheduling: {strategy: Spot}\n  checkpointing:\n" + checkpointing);
+  stack().kubectlOk("apply -f '" + path + "'");
+}
+
+nlohmann::json emulatorControl(const std::string& method, const std::string& jobName, const std::string& verb,
+                               const std::string& body = "") {
+  auto out = runShell("curl -sf -X " + method + " -H 'Content-Type: application/json' " +
+                      (body.empty() ? "" : "-d '" + body + "' ") + stack().emulator().url() + "/emulator/v1/" +
+                      jobName + ":" + verb);
+  return nlohmann::json::parse(out.output, nullptr, false);
+}
+
+// The job of the run's newest attempt, once it exists.
+std::string currentJob(const std::string& name, int attempt) {
+  std::string job;
+  waitFor(
+      [&] {
+        auto run = stack().getRun(kNamespace, name);
+        if (!run.is_object() || !run.contains("status")) return false;
+        for (const auto& a : run["status"].value("attempts", nlohmann::json::array())) {
+          if (a.value("attempt", 0) == attempt && !a.value("jobName", "").empty()) job = a["jobName"];
+        }
+        return !job.empty();
+      },
+      seconds(60), std::chrono::milliseconds(100));
+  return job;
+}
+
+// Fails the job once it has run `steps` steps (or as soon as it runs, for steps == 0).
+void failAfter(const std::string& job, int steps, const std::string& failureClass) {
+  ASSERT_TRUE(waitFor(
+      [&] {
+        auto trace = emulatorControl("GET", job, "trace");
+        if (!trace.is_object()) return false;
+        auto run = trace.value("stepsRun", nlohmann::json::array());
+        if (steps == 0) return stack().vertex().getJob(job).state == vertex::JobState::Running;
+        return !run.empty() && run.back().get<int>() >= steps;
+      },
+      seconds(60), std::chrono::milliseconds(50)))
+      << job;
+  auto answer = emulatorControl("POST", job, "fail", "{\"failureClass\": \"" + failureClass + "\"}");
+  ASSERT_TRUE(answer.is_object()) << "the emulator refused to fail " << job;
+}
+
+TEST(Resume, APreemptedSpotRunContinuesFromItsLatestCheckpoint) {
+  apply("spot", "    resumeBackoff: 1s\n");
+  std::string first = currentJob("spot", 1);
+  ASSERT_FALSE(first.empty()) << stack().operatorLog();
+  failAfter(first, 4, "Preemption");
+  ASSERT_TRUE(stack().waitForPhase(kNamespace, "spot", "Succeeded", seconds(120))) << stack().operatorLog();
+
+  auto run = stack().getRun(kNamespace, "spot");
+  const auto& status = run["status"];
+  EXPECT_EQ(status["resumes"], 1);
+  ASSERT_EQ(status["attempts"].size(), 2u);
+  EXPECT_EQ(status["attempts"][0]["failureClass"], "Preemption");
+  std::string resumedFrom = status["attempts"][1]["resumedFrom"];
+  EXPECT_EQ(resumedFrom, "gs://test-bucket/resume/spot/checkpoints/ckpt-4");
+  // What the second job really did: steps 5..10 only, from ckpt-4.
+  auto trace = emulatorControl("GET", status["attempts"][1]["jobName"], "trace");
+  EXPECT_EQ(trace["stepsRun"], nlohmann::json::array({5, 6, 7, 8, 9, 10}));
+  EXPECT_EQ(trace["resumedFrom"], resumedFrom);
+  EXPECT_EQ(status["lastCheckpoint"]["uri"], "gs://test-bucket/resume/spot/checkpoints/ckpt-10");
+  auto events = stack().cluster().kubectl("-n resume get events --field-selector involvedObject.name=spot "
+                                          "-o jsonpath='{range .items[*]}{.reason}: {.message}{\"\\n\"}{end}'");
+  EXPECT_NE(events.output.find("Resumed: attempt 1 failed (Preemption): attempt 2 resumes from " + resumedFrom),
+            std::string::npos)
+      << events.output;
+}
+
+TEST(Resume, ThreePreemptionsWithTwoResumesAllowedFailWithTheBudgetSpent) {
+  apply("fragile", "    resumeBackoff: 1s\n    maxResumes: 2\n");
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    std::string job = currentJob("fragile", attempt);
+    ASSERT_FALSE(job.empty()) << "attempt " << attempt << "\n" << stack().operatorLog();
+    failAfter(job, 0, "Preemption");
+  }
+  ASSERT_TRUE(stack().waitForPhase(kNamespace, "fragile", "Failed", seconds(60))) << stack().operatorLog();
+  auto status = stack().getRun(kNamespace, "fragile")["status"];
+  EXPECT_EQ(status["resumes"], 2);
+  EXPECT_EQ(status["attempts"].size(), 3u);
+  std::string message = status["message"];
+  EXPECT_NE(message.find("resume budget is spent (checkpointing.maxResumes: 2)"), std::string::npos) << message;
+}
+
+TEST(Resume, AUserErrorFailsTheRunWithoutResuming) {
+  apply("buggy", "    resumeBackoff: 1s\n");
+  std::string job = currentJob("buggy", 1);
+  failAfter(job, 0, "UserError");
+  ASSERT_TRUE(stack().waitForPhase(kNamespace, "buggy", "Failed", seconds(60))) << stack().operatorLog();
+  auto status = stack().getRun(kNamespace, "buggy")["status"];
+  EXPECT_EQ(status["resumes"], 0);
+  ASSERT_EQ(status["attempts"].size(), 1u);
+  EXPECT_EQ(status["attempts"][0]["failureClass"], "UserError");
+  EXPECT_NE(status["message"].get<std::string>().find("UserError is not in checkpointing.resumeOn"), std::string::npos);
+}
+
+TEST(Resume, AStockoutResumesAfterTheBackoff) {
+  apply("starved", "    resumeBackoff: 3s\n");
+  std::string first = currentJob("starved", 1);
+  failAfter(first, 0, "Stockout");
+  // While the backoff runs the run says so.
+  EXPECT_TRUE(stack().waitForPhase(kNamespace, "starved", "Resuming", seconds(30))) << stack().operatorLog();
+  std::string second = currentJob("starved", 2);
+  ASSERT_FALSE(second.empty()) << stack().operatorLog();
+  auto failed = stack().vertex().getJob(first), resumed = stack().vertex().getJob(second);
+  ASSERT_TRUE(failed.endTime && resumed.createTime);
+  EXPECT_GE(*resumed.createTime - *failed.endTime, seconds(3));
+  auto status = stack().getRun(kNamespace, "starved")["status"];
+  EXPECT_EQ(status["attempts"][0]["failureClass"], "Stockout");
+  EXPECT_EQ(status["resumes"], 1);
+}
+
+}  // namespace
+}  // namespace vto::testing

@@ -1,0 +1,129 @@
+#include "tests/support/operator_stack.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+
+#include "tests/support/wait.h"
+
+namespace vto::testing {
+
+OperatorStack::OperatorStack(std::vector<std::string> emulatorFlags)
+    : cluster_(sharedCluster()), dir_(makeTempDir("vto-operator-stack")), operatorKubeconfig_(cluster_.kubeconfig()) {
+  gcs_ = std::make_unique<FakeGcsServer>(dir_ + "/gcs.log");
+  std::vector<std::string> flags = {"--gcs-endpoint", gcs_->url()};
+  flags.insert(flags.end(), emulatorFlags.begin(), emulatorFlags.end());
+  emulator_ = std::make_unique<EmulatorProcess>(flags, dir_ + "/emulator.log");
+
+  auto crds = runShell("'" + binDir() + "/vto' crd | kubectl --kubeconfig='" + cluster_.kubeconfig() + "' apply -f -");
+  if (crds.exitCode != 0) throw std::runtime_error("applying the CRDs failed: " + crds.output);
+  auto established = cluster_.kubectl(
+      "wait --for=condition=Established crd/trainingruns.vto.dev crd/retrainingpolicies.vto.dev --timeout=60s");
+  if (established.exitCode != 0) throw std::runtime_error("CRDs not established: " + established.output);
+
+  // The tests read Vertex with vto's own client, authenticated by the emulator's metadata server.
+  tokens_ = std::make_unique<vertex::CachedTokenSource>(
+      std::make_unique<vertex::MetadataTokenSource>(http_, clock_, emulator_->hostPort()), clock_);
+  vertex::VertexClientOptions options;
+  options.endpoint = emulator_->url();
+  options.limits.requestsPerMinute = 100000;
+  vertex_ = std::make_unique<vertex::RestVertexClient>(http_, *tokens_, clock_, sleeper_, options);
+}
+
+OperatorStack::~OperatorStack() {
+  if (operator_) operator_->stop(std::chrono::seconds(35));
+  if (std::getenv("VTO_KEEP_TEST_DIRS") == nullptr) runShell("rm -rf '" + dir_ + "'");
+}
+
+void OperatorStack::useChartServiceAccount() {
+  const char* source = std::getenv("VTO_SOURCE_DIR");
+  std::string chart = std::string(source != nullptr ? source : ".") + "/helm/vto";
+  auto install = runShell("'" + binDir() + "/helm' upgrade --install vto '" + chart + "' --kubeconfig '" +
+                          cluster_.kubeconfig() + "' --namespace vto-system --create-namespace --skip-crds"
+                          " --set defaultProject=" + kTestProject + " 2>&1 | grep -v 'symbolic link'");
+  if (install.output.find("STATUS: deployed") == std::string::npos) {
+    throw std::runtime_error("helm install failed: " + install.output);
+  }
+  auto token = cluster_.kubectl("-n vto-system create token vto --duration=2h");
+  if (token.exitCode != 0) throw std::runtime_error("kubectl create token failed: " + token.output);
+  std::string bearer = token.output.substr(0, token.output.find_last_not_of("\n") + 1);
+  operatorKubeconfig_ = dir_ + "/operator.kubeconfig";
+  std::ofstream(operatorKubeconfig_) << "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: "
+                                     << cluster_.server() << "\n    certificate-authority: " << cluster_.dir()
+                                     << "/pki/ca.crt\nusers:\n- name: vto\n  user:\n    token: " << bearer
+                                     << "\ncontexts:\n- name: c\n  context: {cluster: c, user: vto, namespace: vto-system}\n"
+                                        "current-context: c\n";
+}
+
+void OperatorStack::startOperator(std::vector<std::string> extraFlags) {
+  std::string command = "exec env GCE_METADATA_HOST=" + emulator_->hostPort() +
+                        " STORAGE_EMULATOR_HOST=" + gcs_->url() + " '" + binDir() + "/vto' run --kubeconfig '" +
+                        operatorKubeconfig_ + "' --vertex-endpoint " + emulator_->url() +
+                        " --gcs-endpoint " + gcs_->url() + " --default-project " + kTestProject +
+                        " --default-location " + kTestLocation +
+                        " --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0"
+                        " --vertex-fast-poll-interval 1 --vertex-poll-interval 1 --log-format text";
+  for (const auto& flag : extraFlags) command += " '" + flag + "'";
+  command += " >> '" + dir_ + "/operator.log' 2>&1";
+  operator_ = std::make_unique<Subprocess>(std::vector<std::string>{"sh", "-c", command});
+}
+
+int OperatorStack::stopOperator(int signal) {
+  if (!operator_) return -1;
+  operator_->signal(signal);
+  int code = operator_->wait(std::chrono::seconds(40)).value_or(-1);
+  operator_.reset();
+  return code;
+}
+
+std::string OperatorStack::operatorLog() const { return readWholeFile(dir_ + "/operator.log"); }
+
+std::string OperatorStack::kubectlOk(const std::string& args) {
+  auto result = cluster_.kubectl(args);
+  EXPECT_EQ(result.exitCode, 0) << "kubectl " << args << "\n" << result.output;
+  return result.output;
+}
+
+nlohmann::json OperatorStack::getRun(const std::string& ns, const std::string& name) {
+  auto result = cluster_.kubectl("-n " + ns + " get trainingrun " + name + " -o json 2>/dev/null");
+  if (result.exitCode != 0) return nullptr;
+  return nlohmann::json::parse(result.output, nullptr, false);
+}
+
+std::string OperatorStack::phaseOf(const std::string& ns, const std::string& name) {
+  auto run = getRun(ns, name);
+  if (!run.is_object() || !run.contains("status")) return "";
+  return run["status"].value("phase", "");
+}
+
+bool OperatorStack::waitForPhase(const std::string& ns, const std::string& name, const std::string& phase,
+                                 std::chrono::seconds timeout) {
+  return waitFor([&] { return phaseOf(ns, name) == phase; }, timeout, std::chrono::milliseconds(250));
+}
+
+std::vector<vertex::Job> OperatorStack::jobsOfRun(const std::string& uid, vertex::JobKind kind) {
+  vertex::ListOptions options;
+  options.filter = "labels.vto-run-uid=\"" + uid + "\"";
+  std::vector<vertex::Job> jobs;
+  do {
+    auto page = vertex_->listJobs({kTestProject, kTestLocation}, kind, options);
+    jobs.insert(jobs.end(), page.jobs.begin(), page.jobs.end());
+    options.pageToken = page.nextPageToken;
+  } while (!options.pageToken.empty());
+  return jobs;
+}
+
+void OperatorStack::createNamespace(const std::string& ns) {
+  cluster_.kubectl("create namespace " + ns);  // may exist already when a test is repeated
+}
+
+std::string simpleRunManifest(const std::string& ns, const std::string& name, const std::string& extraSpec) {
+  return "apiVersion: vto.dev/v1alpha1\nkind: TrainingRun\nmetadata:\n  name: " + name + "\n  namespace: " + ns +
+         "\nspec:\n  framework: pytorch\n  trainer:\n    container:\n"
+         "      imageUri: us-central1-docker.pkg.dev/test-project/train/model:1\n"
+         "  resources:\n    machineType: n1-standard-4\n"
+         "  baseOutputDirectory: gs://test-bucket/" + ns + "/" + name + "\n" + extraSpec;
+}
+
+}  // namespace vto::testing

@@ -1,0 +1,73 @@
+#pragma once
+// The whole system for end-to-end tests, all real processes on loopback: the API server (shared per
+// test binary), fake-gcs-server, vto-emulator, the CRDs from `vto crd`, and `vto run` itself. Tests
+// drive it with kubectl, as a user would, and read Vertex through vto's own client.
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tests/support/emulator_processes.h"
+#include "tests/support/subprocess.h"
+#include "tests/support/test_cluster.h"
+#include "vertex/auth.h"
+#include "vertex/sleeper.h"
+#include "vertex/vertex_client.h"
+
+namespace vto::testing {
+
+inline constexpr const char* kTestProject = "test-project";
+inline constexpr const char* kTestLocation = "us-central1";
+
+class OperatorStack {
+ public:
+  // `emulatorFlags` are added to the emulator's (lifecycle timings, fault injection).
+  explicit OperatorStack(std::vector<std::string> emulatorFlags = {});
+  ~OperatorStack();
+
+  TestCluster& cluster() { return cluster_; }
+  EmulatorProcess& emulator() { return *emulator_; }
+  FakeGcsServer& gcs() { return *gcs_; }
+  const std::string& dir() const { return dir_; }
+
+  // Installs the Helm chart (helm/vto) into namespace vto-system and makes `vto run` authenticate as
+  // the chart's ServiceAccount, so the operator has exactly the chart's RBAC and no more.
+  void useChartServiceAccount();
+  // Starts `vto run` (extra flags appended); stopOperator sends `signal` and returns the exit code.
+  void startOperator(std::vector<std::string> extraFlags = {});
+  int stopOperator(int signal);
+  std::string operatorLog() const;
+  // The pid of `vto run` (the shell that starts it execs it), or -1 when it is not running.
+  long operatorPid() const { return operator_ ? operator_->pid() : -1; }
+
+  // kubectl against the cluster, failing the test on a non-zero exit.
+  std::string kubectlOk(const std::string& args);
+  // The TrainingRun as JSON, or null when it does not exist.
+  nlohmann::json getRun(const std::string& ns, const std::string& name);
+  std::string phaseOf(const std::string& ns, const std::string& name);
+  // Waits until the run's phase is `phase`; false on the deadline.
+  bool waitForPhase(const std::string& ns, const std::string& name, const std::string& phase,
+                    std::chrono::seconds timeout = std::chrono::seconds(120));
+  // Every Vertex job (CustomJob or HyperparameterTuningJob) labelled with the run's uid.
+  std::vector<vertex::Job> jobsOfRun(const std::string& uid, vertex::JobKind kind = vertex::JobKind::Custom);
+  vertex::VertexClient& vertex() { return *vertex_; }
+  void createNamespace(const std::string& ns);
+
+ private:
+  TestCluster& cluster_;
+  std::string dir_;
+  std::unique_ptr<FakeGcsServer> gcs_;
+  std::unique_ptr<EmulatorProcess> emulator_;
+  std::unique_ptr<Subprocess> operator_;
+  std::string operatorKubeconfig_;  // the cluster-admin kubeconfig unless useChartServiceAccount()
+  vertex::CppRestTransport http_;
+  RealClock clock_;
+  vertex::RealSleeper sleeper_;
+  std::unique_ptr<vertex::CachedTokenSource> tokens_;
+  std::unique_ptr<vertex::RestVertexClient> vertex_;
+};
+
+// A TrainingRun manifest on a small CPU machine; `extraSpec` is YAML appended under `spec:` (indented).
+std::string simpleRunManifest(const std::string& ns, const std::string& name, const std::string& extraSpec = "");
+
+}  // namespace vto::testing
