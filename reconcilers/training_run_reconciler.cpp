@@ -244,7 +244,9 @@ std::optional<Result> TrainingRunReconciler::afterFailure(Pass& pass, vertex::Jo
     }
     return std::nullopt;  // stays Failed (applyJobState set it)
   }
-  auto resumeAt = vertex::parseTimestamp(attempt.endTime) + decision.backoff;
+  // Vertex's endTime at full precision (status keeps whole seconds), else the end as status recorded it.
+  auto failedAt = job.endTime ? *job.endTime : vertex::parseTimestamp(attempt.endTime);
+  auto resumeAt = failedAt + decision.backoff;
   if (pass.nowTime < resumeAt) {
     auto wait = std::chrono::duration_cast<std::chrono::seconds>(resumeAt - pass.nowTime).count();
     pass.next.phase = Phase::Resuming;

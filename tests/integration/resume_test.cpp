@@ -12,12 +12,20 @@ namespace {
 
 using std::chrono::seconds;
 
+const int kMetricsPort = freeLoopbackPort();
+
 // Jobs train 10 steps of 2 s and write ckpt-<step> after each; the operator looks at checkpoints every second.
 OperatorStack& stack() {
   static OperatorStack shared({"--queue-time", "1s", "--steps", "10", "--step-time", "2s", "--cancel-time", "300ms"});
-  static bool started = (shared.startOperator({"--checkpoint-poll-interval", "1"}), true);
+  static bool started = (shared.startOperator({"--checkpoint-poll-interval", "1", "--metrics-bind-address",
+                                               "127.0.0.1:" + std::to_string(kMetricsPort)}),
+                         true);
   (void)started;
   return shared;
+}
+
+std::string scrapeMetrics() {
+  return runShell("curl -sf http://127.0.0.1:" + std::to_string(kMetricsPort) + "/metrics").output;
 }
 
 const char* kNamespace = "resume";
@@ -93,6 +101,13 @@ TEST(Resume, APreemptedSpotRunContinuesFromItsLatestCheckpoint) {
   EXPECT_NE(events.output.find("Resumed: attempt 1 failed (Preemption): attempt 2 resumes from " + resumedFrom),
             std::string::npos)
       << events.output;
+  // Dashboards see it too, in a form Prometheus accepts.
+  auto metrics = scrapeMetrics();
+  EXPECT_NE(metrics.find("vto_trainingrun_resumes_total{failure_class=\"Preemption\"}"), std::string::npos) << metrics;
+  std::string path = stack().dir() + "/metrics.txt";
+  std::ofstream(path) << metrics;
+  auto check = runShell("promtool check metrics < '" + path + "'");
+  EXPECT_EQ(check.exitCode, 0) << check.output;
 }
 
 TEST(Resume, ThreePreemptionsWithTwoResumesAllowedFailWithTheBudgetSpent) {

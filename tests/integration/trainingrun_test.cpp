@@ -157,6 +157,15 @@ TEST(TrainingRun, AHyperparameterTuningRunReportsItsBestTrial) {
   }
 }
 
+TEST(TrainingRun, AFinishedRunIsDeletedAfterItsTtl) {
+  const std::string ns = "ttl";
+  stack().createNamespace(ns);
+  applyManifest(simpleRunManifest(ns, "short-lived", "  ttlSecondsAfterFinished: 2\n"));
+  ASSERT_TRUE(stack().waitForPhase(ns, "short-lived", "Succeeded", seconds(60))) << stack().operatorLog();
+  EXPECT_TRUE(waitFor([&] { return stack().getRun(ns, "short-lived").is_null(); }, seconds(30)))
+      << "still there after its TTL";
+}
+
 TEST(TrainingRun, TheOperatorRunsWithTheChartsLeastPrivilegeRbac) {
   auto canI = [](const std::string& what) {
     return stack().cluster().kubectl("auth can-i " + what + " --as=system:serviceaccount:vto-system:vto").exitCode == 0;
