@@ -9,6 +9,7 @@
 
 #include <future>
 
+#include "tests/support/ports.h"
 #include "tests/support/test_cluster.h"
 #include "tests/support/wait.h"
 
@@ -19,18 +20,6 @@ using namespace std::chrono_literals;
 using vto::testing::runShell;
 using vto::testing::sharedCluster;
 using vto::testing::waitFor;
-
-int freePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-  socklen_t length = sizeof address;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  close(fd);
-  return ntohs(address.sin_port);
-}
 
 // Holds the "slow" key until released, so a stop arrives while it is being reconciled.
 class GatedReconciler final : public Reconciler {
@@ -72,7 +61,7 @@ TEST(ManagerTest, LeadsReconcilesAndDrainsOnStop) {
   ASSERT_EQ(cluster.kubectl("create namespace manager-test").exitCode, 0);
   RestKubeClient client(loadKubeconfig(cluster.kubeconfig()));
   RealClock clock;
-  int metricsPort = freePort(), healthPort = freePort();
+  int metricsPort = vto::testing::freeLoopbackPort(), healthPort = vto::testing::freeLoopbackPort();
   ManagerOptions options;
   options.metricsBindAddress = "127.0.0.1:" + std::to_string(metricsPort);
   options.healthProbeBindAddress = "127.0.0.1:" + std::to_string(healthPort);

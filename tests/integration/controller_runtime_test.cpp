@@ -15,6 +15,7 @@
 #include "controller/runtime_metrics.h"
 #include "controller/workqueue.h"
 #include "metrics/metrics_server.h"
+#include "tests/support/ports.h"
 #include "tests/support/test_cluster.h"
 #include "tests/support/wait.h"
 
@@ -27,19 +28,6 @@ using vto::testing::sharedCluster;
 using vto::testing::waitFor;
 
 const Resource kConfigMaps{"", "v1", "configmaps", true};
-
-// A port nothing listens on right now (for servers that cannot report the port they bound).
-int freePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-  socklen_t length = sizeof address;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  close(fd);
-  return ntohs(address.sin_port);
-}
 
 TEST(EventsTest, KubectlDescribeShowsAggregatedEvents) {
   auto& cluster = sharedCluster();
@@ -137,7 +125,7 @@ TEST(MetricsTest, PromtoolAcceptsTheMetricsWithControllerRuntimeNames) {
 }
 
 TEST(HealthTest, ReadyOnlyOnceTheCacheHasSynced) {
-  int port = freePort();
+  int port = vto::testing::freeLoopbackPort();
   HealthServer health("127.0.0.1:" + std::to_string(port));
   std::atomic<bool> synced{false};
   health.addReadyCheck("informers-synced", [&] { return synced.load(); });

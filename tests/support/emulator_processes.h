@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/ports.h"
 #include "tests/support/subprocess.h"
 #include "tests/support/test_cluster.h"
 #include "tests/support/wait.h"
@@ -25,23 +26,6 @@ namespace vto::testing {
 inline std::string emulatorBinDir() {
   const char* dir = std::getenv("VTO_EMULATOR_BIN_DIR");
   return dir != nullptr && *dir != '\0' ? dir : binDir();
-}
-
-// A port nobody listens on right now (the kernel picks it).
-inline int freeLoopbackPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = 0;
-  socklen_t length = sizeof(address);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    ::close(fd);
-    throw std::runtime_error("cannot find a free port");
-  }
-  ::close(fd);
-  return ntohs(address.sin_port);
 }
 
 inline std::string readWholeFile(const std::string& path) {
