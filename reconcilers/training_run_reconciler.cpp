@@ -171,7 +171,7 @@ Result TrainingRunReconciler::reconcile(const controller::ObjectKey& key) {
   }
 
   // 5. The finalizer goes on before any job exists, so a deletion can never orphan a job by accident.
-  if (!ensureFinalizer(pass)) return {};
+  ensureFinalizer(pass);
 
   if (pass.next.attempts.empty()) {
     pass.next.attempts.push_back(crd::Attempt{1, "", "", "", "", "", "", ""});
@@ -312,9 +312,9 @@ Result TrainingRunReconciler::markInvalid(Pass& pass, const std::string& message
   return {};  // nothing to retry: an edit of the spec brings the run back
 }
 
-bool TrainingRunReconciler::ensureFinalizer(Pass& pass) {
+void TrainingRunReconciler::ensureFinalizer(Pass& pass) {
   auto finalizers = pass.object["metadata"].value("finalizers", nlohmann::json::array());
-  if (std::find(finalizers.begin(), finalizers.end(), kFinalizer) != finalizers.end()) return true;
+  if (std::find(finalizers.begin(), finalizers.end(), kFinalizer) != finalizers.end()) return;
   finalizers.push_back(kFinalizer);
   // resourceVersion makes the merge patch conditional: a stale cache gets a conflict and a retry.
   nlohmann::json patch = {{"metadata",
@@ -323,7 +323,6 @@ bool TrainingRunReconciler::ensureFinalizer(Pass& pass) {
                              controller::PatchType::Merge, patch);
   pass.object["metadata"] = updated["metadata"];
   pass.run.metadata.resourceVersion = updated["metadata"].value("resourceVersion", "");
-  return true;
 }
 
 Result TrainingRunReconciler::finalize(Pass& pass) {

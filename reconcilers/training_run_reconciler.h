@@ -51,7 +51,7 @@ class TrainingRunReconciler final : public controller::Reconciler {
   controller::Result markInvalid(Pass& pass, const std::string& message);
   controller::Result suspend(Pass& pass);
   controller::Result finished(Pass& pass);
-  bool ensureFinalizer(Pass& pass);
+  void ensureFinalizer(Pass& pass);
   // The current attempt's job: known from status, else found by its labels (adopted), else none.
   std::optional<vertex::Job> findJob(Pass& pass);
   vertex::Job createJob(Pass& pass);
