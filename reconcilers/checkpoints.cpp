@@ -37,10 +37,15 @@ Candidate candidateOf(const std::string& relative) {
 
 }  // namespace
 
+vertex::GcsUri checkpointListing(const std::string& directory) {
+  auto listing = vertex::parseGcsUri(directory);
+  if (!listing.object.empty() && listing.object.back() != '/') listing.object += '/';
+  return listing;
+}
+
 std::optional<Checkpoint> latestCheckpoint(const std::string& directory, const std::vector<vertex::GcsObject>& objects) {
-  auto dir = vertex::parseGcsUri(directory);
-  std::string prefix = dir.object;
-  if (!prefix.empty() && prefix.back() != '/') prefix += '/';
+  auto dir = checkpointListing(directory);
+  const std::string& prefix = dir.object;
   std::map<std::string, Candidate> candidates;
   for (const auto& object : objects) {
     if (object.name.rfind(prefix, 0) != 0 || object.name.size() == prefix.size()) continue;

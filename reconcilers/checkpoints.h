@@ -21,6 +21,10 @@ struct Checkpoint {
   std::string updateTime;  // RFC 3339: the newest object in it
 };
 
+// The bucket and the object-name prefix to list for a checkpoint directory gs://bucket/path: the
+// path with a trailing slash, so that a sibling such as checkpoints-old/ is not listed with it.
+vertex::GcsUri checkpointListing(const std::string& directory);
+
 // `directory` is gs://bucket/path (with or without a trailing slash); `objects` are everything listed
 // under it.
 std::optional<Checkpoint> latestCheckpoint(const std::string& directory, const std::vector<vertex::GcsObject>& objects);

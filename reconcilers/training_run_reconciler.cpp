@@ -280,9 +280,8 @@ vertex::Job TrainingRunReconciler::startNextAttempt(Pass& pass, const std::strin
 
 std::optional<Checkpoint> TrainingRunReconciler::newestCheckpoint(const Pass& pass) {
   auto directory = crd::checkpointDirectoryOf(pass.run.spec);
-  auto uri = vertex::parseGcsUri(directory);
-  std::string prefix = uri.object.empty() || uri.object.back() == '/' ? uri.object : uri.object + "/";
-  return latestCheckpoint(directory, gcs_.listObjects(uri.bucket, prefix));
+  auto listing = checkpointListing(directory);
+  return latestCheckpoint(directory, gcs_.listObjects(listing.bucket, listing.object));
 }
 
 void TrainingRunReconciler::refreshCheckpoint(Pass& pass) {
