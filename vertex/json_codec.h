@@ -30,7 +30,7 @@ enum class JobState {
 
 std::string_view jobStateName(JobState state);
 std::optional<JobState> jobStateFromName(std::string_view name);
-// Accepts "JOB_STATE_RUNNING" or 3; throws std::invalid_argument on anything else.
+// Accepts "JOB_STATE_RUNNING" or 3; anything else (a state newer than this build) is Unspecified.
 JobState jobStateFromJson(const nlohmann::json& value);
 // SUCCEEDED, FAILED, CANCELLED, EXPIRED and PARTIALLY_SUCCEEDED: the job will not change again.
 bool isTerminal(JobState state);

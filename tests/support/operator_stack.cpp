@@ -28,7 +28,7 @@ OperatorStack::OperatorStack(std::vector<std::string> emulatorFlags)
   vertex::VertexClientOptions options;
   options.endpoint = emulator_->url();
   options.limits.requestsPerMinute = 100000;
-  vertex_ = std::make_unique<vertex::RestVertexClient>(http_, *tokens_, clock_, sleeper_, options);
+  vertex_ = std::make_unique<vertex::RestVertexClient>(http_, *tokens_, clock_, options);
 }
 
 OperatorStack::~OperatorStack() {

@@ -11,7 +11,6 @@
 #include "tests/support/subprocess.h"
 #include "tests/support/test_cluster.h"
 #include "vertex/auth.h"
-#include "vertex/sleeper.h"
 #include "vertex/vertex_client.h"
 
 namespace vto::testing {
@@ -62,7 +61,6 @@ class OperatorStack {
   std::string operatorKubeconfig_;  // the cluster-admin kubeconfig unless useChartServiceAccount()
   vertex::CppRestTransport http_;
   RealClock clock_;
-  vertex::RealSleeper sleeper_;
   std::unique_ptr<vertex::CachedTokenSource> tokens_;
   std::unique_ptr<vertex::RestVertexClient> vertex_;
 };
