@@ -9,6 +9,7 @@
 
 #include "base/url.h"
 #include "vertex/api_error.h"
+#include "vertex/json_codec.h"
 #include "vertex/jwt.h"
 
 namespace vto::vertex {
@@ -25,10 +26,8 @@ std::string formEncode(const std::map<std::string, std::string>& fields) {
   return body;
 }
 
-std::string stringField(const json& object, const char* field) {
-  auto it = object.find(field);
-  return it != object.end() && it->is_string() ? it->get<std::string>().substr(0, 300) : std::string();
-}
+// Bounded: the token endpoint's words end up in logs and status.
+std::string boundedString(const json& object, const char* field) { return stringField(object, field).substr(0, 300); }
 
 // Google issues tokens for an hour; a day is the most any sane endpoint would claim.
 constexpr double kMaxTokenLifetimeSeconds = 86400;
@@ -39,8 +38,8 @@ AccessToken parseTokenResponse(const HttpResponse& response, const std::string& 
   if (response.status != 200) {
     std::string reason;
     if (body.is_object()) {
-      reason = stringField(body, "error");
-      auto description = stringField(body, "error_description");
+      reason = boundedString(body, "error");
+      auto description = boundedString(body, "error_description");
       if (!description.empty()) reason += ": " + description;
     }
     throw AuthError("token endpoint " + endpoint + " answered HTTP " + std::to_string(response.status) +

@@ -6,16 +6,12 @@
 #include <nlohmann/json.hpp>
 
 #include "vertex/api_error.h"
+#include "vertex/json_codec.h"
 
 namespace vto::vertex {
 namespace {
 
 using nlohmann::json;
-
-std::string stringField(const json& object, const char* field) {
-  auto it = object.find(field);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 // int64 fields arrive as decimal strings (or numbers from some emulators); anything else reads as 0.
 std::string int64Text(const json& object, const char* field) {

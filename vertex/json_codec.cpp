@@ -56,6 +56,12 @@ bool isTerminal(JobState state) {
   }
 }
 
+std::string stringField(const nlohmann::json& object, const char* field) {
+  if (!object.is_object()) return "";
+  auto it = object.find(field);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 std::int64_t int64FromJson(const nlohmann::json& value) {
   if (value.is_number_integer()) return value.get<std::int64_t>();
   if (value.is_string()) {

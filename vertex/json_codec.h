@@ -35,6 +35,10 @@ JobState jobStateFromJson(const nlohmann::json& value);
 // SUCCEEDED, FAILED, CANCELLED, EXPIRED and PARTIALLY_SUCCEEDED: the job will not change again.
 bool isTerminal(JobState state);
 
+// The string at `field`, or "" when it is absent or not a string: responses are decoded without
+// trusting their types.
+std::string stringField(const nlohmann::json& object, const char* field);
+
 // Accepts "42" or 42; throws std::invalid_argument otherwise.
 std::int64_t int64FromJson(const nlohmann::json& value);
 

@@ -10,12 +10,6 @@ namespace {
 
 using nlohmann::json;
 
-// Field readers that never throw: a field of an unexpected type reads as absent.
-std::string stringField(const json& object, const char* field) {
-  auto it = object.find(field);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 std::optional<RpcStatus> decodeStatus(const json& resource) {
   auto it = resource.find("error");
   if (it == resource.end() || !it->is_object()) return std::nullopt;
