@@ -237,7 +237,7 @@ CronSchedule parseCron(const std::string& expression) {
   cron.followsAbsoluteTime = minuteStar || hourStar;
   if (!canEverFire(cron))
     throw error("it never fires: day-of-month " + fields[2] + " does not occur in month " + fields[3] +
-                " (the last day of February is 28, or 29 in leap years); choose days that exist");
+                " (February has 28 or 29 days; April, June, September and November 30); choose days that exist");
   return cron;
 }
 
