@@ -1,5 +1,8 @@
 #include "metrics/process_metrics.h"
 
+#include <prometheus/client_metric.h>
+#include <prometheus/metric_family.h>
+#include <prometheus/metric_type.h>
 #include <unistd.h>
 
 #include <filesystem>

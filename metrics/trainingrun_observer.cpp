@@ -1,5 +1,7 @@
 #include "metrics/trainingrun_observer.h"
 
+#include <prometheus/metric_family.h>
+
 #include <set>
 
 namespace vto::metrics {
