@@ -173,7 +173,8 @@ int run(const Args& args) {
   // is accounted when scraped. The loop runs only on the leader, so only the leader exports them.
   auto trainingRunObserver = std::make_shared<metrics::TrainingRunObserver>(clock);
   manager.addCollectable(trainingRunObserver);
-  manager.addCollectable(std::make_shared<metrics::ProcessMetrics>());
+  auto processMetrics = std::make_shared<metrics::ProcessMetrics>();  // held here: the manager keeps weak_ptrs
+  manager.addCollectable(processMetrics);
   runs.addHandler([&runs, observer = trainingRunObserver.get()](const nlohmann::json& run) {
     auto uid = run["metadata"].value("uid", "");
     auto cached = runs.cache().get(controller::keyOf(run));

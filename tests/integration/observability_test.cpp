@@ -126,7 +126,7 @@ std::string gpuRunManifest(const std::string& name, const std::string& extra) {
          "  baseOutputDirectory: gs://test-bucket/obs/" + name + "\n" + extra;
 }
 
-void apply(const std::string& name, const std::string& manifest) {
+void applyManifest(const std::string& name, const std::string& manifest) {
   std::string path = stack().dir() + "/" + name + ".yaml";
   std::ofstream(path) << manifest;
   stack().kubectlOk("apply -f '" + path + "'");
@@ -175,10 +175,10 @@ Scenario& scenario() {
         << "Prometheus does not scrape vto: " << slurp(stack().dir() + "/prometheus.log");
     // ok: succeeds. gpu: an accelerator run that succeeds. spot: preempted while running, resumes,
     // succeeds. crash: the training code fails, which is not resumed.
-    apply("ok", simpleRunManifest(kNamespace, "ok"));
-    apply("gpu", gpuRunManifest("gpu", ""));
-    apply("spot", gpuRunManifest("spot", "  scheduling: {strategy: Spot}\n  checkpointing: {resumeBackoff: 1s}\n"));
-    apply("crash", simpleRunManifest(kNamespace, "crash"));
+    applyManifest("ok", simpleRunManifest(kNamespace, "ok"));
+    applyManifest("gpu", gpuRunManifest("gpu", ""));
+    applyManifest("spot", gpuRunManifest("spot", "  scheduling: {strategy: Spot}\n  checkpointing: {resumeBackoff: 1s}\n"));
+    applyManifest("crash", simpleRunManifest(kNamespace, "crash"));
     auto spotJob = runningJob("spot", 1);
     EXPECT_FALSE(spotJob.empty()) << stack().operatorLog();
     EXPECT_TRUE(waitFor(
@@ -242,7 +242,9 @@ std::map<std::string, std::string> resolveVariables(const json& board, const Pro
     }
     std::string alternation;
     for (const auto& value : found) alternation += (alternation.empty() ? "" : "|") + value;
-    if (!retrainingPending(query)) EXPECT_FALSE(found.empty()) << "variable " << variable["name"] << " has no values: " << query;
+    if (!retrainingPending(query)) {
+      EXPECT_FALSE(found.empty()) << "variable " << variable["name"] << " has no values: " << query;
+    }
     values[variable["name"]] = found.empty() ? ".*" : "(" + alternation + ")";
   }
   return values;
