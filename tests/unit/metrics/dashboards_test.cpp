@@ -5,6 +5,7 @@
 // used that is not defined. Whether each query runs is the observability integration test's job.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -16,7 +17,11 @@ namespace {
 
 using nlohmann::json;
 
-std::filesystem::path dashboardsDir() { return std::filesystem::path(VTO_SOURCE_DIR) / "helm/vto/dashboards"; }
+// CTest sets VTO_SOURCE_DIR (tests/CMakeLists.txt).
+std::filesystem::path dashboardsDir() {
+  const char* source = std::getenv("VTO_SOURCE_DIR");
+  return std::filesystem::path(source != nullptr ? source : ".") / "helm/vto/dashboards";
+}
 
 std::map<std::string, json> loadDashboards() {
   std::map<std::string, json> boards;
