@@ -171,7 +171,7 @@ int run(const Args& args) {
   // kube-state-metrics; the reconciler is not involved. Every change of a run goes to the observer;
   // a run no longer in the cache (same uid) was deleted. Running jobs' accelerator and machine time
   // is accounted when scraped. The loop runs only on the leader, so only the leader exports them.
-  auto trainingRunObserver = std::make_shared<metrics::TrainingRunObserver>(clock);
+  auto trainingRunObserver = std::make_shared<metrics::TrainingRunObserver>(clock, reconcilers::trainingRunPhases());
   manager.addCollectable(trainingRunObserver);
   auto processMetrics = std::make_shared<metrics::ProcessMetrics>();  // held here: the manager keeps weak_ptrs
   manager.addCollectable(processMetrics);

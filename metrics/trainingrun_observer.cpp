@@ -7,13 +7,6 @@
 namespace vto::metrics {
 namespace {
 
-const std::vector<std::string>& allPhases() {
-  static const std::vector<std::string> phases = {"Pending",   "Submitted",  "Queued",    "Running",
-                                                  "Resuming",  "Succeeded",  "Failed",    "Cancelling",
-                                                  "Cancelled", "Suspended",  "Invalid"};
-  return phases;
-}
-
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 // Waits for capacity range from seconds (on-demand CPUs) to a day (Spot A100s, FlexStart).
@@ -30,8 +23,9 @@ bool TrainingRunObserver::isTerminal(const std::string& phase) {
   return phase == "Succeeded" || phase == "Failed" || phase == "Cancelled" || phase == "Invalid";
 }
 
-TrainingRunObserver::TrainingRunObserver(const Clock& clock)
+TrainingRunObserver::TrainingRunObserver(const Clock& clock, std::vector<std::string> phases)
     : clock_(clock),
+      phases_(std::move(phases)),
       registry_(std::make_shared<prometheus::Registry>()),
       runs_(prometheus::BuildGauge()
                 .Name("vto_trainingruns")
@@ -176,7 +170,7 @@ void TrainingRunObserver::recomputeGaugeLocked() {
   }
   // Every phase of a namespace that has runs (0 included, so graphs drop to zero); none for others.
   for (const auto& ns : namespaces) {
-    for (const auto& phase : allPhases()) {
+    for (const auto& phase : phases_) {
       auto key = std::make_pair(ns, phase);
       auto& gauge = gauges_[key];
       if (gauge == nullptr) gauge = &runs_.Add({{"namespace", ns}, {"phase", phase}});

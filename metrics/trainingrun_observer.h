@@ -50,7 +50,9 @@ struct RunSnapshot {
 
 class TrainingRunObserver final : public prometheus::Collectable {
  public:
-  explicit TrainingRunObserver(const Clock& clock);
+  // `phases`: every phase a run can be in (crd's names, from reconcilers::trainingRunPhases()), so
+  // that a namespace's gauge shows 0 for the phases none of its runs is in.
+  TrainingRunObserver(const Clock& clock, std::vector<std::string> phases);
 
   // A run as the cache holds it now.
   void observe(const RunSnapshot& run);
@@ -78,6 +80,7 @@ class TrainingRunObserver final : public prometheus::Collectable {
   void recomputeGaugeLocked();
 
   const Clock& clock_;
+  const std::vector<std::string> phases_;
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Gauge>& runs_;
   prometheus::Family<prometheus::Histogram>& queueSeconds_;

@@ -76,6 +76,12 @@ std::vector<metrics::MachinePool> poolsOf(const crd::TrainingRun& run) {
 
 }  // namespace
 
+std::vector<std::string> trainingRunPhases() {
+  std::vector<std::string> names;
+  for (const auto& [phase, name] : crd::phaseNames()) names.emplace_back(name);
+  return names;
+}
+
 metrics::RunSnapshot trainingRunSnapshot(const nlohmann::json& object) {
   metrics::RunSnapshot snapshot;
   auto meta = crd::decodeObjectMeta(object.value("metadata", nlohmann::json::object()), "metadata");

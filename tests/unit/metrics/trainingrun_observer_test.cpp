@@ -28,9 +28,11 @@ double valueOf(const TrainingRunObserver& observer, const std::string& name, con
   return -1;
 }
 
+const std::vector<std::string> kPhases = {"Pending", "Queued", "Running", "Resuming", "Succeeded", "Failed"};
+
 class TrainingRunObserverTest : public ::testing::Test {
  protected:
-  TrainingRunObserverTest() : observer(clock) { observer.setActive(true); }
+  TrainingRunObserverTest() : observer(clock, kPhases) { observer.setActive(true); }
 
   RunSnapshot gpuRun(const std::string& phase) {
     RunSnapshot run;
@@ -109,7 +111,7 @@ TEST_F(TrainingRunObserverTest, TheFirstSightIsABaselineNotATransition) {
 }
 
 TEST_F(TrainingRunObserverTest, AStandbyExportsNothingAndDoesNotCountTheLeadersTime) {
-  TrainingRunObserver standby(clock);
+  TrainingRunObserver standby(clock, kPhases);
   auto run = gpuRun("Queued");
   standby.observe(run);
   run.phase = "Running";

@@ -45,6 +45,13 @@ TEST(TrainingRunSnapshot, ReadsTheMachinesOfTheRenderedJobOnceValidated) {
   EXPECT_EQ(accelerators, 32);
 }
 
+TEST(TrainingRunSnapshot, PhasesAreTheCrdsNames) {
+  auto phases = trainingRunPhases();
+  EXPECT_EQ(phases.size(), 11u);
+  EXPECT_EQ(phases.front(), "Pending");
+  EXPECT_EQ(phases.back(), "Invalid");
+}
+
 TEST(TrainingRunSnapshot, ATuningJobHoldsItsParallelTrials) {
   auto spec = ddpSpec();
   spec["distribution"] = {{"strategy", "None"}};
