@@ -7,6 +7,7 @@
 // PrometheusRule and dashboard ConfigMaps through a server-side dry run against prometheus-operator's
 // CRDs (pinned; scripts/bootstrap.sh fetches them into build/prometheus-operator-crds/).
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
@@ -415,6 +416,22 @@ TEST(Observability, TheChartsMonitoringObjectsPassAServerSideDryRunAgainstPromet
     EXPECT_NE(dryRun.output.find(std::string(object) + " created (server dry run)"), std::string::npos)
         << object << "\n" << dryRun.output;
   }
+}
+
+// Quiet is only half: the operator-down alert must also fire on the real series. Runs last: it stops the operator.
+TEST(Observability, ZzTheOperatorDownAlertFiresOnRealSeriesOnceTheOperatorStops) {
+  auto& prometheus = *scenario().prometheus;
+  std::string expr;
+  for (const auto& group : YAML::LoadFile(sourceDir() + "/helm/vto/rules/vto-alerts.yaml")["groups"]) {
+    for (const auto& rule : group["rules"]) {
+      if (rule["alert"].as<std::string>() == "VtoOperatorDown") expr = rule["expr"].as<std::string>();
+    }
+  }
+  ASSERT_FALSE(expr.empty());
+  EXPECT_FALSE(hasData(prometheus.query(expr)));
+  EXPECT_EQ(stack().stopOperator(SIGTERM), 0);
+  ASSERT_TRUE(waitFor([&] { return prometheus.scalar("up{job=\"vto\"}") == 0; }, seconds(60)));
+  EXPECT_TRUE(hasData(prometheus.query(expr))) << expr;
 }
 
 }  // namespace
