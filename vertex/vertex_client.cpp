@@ -190,8 +190,11 @@ ResourceName RestVertexClient::parseOrRefuse(const std::string& name, bool mustB
 
 json RestVertexClient::call(const std::string& method, const Location& where, const std::string& url,
                             const json* body, Quota quota) {
-  pacer_.acquireOrThrow(where.parent() + (quota == Quota::Create ? " (job creations)" : " (requests)"),
-                        quota == Quota::Create ? options_.limits.createsPerMinute : options_.limits.requestsPerMinute);
+  auto key = where.parent() + (quota == Quota::Create ? " (job creations)" : " (requests)");
+  auto wait = pacer_.tryAcquire(key, quota == Quota::Create ? options_.limits.createsPerMinute
+                                                            : options_.limits.requestsPerMinute);
+  if (options_.observer != nullptr) options_.observer->quotaWaited(wait.value_or(std::chrono::milliseconds(0)));
+  if (wait) throw QuotaPacingError(key, *wait);
   HttpRequest request;
   request.method = method;
   request.url = url;

@@ -16,6 +16,7 @@
 #include "vertex/http_transport.h"
 #include "vertex/json_codec.h"
 #include "vertex/rate_limiter.h"
+#include "vertex/request_observer.h"
 #include "vertex/sleeper.h"
 
 namespace vto::vertex {
@@ -120,6 +121,9 @@ struct VertexClientOptions {
   bool allowInsecure = false;
   RateLimits limits;
   std::chrono::milliseconds timeout{60000};
+  // Told, for metrics, how long the pacer deferred a call (it does not block: the call fails with
+  // QuotaPacingError and the work queue brings the run back after that time).
+  RequestObserver* observer = nullptr;
 };
 
 // Throws std::invalid_argument naming the fix when `endpoint` is not a usable base URL
