@@ -49,6 +49,9 @@ class OperatorStack {
                     std::chrono::seconds timeout = std::chrono::seconds(120));
   // Every Vertex job (CustomJob or HyperparameterTuningJob) labelled with the run's uid.
   std::vector<vertex::Job> jobsOfRun(const std::string& uid, vertex::JobKind kind = vertex::JobKind::Custom);
+  // Every job matching `filter`, all pages. The client fails fast, so a page the emulator answers
+  // with an injected fault (429, 503) is asked for again, up to a deadline, as the work queue would.
+  std::vector<vertex::Job> listJobs(const std::string& filter, vertex::JobKind kind = vertex::JobKind::Custom);
   vertex::VertexClient& vertex() { return *vertex_; }
   void createNamespace(const std::string& ns);
 
