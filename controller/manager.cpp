@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <condition_variable>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 
@@ -108,6 +109,13 @@ int Manager::run(std::stop_token stop) {
                 [&] {
                   // Fencing: no new reconcile starts once the lease may belong to someone else.
                   for (auto& runnable : controllers_) runnable->queue->shutDown();
+                  if (options_.onLeaseLost) options_.onLeaseLost();
+                  if (options_.exitOnLeaseLost) {
+                    spdlog::error("lost the leader lease: exiting at once so that no worker acts while "
+                                  "another replica may lead; this process restarts as a standby");
+                    spdlog::shutdown();  // flushes the log line
+                    std::_Exit(1);
+                  }
                   std::lock_guard guard(mutex);
                   lost = true;
                   wake.notify_all();

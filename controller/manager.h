@@ -32,6 +32,12 @@ struct ManagerOptions {
   bool leaderElect = false;
   LeaderElectionConfig leaderElection{};
   Clock::duration gracefulShutdown = std::chrono::seconds(30);
+  // Fencing. When the lease is lost the queues are shut at once; then, by default, the process
+  // exits with status 1 on the spot (as controller-runtime does): a reconcile in flight must not
+  // go on writing once another replica may lead. Tests that run a manager in-process turn the exit
+  // off, and run() returns 1 after draining instead.
+  bool exitOnLeaseLost = true;
+  std::function<void()> onLeaseLost;  // called first, from the fencing thread (tests: record the time)
 };
 
 class Manager {
@@ -55,7 +61,8 @@ class Manager {
   void addLoop(std::function<void(std::stop_token)> loop);
 
   // Blocks until `stop` is requested (returns 0 after a graceful stop) or the lease is lost
-  // (returns 1: the process should exit so that it restarts as a standby).
+  // (exits the process, or returns 1 without exitOnLeaseLost: the process should exit so that it
+  // restarts as a standby).
   int run(std::stop_token stop);
   bool cachesSynced() const;
 

@@ -50,4 +50,15 @@ spec:
   baseOutputDirectory: gs://bucket/demo
 )";
 
+// kMinimalRun with the spec fields in `extraSpecYaml` (indented by two, as under `spec:`) put in
+// place of the minimal run's own (a manifest may not repeat a key).
+inline TrainingRun runWithSpec(const std::string& extraSpecYaml) {
+  auto doc = parseYamlDocuments(kMinimalRun).at(0);
+  auto extra = parseYamlDocuments("spec:\n" + extraSpecYaml);
+  if (!extra.empty() && extra[0]["spec"].is_object()) {
+    for (const auto& [key, value] : extra[0]["spec"].items()) doc["spec"][key] = value;
+  }
+  return decodeTrainingRun(doc);
+}
+
 }  // namespace vto::crd::testing
