@@ -27,8 +27,9 @@
 namespace vto::controller {
 
 struct ManagerOptions {
-  std::string metricsBindAddress = ":8080";      // "0" disables the metrics server
-  std::string healthProbeBindAddress = ":8081";  // "0" disables the probes
+  // Loopback unless configured otherwise: whoever reaches these ports reaches the process.
+  std::string metricsBindAddress = "127.0.0.1:8080";      // "0" disables the metrics server
+  std::string healthProbeBindAddress = "127.0.0.1:8081";  // "0" disables the probes
   bool leaderElect = false;
   LeaderElectionConfig leaderElection{};
   Clock::duration gracefulShutdown = std::chrono::seconds(30);

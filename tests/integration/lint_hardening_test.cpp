@@ -1,0 +1,131 @@
+// `vto lint` refuses what the real API server refuses (duplicate keys, unknown metadata fields,
+// strings over the CRD's maxLength), refuses hostile YAML (alias bombs, alias cycles) with a clear
+// error, and checks manifests against tenancy rules offline (`--tenancy FILE`).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/support/subprocess.h"
+#include "tests/support/test_cluster.h"
+#include "tests/support/wait.h"
+
+namespace vto::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+fs::path sourceDir() {
+  if (const char* dir = std::getenv("VTO_SOURCE_DIR")) return dir;
+  return fs::path(__FILE__).parent_path().parent_path().parent_path();
+}
+
+std::string quote(const std::string& text) { return "'" + text + "'"; }
+std::string vto(const std::string& args) { return quote(binDir() + "/vto") + " " + args; }
+
+// Writes `text` to a file of its own under the test's temporary directory.
+std::string writeFile(const std::string& name, const std::string& text) {
+  auto dir = fs::temp_directory_path() / ("vto-lint-hardening-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto path = dir / name;
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+std::string run(const std::string& metadata, const std::string& extraSpec) {
+  return "apiVersion: vto.dev/v1alpha1\nkind: TrainingRun\nmetadata: " + metadata +
+         "\nspec:\n  trainer:\n    container: {imageUri: us-central1-docker.pkg.dev/p/r/img:1}\n"
+         "  resources: {machineType: n1-standard-8, acceleratorType: NVIDIA_TESLA_T4, acceleratorCount: 1}\n" +
+         extraSpec;
+}
+
+class LintAgreesWithTheApiServer : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto& cluster = sharedCluster();
+    auto applied = runShell(vto("crd") + " | kubectl --kubeconfig=" + quote(cluster.kubeconfig()) + " apply -f -");
+    ASSERT_EQ(applied.exitCode, 0) << applied.output;
+    ASSERT_TRUE(waitFor([&] { return cluster.kubectl("get trun -A").exitCode == 0; }, 60s));
+  }
+
+  // Both must refuse: `vto lint` with `lintSays` in its output, and a server-side dry run.
+  static void bothRefuse(const std::string& name, const std::string& manifest, const std::string& lintSays) {
+    auto file = writeFile(name + ".yaml", manifest);
+    auto lint = runShell(vto("lint -f " + quote(file)));
+    EXPECT_EQ(lint.exitCode, 1) << lint.output;
+    EXPECT_NE(lint.output.find(lintSays), std::string::npos) << lint.output;
+    auto server = sharedCluster().kubectl("apply --dry-run=server --validate=strict -n default -f " + quote(file));
+    EXPECT_NE(server.exitCode, 0) << "the API server accepted what lint refuses: " << server.output;
+  }
+};
+
+TEST_F(LintAgreesWithTheApiServer, AValidRunPassesBoth) {
+  auto file = writeFile("valid.yaml", run("{name: valid}", "  baseOutputDirectory: gs://b/out\n"));
+  auto lint = runShell(vto("lint -f " + quote(file)));
+  EXPECT_EQ(lint.exitCode, 0) << lint.output;
+  auto server = sharedCluster().kubectl("apply --dry-run=server --validate=strict -n default -f " + quote(file));
+  EXPECT_EQ(server.exitCode, 0) << server.output;
+}
+
+TEST_F(LintAgreesWithTheApiServer, DuplicateKeys) {
+  bothRefuse("duplicate", run("{name: dup}", "  baseOutputDirectory: gs://b/one\n  baseOutputDirectory: gs://b/two\n"),
+             "duplicate key \"baseOutputDirectory\"");
+}
+
+TEST_F(LintAgreesWithTheApiServer, UnknownMetadataFields) {
+  bothRefuse("metadata", run("{name: meta, lables: {team: a}}", "  baseOutputDirectory: gs://b/out\n"),
+             "ERROR metadata.lables: unknown field");
+}
+
+TEST_F(LintAgreesWithTheApiServer, MaxLength) {
+  bothRefuse("maxlength", run("{name: long}", "  baseOutputDirectory: gs://b/out\n  displayName: " + std::string(129, 'd') + "\n"),
+             "ERROR spec.displayName: is 129 characters long; the API server refuses more than 128");
+}
+
+TEST(LintHostileYaml, AliasBombAndCycleAreRefusedWithAClearError) {
+  auto bomb = runShell(vto("lint -f " + quote((sourceDir() / "tests/fuzz/corpus/yaml-alias-billion-laughs.yaml").string())));
+  EXPECT_EQ(bomb.exitCode, 1);
+  EXPECT_NE(bomb.output.find("YAML aliases are limited to 10000 expansions"), std::string::npos) << bomb.output;
+  auto cycle = runShell(vto("render -f " + quote((sourceDir() / "tests/fuzz/corpus/yaml-alias-self-reference.yaml").string())));
+  EXPECT_EQ(cycle.exitCode, 1) << "a crash is not an answer: " << cycle.output;
+  EXPECT_NE(cycle.output.find("(a cycle); write the value out"), std::string::npos) << cycle.output;
+}
+
+TEST(LintTenancy, ChecksManifestsAgainstTheOperatorsConfigFile) {
+  auto config = writeFile("config.yaml", R"(default-project: acme-ml
+default-location: us-central1
+tenancy:
+  - namespaces: [team-a]
+    projects: [acme-ml]
+    bucketPrefixes: [gs://acme-ml-out/]
+  - namespaceSelector: {matchLabels: {tier: research}}
+    projects: [research]
+)");
+  auto allowed = writeFile("allowed.yaml", run("{name: ok, namespace: team-a}", "  baseOutputDirectory: gs://acme-ml-out/x\n"));
+  auto ok = runShell(vto("lint --tenancy " + quote(config) + " -f " + quote(allowed)));
+  EXPECT_EQ(ok.exitCode, 0) << ok.output;
+
+  auto otherBucket = writeFile("bucket.yaml", run("{name: bad, namespace: team-a}", "  baseOutputDirectory: gs://team-b-out/x\n"));
+  auto refused = runShell(vto("lint --tenancy " + quote(config) + " -f " + quote(otherBucket)));
+  EXPECT_EQ(refused.exitCode, 1) << refused.output;
+  EXPECT_NE(refused.output.find("ERROR spec.baseOutputDirectory: location \"gs://team-b-out/x\" is not allowed for this "
+                                "namespace by tenancy[0] (namespaces team-a); allowed: gs://acme-ml-out/"),
+            std::string::npos)
+      << refused.output;
+
+  // Labels are unknown offline: the selector rule is assumed to match, and lint says so.
+  auto research = writeFile("research.yaml", run("{name: r, namespace: lab}", "  project: research\n  baseOutputDirectory: gs://r/x\n"));
+  auto assumed = runShell(vto("lint --tenancy " + quote(config) + " -f " + quote(research)));
+  EXPECT_EQ(assumed.exitCode, 0) << assumed.output;
+  EXPECT_NE(assumed.output.find("namespace labels are unknown offline: assumed that tenancy[1]"), std::string::npos)
+      << assumed.output;
+
+  auto badRules = writeFile("bad-rules.yaml", "tenancy:\n  - namespaces: [a]\n    project: [p]\n");
+  auto usage = runShell(vto("lint --tenancy " + quote(badRules) + " -f " + quote(allowed)));
+  EXPECT_EQ(usage.exitCode, 2) << usage.output;
+  EXPECT_NE(usage.output.find("tenancy[0].project: unknown field"), std::string::npos) << usage.output;
+}
+
+}  // namespace
+}  // namespace vto::testing
