@@ -68,9 +68,21 @@ TEST_F(LintAgreesWithTheApiServer, AValidRunPassesBoth) {
   EXPECT_EQ(server.exitCode, 0) << server.output;
 }
 
+// kubectl turns YAML into JSON and keeps the last of duplicate keys, so the body goes to the API
+// server as written (JSON is YAML, so lint reads the same file).
 TEST_F(LintAgreesWithTheApiServer, DuplicateKeys) {
-  bothRefuse("duplicate", run("{name: dup}", "  baseOutputDirectory: gs://b/one\n  baseOutputDirectory: gs://b/two\n"),
-             "duplicate key \"baseOutputDirectory\"");
+  auto file = writeFile("duplicate.json",
+                        R"({"apiVersion": "vto.dev/v1alpha1", "kind": "TrainingRun", "metadata": {"name": "dup"},
+ "spec": {"trainer": {"container": {"imageUri": "us-central1-docker.pkg.dev/p/r/img:1"}},
+          "baseOutputDirectory": "gs://b/one", "baseOutputDirectory": "gs://b/two"}})");
+  auto lint = runShell(vto("lint -f " + quote(file)));
+  EXPECT_EQ(lint.exitCode, 1) << lint.output;
+  EXPECT_NE(lint.output.find("line 3: duplicate key \"baseOutputDirectory\""), std::string::npos) << lint.output;
+  auto server = sharedCluster().kubectl(
+      "create --raw '/apis/vto.dev/v1alpha1/namespaces/default/trainingruns?dryRun=All&fieldValidation=Strict' -f " +
+      quote(file));
+  EXPECT_NE(server.exitCode, 0) << "the API server accepted what lint refuses: " << server.output;
+  EXPECT_NE(server.output.find("duplicate field"), std::string::npos) << server.output;
 }
 
 TEST_F(LintAgreesWithTheApiServer, UnknownMetadataFields) {
