@@ -134,7 +134,13 @@ struct RestKubeClient::Impl {
       return response.extract_utf8string(true).then(
           [response](std::string text) { return std::make_pair(response, std::move(text)); });
     });
-    auto finished = task.then([done](pplx::task<std::pair<http::http_response, std::string>>) {
+    task.then([done](pplx::task<std::pair<http::http_response, std::string>> finished) {
+      // Observe the outcome here: a request abandoned at its deadline fails later, and pplx
+      // terminates the process over an exception nobody observed.
+      try {
+        finished.wait();
+      } catch (...) {
+      }
       std::lock_guard guard(done->mutex);
       done->done = true;
       done->cv.notify_all();

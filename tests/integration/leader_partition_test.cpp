@@ -79,6 +79,7 @@ bool awaitLine(Subprocess& process, const std::string& prefix, std::chrono::mill
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     auto got = process.readLine(left);
     if (!got) return false;
+    std::cout << "  | " << *got << std::endl;  // the replica's own log, for diagnosis
     if (got->rfind(prefix, 0) == 0) {
       if (line) *line = *got;
       return true;
