@@ -139,5 +139,61 @@ tenancy:
   EXPECT_NE(usage.output.find("tenancy[0].project: unknown field"), std::string::npos) << usage.output;
 }
 
+// `vto run --config`: the tenancy rules are read strictly before anything starts, and no rules is a
+// warning. (It stops at the missing kubeconfig right after, so no cluster is needed.)
+TEST(RunConfig, TenancyIsParsedStrictlyAndNoRulesIsAWarning) {
+  auto bad = writeFile("run-bad.yaml", "log-format: text\ntenancy:\n  - namespaces: [a]\n    projets: [x]\n");
+  auto refused = runShell(vto("run --kubeconfig /nonexistent --config " + quote(bad)));
+  EXPECT_EQ(refused.exitCode, 2) << refused.output;
+  EXPECT_NE(refused.output.find("tenancy[0].projets: unknown field"), std::string::npos) << refused.output;
+  auto none = writeFile("run-none.yaml", "log-format: text\n");
+  auto warned = runShell(vto("run --kubeconfig /nonexistent --config " + quote(none)));
+  EXPECT_NE(warned.output.find("no tenancy rules configured: every namespace may use every project"), std::string::npos)
+      << warned.output;
+  auto two = writeFile("run-two.yaml", "log-format: text\ntenancy:\n  - namespaces: [a]\n  - namespaces: [b]\n");
+  auto parsed = runShell(vto("run --kubeconfig /nonexistent --config " + quote(two)));
+  EXPECT_NE(parsed.output.find("tenancy: 2 rule(s)"), std::string::npos) << parsed.output;
+}
+
+// The chart: the NetworkPolicy is on by default and admits only the metrics and probe ports, and
+// `tenancy:` from the values reaches the operator's config file intact.
+TEST(Chart, NetworkPolicyAndTenancyRender) {
+  auto chart = quote((sourceDir() / "helm/vto").string());
+  auto policy = runShell(quote(binDir() + "/helm") + " template t " + chart + " --show-only templates/networkpolicy.yaml");
+  ASSERT_EQ(policy.exitCode, 0) << policy.output;
+  EXPECT_NE(policy.output.find("kind: NetworkPolicy"), std::string::npos) << policy.output;
+  EXPECT_NE(policy.output.find("policyTypes: [Ingress]"), std::string::npos) << policy.output;
+  EXPECT_NE(policy.output.find("port: 8080"), std::string::npos) << policy.output;
+  EXPECT_NE(policy.output.find("port: 8081"), std::string::npos) << policy.output;
+  EXPECT_NE(policy.output.find("app.kubernetes.io/name: prometheus"), std::string::npos) << policy.output;
+  EXPECT_EQ(policy.output.find("port: 80\n"), std::string::npos) << policy.output;
+
+  auto values = writeFile("values.yaml", "tenancy:\n  - namespaces: [team-a]\n    projects: [acme-ml]\n    maxAccelerators: 4\n");
+  auto config = runShell(quote(binDir() + "/helm") + " template t " + chart + " -f " + quote(values) +
+                         " --show-only templates/configmap.yaml");
+  ASSERT_EQ(config.exitCode, 0) << config.output;
+  // The rendered config.yaml, as `vto lint --tenancy` reads the operator's config file.
+  auto body = config.output.substr(config.output.find("config.yaml: |") + 15);
+  std::string unindented;
+  for (size_t at = 0; at < body.size();) {
+    auto end = body.find('\n', at);
+    auto line = body.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    unindented += (line.rfind("    ", 0) == 0 ? line.substr(4) : line) + "\n";
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  auto rendered = writeFile("rendered-config.yaml", unindented);
+  auto manifest = writeFile("team-a.yaml", run("{name: x, namespace: team-a}", "  project: other\n  baseOutputDirectory: gs://b/x\n"));
+  auto lint = runShell(vto("lint --tenancy " + quote(rendered) + " -f " + quote(manifest)));
+  EXPECT_EQ(lint.exitCode, 1) << unindented << lint.output;
+  EXPECT_NE(lint.output.find("ERROR spec.project: project \"other\" is not allowed"), std::string::npos) << lint.output;
+
+  auto off = runShell(quote(binDir() + "/helm") + " template t " + chart + " --set networkPolicy.enabled=false");
+  EXPECT_EQ(off.output.find("kind: NetworkPolicy"), std::string::npos);
+  auto refusedValues = writeFile("bad-values.yaml", "tenancy:\n  - projects: [p]\n");
+  auto schema = runShell(quote(binDir() + "/helm") + " template t " + chart + " -f " + quote(refusedValues));
+  EXPECT_NE(schema.exitCode, 0) << "values.schema.json accepted a rule that selects no namespace";
+}
+
 }  // namespace
 }  // namespace vto::testing
