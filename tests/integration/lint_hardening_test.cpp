@@ -16,18 +16,12 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-fs::path sourceDir() {
-  if (const char* dir = std::getenv("VTO_SOURCE_DIR")) return dir;
-  return fs::path(__FILE__).parent_path().parent_path().parent_path();
-}
-
 std::string quote(const std::string& text) { return "'" + text + "'"; }
 std::string vto(const std::string& args) { return quote(binDir() + "/vto") + " " + args; }
 
 // Writes `text` to a file of its own under the test's temporary directory.
 std::string writeFile(const std::string& name, const std::string& text) {
-  auto dir = fs::temp_directory_path() / ("vto-lint-hardening-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  static const fs::path dir = makeTempDir("vto-lint-hardening");
   auto path = dir / name;
   std::ofstream(path) << text;
   return path.string();
@@ -96,10 +90,10 @@ TEST_F(LintAgreesWithTheApiServer, MaxLength) {
 }
 
 TEST(LintHostileYaml, AliasBombAndCycleAreRefusedWithAClearError) {
-  auto bomb = runShell(vto("lint -f " + quote((sourceDir() / "tests/fuzz/corpus/yaml-alias-billion-laughs.yaml").string())));
+  auto bomb = runShell(vto("lint -f " + quote((fs::path(sourceDir()) / "tests/fuzz/corpus/yaml-alias-billion-laughs.yaml").string())));
   EXPECT_EQ(bomb.exitCode, 1);
   EXPECT_NE(bomb.output.find("YAML aliases are limited to 10000 expansions"), std::string::npos) << bomb.output;
-  auto cycle = runShell(vto("render -f " + quote((sourceDir() / "tests/fuzz/corpus/yaml-alias-self-reference.yaml").string())));
+  auto cycle = runShell(vto("render -f " + quote((fs::path(sourceDir()) / "tests/fuzz/corpus/yaml-alias-self-reference.yaml").string())));
   EXPECT_EQ(cycle.exitCode, 1) << "a crash is not an answer: " << cycle.output;
   EXPECT_NE(cycle.output.find("(a cycle); write the value out"), std::string::npos) << cycle.output;
 }
@@ -158,7 +152,7 @@ TEST(RunConfig, TenancyIsParsedStrictlyAndNoRulesIsAWarning) {
 // The chart: the NetworkPolicy is on by default and admits only the metrics and probe ports, and
 // `tenancy:` from the values reaches the operator's config file intact.
 TEST(Chart, NetworkPolicyAndTenancyRender) {
-  auto chart = quote((sourceDir() / "helm/vto").string());
+  auto chart = quote((fs::path(sourceDir()) / "helm/vto").string());
   auto policy = runShell(quote(binDir() + "/helm") + " template t " + chart + " --show-only templates/networkpolicy.yaml");
   ASSERT_EQ(policy.exitCode, 0) << policy.output;
   EXPECT_NE(policy.output.find("kind: NetworkPolicy"), std::string::npos) << policy.output;

@@ -35,6 +35,16 @@ inline std::vector<std::filesystem::path> yamlFiles(const std::filesystem::path&
   return out;
 }
 
+// The error parseYamlDocuments gives for `text`, or "" when it accepts it.
+inline std::string yamlErrorOf(const std::string& text) {
+  try {
+    parseYamlDocuments(text);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 // A TrainingRun from YAML text (one document).
 inline TrainingRun runFromYaml(const std::string& yaml) { return decodeTrainingRun(parseYamlDocuments(yaml).at(0)); }
 

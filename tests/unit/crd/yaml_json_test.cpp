@@ -8,14 +8,7 @@
 namespace vto::crd {
 namespace {
 
-std::string errorOf(const std::string& text) {
-  try {
-    parseYamlDocuments(text);
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  return "";
-}
+const auto& errorOf = testing::yamlErrorOf;
 
 std::string corpusFile(const std::string& name) {
   return testing::readFile(testing::repoRoot() / "tests/fuzz/corpus" / name);
