@@ -92,7 +92,8 @@ bool labelsMatch(const std::map<std::string, std::string>& want, const std::map<
 
 // The first thing `rule` does not allow, or nullopt.
 std::optional<TenancyViolation> violationOf(const TenancyRule& rule, size_t index, const TrainingRunSpec& spec,
-                                            const Placement& placement) {
+                                            const Placement& placement,
+                                            const std::vector<std::pair<std::string, std::string>>& extraBucketUris) {
   auto rejected = [&](std::string field, const std::string& what, const std::string& value,
                       const std::vector<std::string>& allowed) {
     TenancyViolation violation{std::move(field), index, rule.describe(index), ""};
@@ -113,7 +114,9 @@ std::optional<TenancyViolation> violationOf(const TenancyRule& rule, size_t inde
                     rule.serviceAccounts);
   }
   if (!rule.bucketPrefixes.empty()) {
-    for (const auto& [field, uri] : bucketUrisOf(spec)) {
+    auto uris = bucketUrisOf(spec);
+    uris.insert(uris.end(), extraBucketUris.begin(), extraBucketUris.end());
+    for (const auto& [field, uri] : uris) {
       bool allowed = !hasDotSegment(uri) && std::any_of(rule.bucketPrefixes.begin(), rule.bucketPrefixes.end(),
                                                         [&](const auto& p) { return underPrefix(uri, asDirectory(p)); });
       if (!allowed) return rejected(field, "location", uri, rule.bucketPrefixes);
@@ -178,7 +181,8 @@ std::vector<std::pair<std::string, std::string>> bucketUrisOf(const TrainingRunS
 }
 
 TenancyDecision decideTenancy(const TrainingRunSpec& spec, const Placement& defaults, const NamespaceInfo& ns,
-                              const TenancyRules& rules) {
+                              const TenancyRules& rules,
+                              const std::vector<std::pair<std::string, std::string>>& extraBucketUris) {
   TenancyDecision decision;
   if (rules.empty()) return decision;
   auto placement = placementOf(spec, defaults);
@@ -196,7 +200,7 @@ TenancyDecision decideTenancy(const TrainingRunSpec& spec, const Placement& defa
     }
     if (!matches) continue;
     if (assumed) decision.assumedSelectorRules.push_back(i);
-    auto violation = violationOf(rule, i, spec, placement);
+    auto violation = violationOf(rule, i, spec, placement, extraBucketUris);
     if (!violation) {
       decision.governingRule = i;
       return decision;
@@ -213,8 +217,14 @@ TenancyDecision decideTenancy(const TrainingRunSpec& spec, const Placement& defa
 }
 
 std::optional<TenancyViolation> checkTenancy(const TrainingRunSpec& spec, const Placement& defaults,
-                                             const NamespaceInfo& ns, const TenancyRules& rules) {
-  return decideTenancy(spec, defaults, ns, rules).violation;
+                                             const NamespaceInfo& ns, const TenancyRules& rules,
+                                             const std::vector<std::pair<std::string, std::string>>& extraBucketUris) {
+  return decideTenancy(spec, defaults, ns, rules, extraBucketUris).violation;
+}
+
+AcceleratorClaim claimOf(const TrainingRun& run, bool holding) {
+  return {run.metadata.namespace_ + "/" + run.metadata.name, run.metadata.creationTimestamp, acceleratorsOf(run.spec),
+          holding};
 }
 
 int64_t acceleratorsInUse(const std::vector<AcceleratorClaim>& claims) {

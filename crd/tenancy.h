@@ -71,11 +71,15 @@ std::vector<std::pair<std::string, std::string>> bucketUrisOf(const TrainingRunS
 
 // The full decision: which rule governs the run, or why it is refused. `defaults` are the
 // operator's --default-project/--default-location, applied first as the reconciler does.
+// `extraBucketUris` are further (field, URI) pairs the bucket prefixes govern, e.g. a
+// RetrainingPolicy's ("spec.triggers.newData.gcsPrefix", "gs://...") beside its template's spec.
 TenancyDecision decideTenancy(const TrainingRunSpec& spec, const Placement& defaults, const NamespaceInfo& ns,
-                              const TenancyRules& rules);
+                              const TenancyRules& rules,
+                              const std::vector<std::pair<std::string, std::string>>& extraBucketUris = {});
 // The refusal alone, for callers that only need to know whether the run may go ahead.
 std::optional<TenancyViolation> checkTenancy(const TrainingRunSpec& spec, const Placement& defaults,
-                                             const NamespaceInfo& ns, const TenancyRules& rules);
+                                             const NamespaceInfo& ns, const TenancyRules& rules,
+                                             const std::vector<std::pair<std::string, std::string>>& extraBucketUris = {});
 
 // The accelerator cap, first created first served. Inputs are the runs governed by one rule that
 // want accelerators and are not finished, suspended or invalid.
@@ -85,6 +89,9 @@ struct AcceleratorClaim {
   int64_t accelerators = 0;
   bool holding = false;  // its job exists and is not finished: the accelerators are in use
 };
+
+// A run's claim; `holding` is the caller's reading of its status (a job exists and is unfinished).
+AcceleratorClaim claimOf(const TrainingRun& run, bool holding);
 
 int64_t acceleratorsInUse(const std::vector<AcceleratorClaim>& claims);
 

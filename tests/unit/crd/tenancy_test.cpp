@@ -128,6 +128,24 @@ TEST(Tenancy, EachLimitedFieldIsChecked) {
   EXPECT_EQ(fieldOf([](auto& s) { s.resources->acceleratorCount = 17; }), "spec.resources.acceleratorCount");
 }
 
+TEST(Tenancy, ExtraUrisSuchAsAPolicysDataPrefixAreGovernedToo) {
+  auto violation = checkTenancy(allowedSpec(), {}, kTeamA, rules(),
+                                {{"spec.triggers.newData.gcsPrefix", "gs://other-team/data/"}});
+  ASSERT_TRUE(violation);
+  EXPECT_EQ(violation->field, "spec.triggers.newData.gcsPrefix");
+  EXPECT_FALSE(checkTenancy(allowedSpec(), {}, kTeamA, rules(), {{"spec.triggers.newData.gcsPrefix", "gs://acme-ml-out/data/"}}));
+}
+
+TEST(Tenancy, AClaimComesFromTheRunsMetadataAndSpec) {
+  auto run = testing::runFromYaml(testing::kMinimalRun);
+  run.metadata.creationTimestamp = "2026-01-01T00:00:00Z";
+  auto claim = claimOf(run, true);
+  EXPECT_EQ(claim.key, "team-a/demo");
+  EXPECT_EQ(claim.creationTimestamp, "2026-01-01T00:00:00Z");
+  EXPECT_EQ(claim.accelerators, 1);
+  EXPECT_TRUE(claim.holding);
+}
+
 TEST(Tenancy, ANamespaceMatchedByNoRuleMayUseNothing) {
   auto violation = checkTenancy(allowedSpec(), {}, {"team-z", std::map<std::string, std::string>{}}, rules());
   ASSERT_TRUE(violation);
