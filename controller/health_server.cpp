@@ -10,30 +10,33 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <stdexcept>
 #include <thread>
 
 namespace vto::controller {
 
+// A parsed request line and what matters of its headers.
+struct ProbeRequest {
+  std::string method;
+  std::string path;
+  bool hasBody = false;
+};
+
 struct HealthServer::Impl {
   HealthServerLimits limits;
   int listenFd = -1;
-  int wakeRead = -1, wakeWrite = -1;  // a pipe that ends the accept loop
+  int wakeRead = -1, wakeWrite = -1;  // a pipe that ends the loop
   int port = 0;
-  std::mutex mutex;
-  std::condition_variable ready;
-  std::deque<int> pending;
-  bool stopping = false;
-  std::thread acceptor;
-  std::vector<std::thread> workers;
+  std::thread loop;
 };
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
+// After answering: how long and how much a client may go on sending before the connection closes.
+constexpr auto kDrainTime = std::chrono::milliseconds(500);
+constexpr size_t kMaxDrainBytes = 8 * 1024 * 1024;
 
 // ":8081" listens everywhere, "127.0.0.1:8081" on loopback only, "[::1]:8081" on IPv6 loopback.
 std::pair<std::string, std::string> splitHostPort(const std::string& bindAddress) {
@@ -97,36 +100,18 @@ std::string lowercase(std::string text) {
   return text;
 }
 
-struct Request {
-  std::string method;
-  std::string path;
-  bool hasBody = false;
-};
+enum class ParseResult { Incomplete, Ok, TooLarge, Malformed };
 
-enum class ReadResult { Ok, TooLarge, Timeout, Malformed, Closed };
-
-// Reads the request line and headers (never a body) within the deadline and the size cap.
-ReadResult readRequest(int fd, const HealthServerLimits& limits, Request& request) {
-  std::string buffer;
-  auto deadline = Clock::now() + limits.readTimeout;
-  size_t end = std::string::npos;
-  while ((end = buffer.find("\r\n\r\n")) == std::string::npos) {
-    if (buffer.size() > limits.maxHeaderBytes) return ReadResult::TooLarge;
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) return ReadResult::Timeout;
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left)) <= 0) return ReadResult::Timeout;
-    char chunk[2048];
-    auto n = ::recv(fd, chunk, std::min(sizeof chunk, limits.maxHeaderBytes + 4 - buffer.size()), 0);
-    if (n <= 0) return ReadResult::Closed;
-    buffer.append(chunk, static_cast<size_t>(n));
-  }
-  if (end > limits.maxHeaderBytes) return ReadResult::TooLarge;
+// The request line and headers, once all of them are in `buffer` (a body is never read).
+ParseResult parseRequest(const std::string& buffer, size_t maxHeaderBytes, ProbeRequest& request) {
+  size_t end = buffer.find("\r\n\r\n");
+  if (end == std::string::npos) return buffer.size() > maxHeaderBytes ? ParseResult::TooLarge : ParseResult::Incomplete;
+  if (end > maxHeaderBytes) return ParseResult::TooLarge;
   auto lineEnd = buffer.find("\r\n");
   std::string line = buffer.substr(0, lineEnd);
   auto space1 = line.find(' ');
   auto space2 = line.find(' ', space1 == std::string::npos ? line.size() : space1 + 1);
-  if (space1 == std::string::npos || space2 == std::string::npos) return ReadResult::Malformed;
+  if (space1 == std::string::npos || space2 == std::string::npos) return ParseResult::Malformed;
   request.method = line.substr(0, space1);
   request.path = line.substr(space1 + 1, space2 - space1 - 1);
   if (auto query = request.path.find('?'); query != std::string::npos) request.path.resize(query);
@@ -142,26 +127,19 @@ ReadResult readRequest(int fd, const HealthServerLimits& limits, Request& reques
       if (!value.empty() && value != "0") request.hasBody = true;
     }
   }
-  return ReadResult::Ok;
+  return ParseResult::Ok;
 }
 
-// Closing a socket with unread input resets the connection, which can destroy the response before
-// the client reads it (a client still sending a body it was told not to send): stop writing, then
-// discard what arrives for a short, bounded while.
-void closeGracefully(int fd) {
-  ::shutdown(fd, SHUT_WR);
-  auto deadline = Clock::now() + std::chrono::milliseconds(500);
-  char sink[4096];
-  for (size_t drained = 0; drained < 8 * 1024 * 1024;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    pollfd p{fd, POLLIN, 0};
-    if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) <= 0) break;
-    auto n = ::recv(fd, sink, sizeof sink, 0);
-    if (n <= 0) break;
-    drained += static_cast<size_t>(n);
-  }
-  ::close(fd);
-}
+// One client connection in the loop: reading its request until a deadline, then (answered)
+// discarding what it still sends for a short while before closing, so that closing with unread
+// input does not reset the connection and destroy the answer before the client reads it.
+struct Connection {
+  int fd = -1;
+  std::string buffer;
+  Clock::time_point deadline;
+  bool answered = false;
+  size_t drained = 0;
+};
 
 }  // namespace
 
@@ -181,54 +159,76 @@ HealthServer::HealthServer(const std::string& bindAddress, HealthServerLimits li
   }
   impl_->wakeRead = wake[0];
   impl_->wakeWrite = wake[1];
-  for (int i = 0; i < std::max(1, limits.threads); ++i) {
-    impl_->workers.emplace_back([this] {
-      while (true) {
-        int fd;
-        {
-          std::unique_lock lock(impl_->mutex);
-          impl_->ready.wait(lock, [this] { return impl_->stopping || !impl_->pending.empty(); });
-          if (impl_->stopping) return;
-          fd = impl_->pending.front();
-          impl_->pending.pop_front();
+  impl_->loop = std::thread([this] { serveLoop(); });
+}
+
+// One thread serves every connection with poll(): an idle or slow client costs a buffer of at
+// most maxHeaderBytes and a slot, never a thread, so it cannot hold the probes up.
+void HealthServer::serveLoop() {
+  const auto& limits = impl_->limits;
+  std::vector<Connection> connections;
+  auto close = [](Connection& c) {
+    ::close(c.fd);
+    c.fd = -1;
+  };
+  while (true) {
+    auto now = Clock::now();
+    auto next = now + std::chrono::hours(1);
+    std::vector<pollfd> fds = {{impl_->wakeRead, POLLIN, 0}, {impl_->listenFd, POLLIN, 0}};
+    for (const auto& c : connections) {
+      fds.push_back({c.fd, POLLIN, 0});
+      next = std::min(next, c.deadline);
+    }
+    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count();
+    if (::poll(fds.data(), fds.size(), static_cast<int>(std::max<int64_t>(wait, 0))) < 0 && errno != EINTR) return;
+    if (fds[0].revents) return;
+    now = Clock::now();
+    for (size_t i = 0; i < connections.size(); ++i) {
+      auto& c = connections[i];
+      if (fds[i + 2].revents & (POLLIN | POLLHUP | POLLERR)) {
+        char chunk[4096];
+        auto n = ::recv(c.fd, chunk, sizeof chunk, 0);
+        if (n <= 0) {
+          close(c);
+          continue;
         }
-        serve(fd);
-        closeGracefully(fd);
+        if (c.answered) {
+          c.drained += static_cast<size_t>(n);
+          if (c.drained > kMaxDrainBytes) close(c);
+          continue;
+        }
+        c.buffer.append(chunk, static_cast<size_t>(n));
+        ProbeRequest request;
+        auto parsed = parseRequest(c.buffer, limits.maxHeaderBytes, request);
+        if (parsed == ParseResult::Incomplete) continue;
+        answer(c.fd, parsed == ParseResult::Ok ? &request : nullptr, parsed == ParseResult::TooLarge);
+        c.answered = true;
+        c.buffer.clear();
+        c.buffer.shrink_to_fit();
+        c.deadline = now + kDrainTime;
+        ::shutdown(c.fd, SHUT_WR);
+      } else if (now >= c.deadline) {
+        if (!c.answered) reply(c.fd, 408, "Request Timeout", "send the request faster\n");
+        close(c);
       }
-    });
-  }
-  impl_->acceptor = std::thread([this] {
-    while (true) {
-      pollfd fds[2] = {{impl_->listenFd, POLLIN, 0}, {impl_->wakeRead, POLLIN, 0}};
-      if (::poll(fds, 2, -1) < 0 && errno != EINTR) return;
-      if (fds[1].revents) return;
-      if (!(fds[0].revents & POLLIN)) continue;
-      int fd = ::accept4(impl_->listenFd, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd < 0) continue;
-      std::unique_lock lock(impl_->mutex);
-      if (impl_->pending.size() >= impl_->limits.maxQueuedConnections) {
-        lock.unlock();
+    }
+    std::erase_if(connections, [](const Connection& c) { return c.fd < 0; });
+    if (fds[1].revents & POLLIN) {
+      int fd = ::accept4(impl_->listenFd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd >= 0 && connections.size() >= limits.maxConnections) {
         reply(fd, 503, "Service Unavailable", "too many connections\n");
         ::close(fd);
-        continue;
+      } else if (fd >= 0) {
+        connections.push_back({fd, {}, now + limits.readTimeout});
       }
-      impl_->pending.push_back(fd);
-      impl_->ready.notify_one();
     }
-  });
+  }
 }
 
 HealthServer::~HealthServer() {
   char byte = 0;
   [[maybe_unused]] auto written = ::write(impl_->wakeWrite, &byte, 1);
-  impl_->acceptor.join();
-  {
-    std::lock_guard guard(impl_->mutex);
-    impl_->stopping = true;
-    impl_->ready.notify_all();
-  }
-  for (auto& worker : impl_->workers) worker.join();
-  for (int fd : impl_->pending) ::close(fd);
+  impl_->loop.join();
   ::close(impl_->listenFd);
   ::close(impl_->wakeRead);
   ::close(impl_->wakeWrite);
@@ -236,18 +236,13 @@ HealthServer::~HealthServer() {
 
 int HealthServer::port() const { return impl_->port; }
 
-void HealthServer::serve(int fd) {
-  Request request;
-  switch (readRequest(fd, impl_->limits, request)) {
-    case ReadResult::TooLarge:
-      return reply(fd, 431, "Request Header Fields Too Large", "request line and headers are limited to " +
-                                                                    std::to_string(impl_->limits.maxHeaderBytes) +
-                                                                    " bytes\n");
-    case ReadResult::Timeout: return reply(fd, 408, "Request Timeout", "send the request faster\n");
-    case ReadResult::Malformed: return reply(fd, 400, "Bad Request", "not an HTTP request\n");
-    case ReadResult::Closed: return;
-    case ReadResult::Ok: break;
+void HealthServer::answer(int fd, const ProbeRequest* parsed, bool tooLarge) {
+  if (tooLarge) {
+    return reply(fd, 431, "Request Header Fields Too Large",
+                 "request line and headers are limited to " + std::to_string(impl_->limits.maxHeaderBytes) + " bytes\n");
   }
+  if (!parsed) return reply(fd, 400, "Bad Request", "not an HTTP request\n");
+  const ProbeRequest& request = *parsed;
   bool head = request.method == "HEAD";
   if (request.method != "GET" && !head) {
     return reply(fd, 405, "Method Not Allowed", "probes answer GET and HEAD only\n", false, "Allow: GET, HEAD\r\n");

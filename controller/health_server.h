@@ -6,7 +6,8 @@
 // Anyone who can reach the port can talk to it, so it is a deliberately small HTTP/1.1 server that
 // holds nothing a client sends: GET and HEAD only (405 otherwise), no request body (413), request
 // line and headers capped (431), a deadline for the whole request (408), one response per
-// connection, and a fixed pool of threads with a bounded backlog (503 when full).
+// connection, and one poll() loop for every connection, so idle clients hold no thread (503 beyond
+// maxConnections).
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -19,8 +20,7 @@ namespace vto::controller {
 struct HealthServerLimits {
   size_t maxHeaderBytes = 8 * 1024;
   std::chrono::milliseconds readTimeout{5000};  // for the request line and headers together
-  int threads = 4;
-  size_t maxQueuedConnections = 64;
+  size_t maxConnections = 256;
 };
 
 class HealthServer {
@@ -39,7 +39,8 @@ class HealthServer {
 
  private:
   struct Impl;
-  void serve(int fd);
+  void serveLoop();
+  void answer(int fd, const struct ProbeRequest* request, bool tooLarge);
   std::unique_ptr<Impl> impl_;
   std::mutex mutex_;
   std::vector<std::pair<std::string, std::function<bool()>>> readyChecks_;
