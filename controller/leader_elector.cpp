@@ -187,6 +187,9 @@ bool LeaderElector::run(std::stop_token stop) {
 void LeaderElector::release() {
   if (!leading_) return;
   try {
+    // A shutdown must not hang on an unreachable API server: the lease expires on its own anyway.
+    RequestDeadlineScope deadline(std::chrono::steady_clock::now() +
+                                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(config_.retryPeriod));
     auto lease = client_.get(leaseResource(), config_.leaseNamespace, config_.leaseName);
     if (lease["spec"].value("holderIdentity", "") == config_.identity) {
       auto now = rfc3339Micro(clock_.now());
