@@ -12,6 +12,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <future>
 #include <iostream>
 
 #include "base/clock.h"
@@ -140,6 +141,52 @@ TEST(LeaderPartitionTest, APartitionedLeaderFencesBeforeAnotherReplicaCanTakeThe
   EXPECT_EQ(a->wait(10s), 1) << "a fenced replica exits with status 1";
   std::cout << "a fenced at " << fencedAt << "; b acquired at " << acquiredByB << std::endl;
   b->stop();
+  proxy.stop();
+}
+
+// The mechanism under the fence: a request under a RequestDeadlineScope that meets a silent
+// partition fails at its deadline as a transport error, instead of waiting out the client's 30 s
+// request timeout; without a scope the same client is unaffected once the partition heals.
+TEST(RequestDeadlineTest, ASilentPartitionFailsTheRequestAtItsDeadline) {
+  auto [host, port] = hostAndPort(sharedCluster().server());
+  auto proxyPath = std::filesystem::read_symlink("/proc/self/exe").parent_path() / "vto_test_tcp_proxy";
+  Subprocess proxy({proxyPath.string(), host, port});
+  std::string listening;
+  ASSERT_TRUE(awaitLine(proxy, "listening ", 10s, &listening));
+  auto config = loadKubeconfig(sharedCluster().kubeconfig());
+  config.server = "https://" + host + ":" + listening.substr(10);
+  RestKubeClient client(config);
+  ASSERT_NO_THROW(client.get({"", "v1", "namespaces", false}, "", "default"));
+
+  proxy.signal(SIGUSR1);
+  ASSERT_TRUE(awaitLine(proxy, "partitioned", 10s));
+  auto attempt = std::async(std::launch::async, [&]() -> std::string {
+    RequestDeadlineScope deadline(std::chrono::steady_clock::now() + 1s);
+    try {
+      client.get({"", "v1", "namespaces", false}, "", "default");
+      return "answered";
+    } catch (const ApiError& error) {
+      return error.status().code == 0 ? std::string(error.what()) : "HTTP " + std::to_string(error.status().code);
+    }
+  });
+  // Well before the client's 30 s request timeout.
+  ASSERT_EQ(attempt.wait_for(15s), std::future_status::ready) << "the deadline did not cut the request off";
+  EXPECT_NE(attempt.get().find("no answer before the request deadline"), std::string::npos);
+
+  proxy.signal(SIGUSR2);
+  ASSERT_TRUE(awaitLine(proxy, "healed", 10s));
+  EXPECT_TRUE(waitFor(
+      [&] {
+        try {
+          RequestDeadlineScope deadline(std::chrono::steady_clock::now() + 5s);
+          client.get({"", "v1", "namespaces", false}, "", "default");
+          return true;
+        } catch (const ApiError&) {
+          return false;
+        }
+      },
+      30s))
+      << "the client did not recover after the partition healed";
   proxy.stop();
 }
 
