@@ -80,8 +80,6 @@ TenancyRule parseRule(const json& value, const std::string& path) {
   return rule;
 }
 
-bool selectsByLabel(const TenancyRule& rule) { return rule.matchLabels.has_value(); }
-
 bool labelsMatch(const std::map<std::string, std::string>& want, const std::map<std::string, std::string>& have) {
   for (const auto& [key, value] : want) {
     auto found = have.find(key);

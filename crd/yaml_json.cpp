@@ -143,7 +143,7 @@ class JsonBuilder final : public YAML::EventHandler {
   void open(const YAML::Mark& mark, json value, YAML::anchor_t anchor) {
     if (expectingKey())
       throw std::runtime_error(lineOf(mark, firstLine_) + ": map keys must be plain strings");
-    stack_.push_back({std::move(value), anchor, mark});
+    stack_.push_back({std::move(value), anchor, mark, 1, 0, std::nullopt});
   }
 
   void close() {
