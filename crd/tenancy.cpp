@@ -115,8 +115,10 @@ std::optional<TenancyViolation> violationOf(const TenancyRule& rule, size_t inde
     auto uris = bucketUrisOf(spec);
     uris.insert(uris.end(), extraBucketUris.begin(), extraBucketUris.end());
     for (const auto& [field, uri] : uris) {
-      bool allowed = !hasDotSegment(uri) && std::any_of(rule.bucketPrefixes.begin(), rule.bucketPrefixes.end(),
-                                                        [&](const auto& p) { return underPrefix(uri, asDirectory(p)); });
+      const std::string& location = uri;  // clang 15 cannot capture a structured binding
+      bool allowed = !hasDotSegment(location) &&
+                     std::any_of(rule.bucketPrefixes.begin(), rule.bucketPrefixes.end(),
+                                 [&](const auto& p) { return underPrefix(location, asDirectory(p)); });
       if (!allowed) return rejected(field, "location", uri, rule.bucketPrefixes);
     }
   }
