@@ -123,6 +123,8 @@ class JsonBuilder final : public YAML::EventHandler {
  private:
   static constexpr size_t kMaxAliasNodes = 10000;
   static constexpr size_t kMaxAliasBytes = 1024 * 1024;
+  static constexpr size_t kMaxAnchoredNodes = 100000;
+  static constexpr size_t kMaxAnchoredBytes = 4 * 1024 * 1024;
 
   struct Frame {
     json value;
@@ -154,7 +156,16 @@ class JsonBuilder final : public YAML::EventHandler {
 
   // Places a finished node in its parent (or as the document) and remembers it if anchored.
   void add(const YAML::Mark& mark, json value, YAML::anchor_t anchor, size_t nodes, size_t bytes) {
-    if (anchor != 0) anchors_[anchor] = {value, nodes, bytes};
+    if (anchor != 0) {
+      // Each anchor keeps a copy: nested anchors over one large value would multiply it.
+      anchoredNodes_ += nodes;
+      anchoredBytes_ += bytes;
+      if (anchoredNodes_ > kMaxAnchoredNodes || anchoredBytes_ > kMaxAnchoredBytes)
+        throw std::runtime_error(lineOf(mark, firstLine_) + ": YAML anchors may hold at most " +
+                                 std::to_string(kMaxAnchoredBytes / (1024 * 1024)) +
+                                 " MiB of text in all; write the values out instead of anchoring them");
+      anchors_[anchor] = {value, nodes, bytes};
+    }
     if (stack_.empty()) {
       result_ = std::move(value);
       return;
@@ -183,6 +194,8 @@ class JsonBuilder final : public YAML::EventHandler {
   std::map<YAML::anchor_t, Anchored> anchors_;
   size_t aliasNodes_ = 0;
   size_t aliasBytes_ = 0;
+  size_t anchoredNodes_ = 0;
+  size_t anchoredBytes_ = 0;
   json result_;
 };
 

@@ -35,6 +35,16 @@ TEST(YamlAliases, ALongAnchoredStringCannotBeCopiedWithoutBound) {
   EXPECT_NE(errorOf(text).find("KiB of copied text"), std::string::npos);
 }
 
+// Without a single alias, nested anchors would each keep a copy of one large value.
+TEST(YamlAliases, NestedAnchorsCannotMultiplyALargeValue) {
+  std::string text = "a: ";
+  for (int i = 0; i < 100; ++i) text += "&a" + std::to_string(i) + " [";
+  text += std::string(512 * 1024, 'x');
+  for (int i = 0; i < 100; ++i) text += "]";
+  text += "\n";
+  EXPECT_NE(errorOf(text).find("YAML anchors may hold at most 4 MiB of text in all"), std::string::npos);
+}
+
 TEST(YamlAliases, SmallAliasesStillWork) {
   auto doc = parseYamlDocuments("env: &env {A: '1'}\none: *env\ntwo: [*env, *env]\n").at(0);
   EXPECT_EQ(doc["one"]["A"], "1");
