@@ -9,7 +9,7 @@
 #include "crd/schedule.h"
 #include "crd/timestamp.h"
 #include "crd/validation.h"
-#include "reconcilers/conditions.h"
+#include "controller/conditions.h"
 #include "reconcilers/training_run_reconciler.h"
 
 namespace vto::reconcilers {
@@ -63,6 +63,7 @@ struct Child {
   std::optional<TriggerReason> triggerReason;
   std::string retrainRequest;
   std::string baseOutputDirectory;
+  bool counted = false;
 
   bool succeeded() const { return phase == "Succeeded"; }
   bool unsuccessful() const { return phase == "Failed" || phase == "Cancelled" || phase == "Invalid"; }
@@ -95,6 +96,7 @@ Child readChild(const json& run) {
     if (reason == name) child.triggerReason = value;
   }
   child.retrainRequest = annotationOf(run, kRetrainRequestAnnotation);
+  child.counted = !annotationOf(run, kCountedAnnotation).empty();
   return child;
 }
 
@@ -185,14 +187,14 @@ struct Decision {
     plan.events.push_back({type, std::move(reason), std::move(message)});
   }
   void condition(const char* type, bool status, const std::string& reason, const std::string& message) {
-    setCondition(plan.status.conditions,
-                 crd::Condition{type, status ? "True" : "False", reason, message, "", policy.metadata.generation},
-                 policy.status.conditions, timeText(in.now));
+    controller::setStatusCondition(
+        plan.status.conditions,
+        crd::Condition{type, status ? "True" : "False", reason, message, "", policy.metadata.generation}, in.now);
   }
 };
 
 // Rule 2: each watermark is the newer of what status says and what the runs' annotations say.
-void carryWatermarks(Decision& d, ScheduleState& state) {
+void carryWatermarks(Decision& d) {
   auto& status = d.plan.status;
   const auto& old = d.policy.status;
   const std::string request = d.policy.metadata.annotations.count(crd::kRetrainRequestedAnnotation)
@@ -209,16 +211,11 @@ void carryWatermarks(Decision& d, ScheduleState& state) {
         (!newestSuccess || *child.endedAt() > *newestSuccess->endedAt())) {
       newestSuccess = &child;
     }
-    // Counts: each run once, when it is first seen finished after the watermark of its kind.
-    if (child.succeeded() && child.endedAt() && (!old.lastSuccessfulTime || *child.endedAt() > *old.lastSuccessfulTime)) {
-      ++status.counts.succeeded;
+    // Counts: each run once, the first time it is seen finished.
+    if (child.finished() && !child.counted) {
+      ++(child.succeeded() ? status.counts.succeeded : status.counts.failed);
+      d.plan.markCounted.push_back(child.name);
     }
-    if (child.unsuccessful() && child.endedAt() && (!state.failedThrough || *child.endedAt() > *state.failedThrough)) {
-      ++status.counts.failed;
-    }
-  }
-  for (const auto& child : d.children) {
-    if (child.unsuccessful()) state.failedThrough = newer(state.failedThrough, child.endedAt());
   }
   if (newestSuccess && (!old.lastSuccessfulTime || *newestSuccess->endedAt() > *old.lastSuccessfulTime)) {
     status.lastSuccessfulTime = newestSuccess->endedAt();
@@ -417,15 +414,18 @@ void invalid(Decision& d, const std::string& reason, const std::string& message)
 
 // The first error among the decoder's, the validator's and the schedule calculator's, with its reason.
 std::optional<std::pair<std::string, std::string>> firstError(const crd::RetrainingPolicy& policy) {
-  for (const auto& finding : crd::validate(policy)) {
-    if (finding.severity == crd::Severity::Error) return std::pair{"InvalidSpec", crd::formatFinding(finding)};
-  }
-  if (const auto& schedule = policy.spec.triggers.schedule) {
+  const auto& schedule = policy.spec.triggers.schedule;
+  if (schedule) {
     try {
-      crd::checkTimeZone(schedule->timeZone);
+      crd::checkTimeZone(schedule->timeZone);  // first, for CronJob's own reason
     } catch (const std::exception& e) {
       return std::pair{"UnknownTimeZone", std::string(e.what())};
     }
+  }
+  for (const auto& finding : crd::validate(policy)) {
+    if (finding.severity == crd::Severity::Error) return std::pair{"InvalidSpec", crd::formatFinding(finding)};
+  }
+  if (schedule) {
     try {
       crd::parseCron(schedule->cron);
     } catch (const std::exception& e) {
@@ -445,14 +445,12 @@ std::optional<ScheduleState> parseScheduleState(const std::string& text) {
   state.timeZone = value.value("timeZone", "");
   state.suspended = value.value("suspended", false);
   state.since = timeOrNone(value.value("since", ""));
-  state.failedThrough = timeOrNone(value.value("failedThrough", ""));
   return state;
 }
 
 std::string formatScheduleState(const ScheduleState& state) {
   json value = {{"cron", state.cron}, {"timeZone", state.timeZone}, {"suspended", state.suspended}};
   if (state.since) value["since"] = timeText(*state.since);
-  if (state.failedThrough) value["failedThrough"] = timeText(*state.failedThrough);
   return value.dump();
 }
 
@@ -533,7 +531,7 @@ RetrainingPlan decideRetraining(const RetrainingObserved& observed) {
   auto stateText = annotations.count(kScheduleStateAnnotation) ? annotations.at(kScheduleStateAnnotation) : "";
   auto previousState = parseScheduleState(stateText);
   ScheduleState state = previousState.value_or(ScheduleState{});
-  carryWatermarks(d, state);
+  carryWatermarks(d);
   int64_t passedWhileSuspended = updateScheduleState(d, state, previousState.has_value());
   for (int64_t i = 0; i < std::min<int64_t>(passedWhileSuspended, kMissedCountCap); ++i) {
     d.plan.outcomes.push_back({TriggerReason::Schedule, "suspended"});
@@ -552,7 +550,7 @@ RetrainingPlan decideRetraining(const RetrainingObserved& observed) {
   d.condition("Suspended", spec.suspend, spec.suspend ? "Suspended" : "NotSuspended",
               spec.suspend ? "suspend is true: no new runs start; running ones go on" : "");
   // A name conflict (set by act) stays until a run is created again.
-  const auto* ready = findCondition(d.policy.status.conditions, "Ready");
+  const auto* ready = controller::findStatusCondition(d.policy.status.conditions, "Ready");
   if (ready && ready->status == "False" && ready->reason == "RunNameConflict" && d.plan.create.empty()) {
     d.condition("Ready", false, ready->reason, ready->message);
   } else {
@@ -604,14 +602,6 @@ void RetrainingPolicyReconciler::act(const json& cached, RetrainingPlan& plan) {
     auto updated = kube_.patch(retrainingPolicyResource(), ns, name, controller::PatchType::Merge, patch);
     policy["metadata"] = updated["metadata"];
   }
-  for (const auto& run : plan.remove) {
-    try {
-      kube_.remove(trainingRunResource(), ns, run.name);
-      events_.event(policy, EventType::Normal, "SuccessfulDelete", "deleted run " + run.name + ": " + run.why);
-    } catch (const controller::ApiError& e) {
-      if (!e.isNotFound()) throw;
-    }
-  }
   for (const auto& create : plan.create) {
     const std::string runName = create.run["metadata"]["name"];
     const std::string reason = reasonName(create.firing.reason);
@@ -635,10 +625,10 @@ void RetrainingPolicyReconciler::act(const json& cached, RetrainingPlan& plan) {
                               " trigger of " + timeText(create.firing.nominal) + " can run";
         events_.event(policy, EventType::Warning, "RunNameConflict", message);
         std::erase(plan.status.active, runName);
-        const auto previous = plan.status.conditions;
-        setCondition(plan.status.conditions, crd::Condition{"Ready", "False", "RunNameConflict", message, "",
-                                                            policy["metadata"].value("generation", int64_t{0})},
-                     previous, timeText(clock_.now()));
+        controller::setStatusCondition(plan.status.conditions,
+                                       crd::Condition{"Ready", "False", "RunNameConflict", message, "",
+                                                      policy["metadata"].value("generation", int64_t{0})},
+                                       clock_.now());
       }
     }
     if (metrics_ && outcome != "name_conflict") metrics_->trigger(ns, name, reason, outcome);
@@ -649,7 +639,23 @@ void RetrainingPolicyReconciler::act(const json& cached, RetrainingPlan& plan) {
     object["status"] = encoded;
     kube_.updateStatus(retrainingPolicyResource(), ns, object);
   }
-  for (const auto& event : plan.events) events_.event(policy, event.type, event.reason, event.message);
+  for (const auto& runName : plan.markCounted) {
+    json patch = {{"metadata", {{"annotations", {{kCountedAnnotation, "true"}}}}}};
+    try {
+      kube_.patch(trainingRunResource(), ns, runName, controller::PatchType::Merge, patch);
+    } catch (const controller::ApiError& e) {
+      if (!e.isNotFound()) throw;
+    }
+  }
+  for (const auto& run : plan.remove) {
+    try {
+      kube_.remove(trainingRunResource(), ns, run.name);
+      events_.event(policy, EventType::Normal, "SuccessfulDelete", "deleted run " + run.name + ": " + run.why);
+    } catch (const controller::ApiError& e) {
+      if (!e.isNotFound()) throw;
+    }
+  }
+  controller::recordEvents(events_, policy, plan.events);
   recordMetrics(policy, plan);
 }
 

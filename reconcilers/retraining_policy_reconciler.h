@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/clock.h"
+#include "controller/event.h"
 #include "controller/event_recorder.h"
 #include "controller/kube_client.h"
 #include "controller/object_cache.h"
@@ -32,6 +33,9 @@ inline constexpr const char* kRetrainRequestAnnotation = "vto.dev/retrain-reques
 // On the policy: the schedule and suspension its missed-slot baseline was taken under, and since when
 // (a JSON object, see ScheduleState). Written by the operator; status has no field for it.
 inline constexpr const char* kScheduleStateAnnotation = "vto.dev/schedule-state";
+// On a finished run once status.counts includes it: runs finish in any order and are observed late,
+// so no time watermark can tell which were counted.
+inline constexpr const char* kCountedAnnotation = "vto.dev/counted";
 // Beyond this many missed slots `missedRuns: Latest` raises TooManyMissedSchedules (CronJob's 100).
 inline constexpr int64_t kTooManyMissed = 100;
 // Missed slots are counted one by one up to here; more are reported as this many.
@@ -50,14 +54,12 @@ struct Firing {
 };
 
 // What the baseline of missed slots depends on besides lastScheduleTime: the schedule and suspension
-// last seen and since when they hold (the last schedule change or unsuspension), and the completion
-// of the newest failed run already counted in status.counts.failed.
+// last seen, and since when they hold (the last schedule change or unsuspension).
 struct ScheduleState {
   std::string cron;
   std::string timeZone;
   bool suspended = false;
   std::optional<Clock::time_point> since;
-  std::optional<Clock::time_point> failedThrough;
   bool operator==(const ScheduleState&) const = default;
 };
 std::optional<ScheduleState> parseScheduleState(const std::string& text);  // nullopt when unreadable
@@ -67,12 +69,6 @@ struct RetrainingObserved {
   nlohmann::json policy;                 // as cached
   std::vector<nlohmann::json> children;  // TrainingRuns labelled with the policy's name, its namespace
   Clock::time_point now;
-};
-
-struct PlannedEvent {
-  controller::EventType type = controller::EventType::Normal;
-  std::string reason;
-  std::string message;
 };
 
 struct RunToCreate {
@@ -93,11 +89,12 @@ struct TriggerOutcome {
 
 struct RetrainingPlan {
   bool invalid = false;  // the policy could not be decoded or validated: no runs
-  std::vector<RunToDelete> remove;  // applied before the creations (Replace deletes first)
   std::vector<RunToCreate> create;  // oldest trigger first
-  crd::RetrainingPolicyStatus status;
+  crd::RetrainingPolicyStatus status;        // act writes it when it differs from what is stored
+  std::vector<std::string> markCounted;      // runs to annotate kCountedAnnotation after the status write
+  std::vector<RunToDelete> remove;           // replaced runs and history beyond the limits, last
   std::optional<std::string> scheduleState;  // new value of kScheduleStateAnnotation, when it changes
-  std::vector<PlannedEvent> events;
+  std::vector<controller::Event> events;
   std::vector<TriggerOutcome> outcomes;
   Clock::duration requeueAfter = Clock::duration::zero();  // zero: nothing is due on a timer
 };
