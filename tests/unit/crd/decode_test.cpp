@@ -197,7 +197,7 @@ TEST(RetrainingPolicy, DecodesTheSampleAndRoundTrips) {
   auto text = testing::readFile(testing::repoRoot() / "config/samples/retrainingpolicy_weekly.yaml");
   auto policy = decodeRetrainingPolicy(parseYamlDocuments(text).at(0));
   EXPECT_EQ(policy.spec.triggers.schedule->cron, "0 3 * * 1");
-  EXPECT_EQ(policy.spec.triggers.metric->forSeconds, 1800);
+  EXPECT_EQ(policy.spec.triggers.metric->forDuration, std::chrono::seconds(1800));
   EXPECT_EQ(policy.spec.triggers.metric->below, 0.85);
   EXPECT_EQ(policy.spec.concurrencyPolicy, ConcurrencyPolicy::Forbid);
   EXPECT_EQ(policy.spec.templ.labels.at("model"), "fraud");
