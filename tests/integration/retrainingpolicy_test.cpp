@@ -12,6 +12,7 @@
 
 #include "crd/timestamp.h"
 #include "tests/support/operator_stack.h"
+#include "tests/support/ports.h"
 #include "tests/support/wait.h"
 
 namespace vto::testing {
@@ -69,7 +70,14 @@ class RetrainingPolicyTest : public ::testing::Test {
     ns = "rtp-" + ns.substr(0, 40);
     stack().createNamespace(ns);
     clock = std::make_unique<SimulatedClock>(stack().dir() + "/clock-offset");
-    stack().startOperator({"--clock-offset-file", stack().dir() + "/clock-offset"});
+    startOperator();
+  }
+  void startOperator() {
+    stack().startOperator({"--clock-offset-file", stack().dir() + "/clock-offset", "--metrics-bind-address",
+                           "127.0.0.1:" + std::to_string(metricsPort)});
+  }
+  std::string scrapeMetrics() {
+    return runShell("curl -sf http://127.0.0.1:" + std::to_string(metricsPort) + "/metrics").output;
   }
   void TearDown() override {
     stack().cluster().kubectl("-n " + ns + " delete retrainingpolicies --all --wait=false");
@@ -130,6 +138,7 @@ class RetrainingPolicyTest : public ::testing::Test {
 
   std::string ns;
   std::unique_ptr<SimulatedClock> clock;
+  int metricsPort = freeLoopbackPort();
 };
 
 TEST_F(RetrainingPolicyTest, EveryMinuteCreatesOneRunPerSlotNamedBySlot) {
@@ -159,6 +168,17 @@ TEST_F(RetrainingPolicyTest, EveryMinuteCreatesOneRunPerSlotNamedBySlot) {
   auto status = policy("minutely")["status"];
   EXPECT_EQ(status["nextScheduleTime"], crd::formatTimestamp(clock->nextMinute()));
   stack().kubectlOk("-n " + ns + " wait --for=condition=Ready rtp/minutely --timeout=10s");
+  // The trigger counts and schedule gauges, in a form Prometheus accepts.
+  auto metrics = scrapeMetrics();
+  const std::string labels = "{namespace=\"" + ns + "\",outcome=\"created\",policy=\"minutely\",reason=\"Schedule\"}";
+  EXPECT_NE(metrics.find("vto_retrainingpolicy_triggers_total" + labels + " 3"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("vto_retrainingpolicy_next_schedule_time_seconds{namespace=\"" + ns + "\",policy=\"minutely\"}"),
+            std::string::npos);
+  EXPECT_NE(metrics.find("vto_retrainingpolicy_schedule_skew_seconds_count 3"), std::string::npos) << metrics;
+  std::string path = stack().dir() + "/rtp-metrics.txt";
+  std::ofstream(path) << metrics;
+  auto check = runShell("promtool check metrics < '" + path + "'");
+  EXPECT_EQ(check.exitCode, 0) << check.output;
 }
 
 TEST_F(RetrainingPolicyTest, ForbidSkipsASlotWhileARunIsActiveAndDoesNotRunItLate) {
@@ -216,7 +236,7 @@ TEST_F(RetrainingPolicyTest, SigkillDuringABurstLeavesOneRunPerTriggerAndOneJobP
         << stack().operatorLog();
     EXPECT_EQ(stack().stopOperator(SIGKILL), 128 + SIGKILL);
     ++kills;
-    stack().startOperator({"--clock-offset-file", stack().dir() + "/clock-offset"});
+    startOperator();
   }
   ASSERT_TRUE(waitFor([&] { return runs("burst").size() >= expected.size(); }, seconds(120))) << stack().operatorLog();
   auto all = runs("burst");
