@@ -6,6 +6,7 @@
 #include <deque>
 #include <set>
 
+#include "crd/render.h"
 #include "crd/schedule.h"
 #include "crd/timestamp.h"
 #include "crd/validation.h"
@@ -106,35 +107,6 @@ std::string trimSlash(std::string text) {
 }
 
 std::string modelUriOf(const Child& run) { return trimSlash(run.baseOutputDirectory) + "/model/"; }
-
-// Adds env to every place the run's code is: the trainer, or each expert worker pool's code.
-void addEnv(crd::TrainingRunSpec& spec, const std::vector<crd::EnvVar>& env) {
-  auto merge = [&](std::vector<crd::EnvVar>& into) {
-    for (const auto& e : env) {
-      std::erase_if(into, [&](const crd::EnvVar& existing) { return existing.name == e.name; });
-      into.push_back(e);
-    }
-  };
-  if (spec.trainer) {
-    if (spec.trainer->container) merge(spec.trainer->container->env);
-    if (spec.trainer->pythonPackage) merge(spec.trainer->pythonPackage->env);
-  }
-  for (auto& pool : spec.workerPoolSpecs) {
-    for (const char* codeKey : {"containerSpec", "pythonPackageSpec"}) {
-      if (!pool.is_object() || !pool.contains(codeKey) || !pool[codeKey].is_object()) continue;
-      auto& code = pool[codeKey];
-      json list = code.contains("env") && code["env"].is_array() ? code["env"] : json::array();
-      for (const auto& e : env) {
-        json kept = json::array();
-        for (const auto& existing : list)
-          if (existing.value("name", "") != e.name) kept.push_back(existing);
-        kept.push_back({{"name", e.name}, {"value", e.value}});
-        list = std::move(kept);
-      }
-      code["env"] = list;
-    }
-  }
-}
 
 // Slots of one schedule, with the jitter applied to "now" rather than to each slot.
 class Slots {
@@ -337,7 +309,7 @@ void fireSchedule(Decision& d, const ScheduleState& state) {
         ++notStarted;
         continue;
       }
-      Firing firing{TriggerReason::Schedule, slot, {}, {}};
+      Firing firing{TriggerReason::Schedule, slot, {}};
       std::string blocking = activeText(d);
       if (!startRun(d, std::move(firing))) {
         d.plan.outcomes.push_back({TriggerReason::Schedule, "skipped_active"});
@@ -372,7 +344,7 @@ void fireManual(Decision& d) {
   // The handling time names the run; a second that is already taken (a slot) moves it on.
   auto nominal = std::chrono::floor<std::chrono::seconds>(d.in.now);
   while (d.taken.count(runNameFor(d.policy.metadata.name, nominal))) nominal += std::chrono::seconds(1);
-  Firing firing{TriggerReason::Manual, nominal, {}, {{kRetrainRequestAnnotation, request}}};
+  Firing firing{TriggerReason::Manual, nominal, {{kRetrainRequestAnnotation, request}}};
   std::string blocking = activeText(d);
   if (startRun(d, std::move(firing))) {
     d.plan.status.lastHandledRetrainRequest = request;
@@ -467,11 +439,6 @@ json runFromTemplate(const crd::RetrainingPolicy& policy, const Firing& firing, 
   const std::string name = runNameFor(policy.metadata.name, firing.nominal);
   crd::TrainingRunSpec spec = policy.spec.templ.spec;
   spec.baseOutputDirectory = trimSlash(spec.baseOutputDirectory) + "/" + name;
-  std::vector<crd::EnvVar> env = {{"VTO_TRIGGER_REASON", reasonName(firing.reason)},
-                                  {"VTO_TRIGGER_TIME", timeText(firing.nominal)}};
-  if (!warmStartFrom.empty()) env.push_back({"VTO_WARM_START_FROM", warmStartFrom});
-  env.insert(env.end(), firing.env.begin(), firing.env.end());
-  addEnv(spec, env);
 
   json labels = json::object(), annotations = json::object();
   for (const auto& [k, v] : policy.spec.templ.labels) labels[k] = v;
@@ -480,6 +447,7 @@ json runFromTemplate(const crd::RetrainingPolicy& policy, const Firing& firing, 
   for (const auto& [k, v] : firing.annotations) annotations[k] = v;
   annotations[crd::kTriggerReasonAnnotation] = reasonName(firing.reason);
   annotations[crd::kTriggerTimeAnnotation] = timeText(firing.nominal);
+  if (!warmStartFrom.empty()) annotations[crd::kWarmStartFromAnnotation] = warmStartFrom;
   return {
       {"apiVersion", crd::kApiVersion},
       {"kind", "TrainingRun"},

@@ -45,12 +45,13 @@ inline constexpr int64_t kMissedCountCap = 1000;
 const controller::Resource& retrainingPolicyResource();
 
 // One run a trigger asks for. Schedule and Manual produce these; NewData and Metric will produce them
-// the same way, with their own nominal time and env (e.g. VTO_DATA_WATERMARK).
+// the same way, with their own nominal time and annotations (e.g. crd::kDataWatermarkAnnotation).
 struct Firing {
   crd::TriggerReason reason = crd::TriggerReason::Schedule;
-  Clock::time_point nominal;                       // names the run; VTO_TRIGGER_TIME
-  std::vector<crd::EnvVar> env;                    // added to every pool of the run
-  std::map<std::string, std::string> annotations;  // added to the run (the watermark it carries)
+  Clock::time_point nominal;  // names the run; VTO_TRIGGER_TIME
+  // Added to the run: the watermark it carries; those in crd::runEnvAnnotations() also become env of
+  // its jobs (user env may not set VTO_* variables, so the env travels as annotations).
+  std::map<std::string, std::string> annotations;
 };
 
 // What the baseline of missed slots depends on besides lastScheduleTime: the schedule and suspension
@@ -102,8 +103,8 @@ struct RetrainingPlan {
 // Everything below is pure: the same observation gives the same plan.
 RetrainingPlan decideRetraining(const RetrainingObserved& observed);
 
-// The TrainingRun a firing creates from the policy's template (name, owner, label, annotations, env,
-// baseOutputDirectory "<template's>/<run name>"). `warmStartFrom` empty: no VTO_WARM_START_FROM.
+// The TrainingRun a firing creates from the policy's template (name, owner, label, the trigger's
+// annotations, baseOutputDirectory "<template's>/<run name>"). `warmStartFrom` empty: no warm start.
 nlohmann::json runFromTemplate(const crd::RetrainingPolicy& policy, const Firing& firing,
                                const std::string& warmStartFrom);
 // "<policy>-<unix seconds>".

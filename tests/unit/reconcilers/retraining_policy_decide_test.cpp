@@ -2,6 +2,7 @@
 // runs and a time in, the runs to create and delete, the status, the Events and the requeue out.
 #include <gtest/gtest.h>
 
+#include "crd/render.h"
 #include "crd/schedule.h"
 #include "crd/timestamp.h"
 #include "reconcilers/retraining_policy_reconciler.h"
@@ -80,8 +81,10 @@ int outcomes(const RetrainingPlan& plan, const std::string& outcome) {
   return static_cast<int>(std::count_if(plan.outcomes.begin(), plan.outcomes.end(),
                                         [&](const auto& o) { return o.outcome == outcome; }));
 }
+// The env a run's jobs get from the operator (user env cannot hold VTO_* names): the render of the run.
 std::string envOf(const json& run, const std::string& name) {
-  for (const auto& e : run["spec"]["trainer"]["container"]["env"])
+  auto job = crd::renderCustomJob(crd::decodeTrainingRun(run), 1, "");
+  for (const auto& e : job["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["env"])
     if (e["name"] == name) return e["value"];
   return "";
 }
@@ -121,6 +124,7 @@ TEST(RetrainingDecide, ScheduledRunIsNamedByItsSlotAndCarriesTheTrigger) {
   EXPECT_EQ(envOf(run, "VTO_TRIGGER_REASON"), "Schedule");
   EXPECT_EQ(envOf(run, "VTO_TRIGGER_TIME"), at(minutes(1)));
   EXPECT_EQ(envOf(run, "VTO_WARM_START_FROM"), "");
+  EXPECT_EQ(run["spec"]["trainer"]["container"]["env"].size(), 1u) << "user env stays the user's";
   EXPECT_EQ(plan.status.lastScheduleTime, T0 + minutes(1));
   EXPECT_EQ(plan.status.nextScheduleTime, T0 + minutes(2));
   EXPECT_EQ(plan.status.active, std::vector<std::string>{nameAt(minutes(1))});
