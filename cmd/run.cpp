@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "cmd/commands.h"
+#include "cmd/file_clock.h"
 #include "cmd/flags.h"
 #include "cmd/logging.h"
 #include "cmd/tenancy_config.h"
@@ -21,7 +22,9 @@
 #include "controller/runtime_metrics.h"
 #include "controller/shutdown_signals.h"
 #include "reconcilers/job_poller.h"
+#include "reconcilers/retraining_policy_reconciler.h"
 #include "reconcilers/training_run_reconciler.h"
+#include "metrics/retraining_metrics.h"
 #include "metrics/api_request_metrics.h"
 #include "metrics/trainingrun_metrics.h"
 #include "metrics/process_metrics.h"
@@ -59,6 +62,9 @@ Flags runFlags() {
       {"vertex-requests-per-minute", 0, "600", "other Vertex requests per minute per project and location"},
       {"log-format", 0, "json", "json or text"},
       {"log-level", 0, "info", "trace, debug, info, warn or error"},
+      {"max-concurrent-policy-reconciles", 0, "2", "RetrainingPolicies reconciled at once"},
+      // Tests only: the operator's clock is real time plus the seconds written in this file.
+      {"clock-offset-file", 0, "", "", false, false, true},
   });
 }
 
@@ -97,7 +103,10 @@ int run(const Args& args) {
   [[maybe_unused]] auto tenancy = tenancyRulesFromConfig(flags);  // for the reconciler's tenancy check
   controller::ShutdownSignals signals;  // before any thread starts, so only its watcher gets them
 
-  RealClock clock;
+  RealClock realClock;
+  std::optional<FileClock> fileClock;
+  if (!flags.get("clock-offset-file").empty()) fileClock.emplace(flags.get("clock-offset-file"));
+  const Clock& clock = fileClock ? static_cast<const Clock&>(*fileClock) : realClock;
   auto registry = std::make_shared<prometheus::Registry>();
   auto restConfig = controller::resolveRestConfig(flags.get("kubeconfig"), flags.getBool("allow-insecure-endpoints"));
 
@@ -157,6 +166,7 @@ int run(const Args& args) {
   controller::InformerOptions informerOptions;
   informerOptions.resource = reconcilers::trainingRunResource();
   informerOptions.namespaces = flags.getAll("namespace");
+  informerOptions.indexedLabel = crd::kRetrainingPolicyLabel;  // a policy's runs, for its reconciler
   auto& runs = manager.addInformer(informerOptions);
 
   reconcilers::JobCache jobs;
@@ -169,6 +179,24 @@ int run(const Args& args) {
   manager.addController("trainingrun", reconciler, flags.getInt("max-concurrent-reconciles"));
   auto& queue = manager.queue("trainingrun");
   runs.addHandler(controller::enqueueKey(queue));
+
+  // RetrainingPolicies: their own informer; their runs come from the TrainingRun informer's label index,
+  // and any change of a run wakes its policy (a run's end frees a Forbid slot or a pending request).
+  metrics::RetrainingMetrics retrainingMetrics(*registry);
+  controller::InformerOptions policyInformerOptions;
+  policyInformerOptions.resource = reconcilers::retrainingPolicyResource();
+  policyInformerOptions.namespaces = flags.getAll("namespace");
+  auto& policies = manager.addInformer(policyInformerOptions);
+  reconcilers::RetrainingPolicyReconciler policyReconciler(policies.cache(), runs.cache(), kube, events, clock,
+                                                           &retrainingMetrics);
+  manager.addController("retrainingpolicy", policyReconciler, flags.getInt("max-concurrent-policy-reconciles"));
+  auto& policyQueue = manager.queue("retrainingpolicy");
+  policies.addHandler(controller::enqueueKey(policyQueue));
+  runs.addHandler([&policyQueue](const nlohmann::json& run) {
+    const auto& meta = run.value("metadata", nlohmann::json::object());
+    auto policy = meta.value("labels", nlohmann::json::object()).value(crd::kRetrainingPolicyLabel, "");
+    if (!policy.empty()) policyQueue.add({meta.value("namespace", ""), policy});
+  });
 
   // --- Observability (issue 13): TrainingRun metrics derived from the informer cache, like
   // kube-state-metrics; the reconciler is not involved. Every change of a run goes to the observer;
