@@ -35,6 +35,21 @@ int trailingNumber(const std::string& machineType) {
   }
 }
 
+std::string celString(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "'";
+}
+
+std::string celIntList(const std::vector<int>& values) {
+  std::string out = "[";
+  for (size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + std::to_string(values[i]);
+  return out + "]";
+}
+
 std::string joinInts(const std::vector<int>& values) {
   std::string out;
   for (size_t i = 0; i < values.size(); ++i)
@@ -94,6 +109,16 @@ const MachineCatalog& MachineCatalog::builtIn() {
   return catalog;
 }
 
+std::string MachineCatalog::machinesFor(const std::string& acceleratorType) const {
+  std::string fits;
+  for (const auto& o : offers_)
+    if (std::find(o.acceleratorTypes.begin(), o.acceleratorTypes.end(), acceleratorType) != o.acceleratorTypes.end()) {
+      std::string machines = o.machinesText();
+      if (!machines.empty()) fits += (fits.empty() ? "" : ", ") + machines;
+    }
+  return fits;
+}
+
 std::optional<CompatibilityProblem> MachineCatalog::check(const std::string& machineType,
                                                           const std::string& acceleratorType, int count) const {
   std::vector<const Offer*> forMachine;
@@ -129,15 +154,102 @@ std::optional<CompatibilityProblem> MachineCatalog::check(const std::string& mac
     return std::nullopt;
   }
 
-  std::string fits;
-  for (const auto& o : offers_)
-    if (std::find(o.acceleratorTypes.begin(), o.acceleratorTypes.end(), acceleratorType) != o.acceleratorTypes.end())
-      fits += (fits.empty() ? "" : ", ") + o.machinesText();
+  std::string fits = machinesFor(acceleratorType);
   if (fits.empty())
     return CompatibilityProblem{false, false, "vto does not know which machine types carry " + acceleratorType +
                                            "; check the Vertex AI configure-compute page before submitting"};
   return CompatibilityProblem{true, false, "Accelerator \"" + acceleratorType + "\" is not supported for machine type \"" +
                                         machineType + "\"; " + acceleratorType + " fits: " + fits};
+}
+
+std::vector<CelRule> MachineCatalog::celRules() const {
+  // check() runs only when type and count are both set or both absent (validation reports the rest),
+  // and CEL sees a retired type only as an enum error, so rules skip retired types.
+  const std::string both = "has(self.acceleratorType) && has(self.acceleratorCount)";
+  auto machineIn = [](const std::vector<std::string>& machines, const std::vector<std::string>& prefixes) {
+    std::vector<std::string> terms;
+    if (!machines.empty()) {
+      std::string list;
+      for (const auto& m : machines) list += (list.empty() ? "" : ", ") + celString(m);
+      terms.push_back("self.machineType in [" + list + "]");
+    }
+    for (const auto& p : prefixes) terms.push_back("self.machineType.startsWith(" + celString(p) + ")");
+    std::string out;
+    for (const auto& t : terms) out += (out.empty() ? "" : " || ") + t;
+    return terms.empty() ? std::string("false") : "(" + out + ")";
+  };
+  std::vector<CelRule> rules;
+
+  // Machines that come with fixed GPUs need them spelled out.
+  std::map<std::string, std::string> fixed;  // machine -> "N x TYPE; set ..."
+  for (const auto& o : offers_)
+    if (!o.machineTypes.empty() && o.counts.size() == 1)
+      for (const auto& m : o.machineTypes)
+        fixed.emplace(m, std::to_string(o.counts[0]) + " x " + o.acceleratorTypes[0] + "; set acceleratorType: " +
+                             o.acceleratorTypes[0] + " and acceleratorCount: " + std::to_string(o.counts[0]));
+  if (!fixed.empty()) {
+    std::string map;
+    for (const auto& [m, text] : fixed) map += (map.empty() ? "" : ", ") + celString(m) + ": " + celString(text);
+    rules.push_back({"has(self.acceleratorType) || has(self.acceleratorCount) || !(self.machineType in {" + map + "})",
+                     "'machine type ' + self.machineType + ' comes with ' + {" + map + "}[self.machineType]",
+                     ".acceleratorType"});
+  }
+
+  std::vector<std::string> types;
+  for (const auto& o : offers_)
+    for (const auto& t : o.acceleratorTypes)
+      if (!isRetiredAccelerator(t) && std::find(types.begin(), types.end(), t) == types.end()) types.push_back(t);
+  for (const auto& type : types) {
+    std::string fits = machinesFor(type);
+    if (fits.empty()) continue;  // check() only warns: the table does not know this accelerator's machines
+    std::string isType = both + " && self.acceleratorType == " + celString(type);
+    std::vector<std::string> machines, prefixes;
+    std::map<std::string, std::vector<int>> exactCounts;
+    for (const auto& o : offers_) {
+      if (std::find(o.acceleratorTypes.begin(), o.acceleratorTypes.end(), type) == o.acceleratorTypes.end()) continue;
+      machines.insert(machines.end(), o.machineTypes.begin(), o.machineTypes.end());
+      prefixes.insert(prefixes.end(), o.machinePrefixes.begin(), o.machinePrefixes.end());
+      if (!o.counts.empty())
+        for (const auto& m : o.machineTypes) exactCounts[m] = o.counts;
+      if (o.machinePrefixes.empty()) continue;
+      std::string onThese = isType + " && " + machineIn({}, o.machinePrefixes);
+      if (!o.counts.empty())
+        rules.push_back({"!(" + onThese + ") || self.acceleratorCount in " + celIntList(o.counts),
+                         "self.machineType + ' with " + type + " allows acceleratorCount " + joinInts(o.counts) +
+                             ", not ' + string(self.acceleratorCount)",
+                         ".acceleratorCount"});
+      if (!o.maxVcpusPerCount.empty()) {
+        std::string limits;
+        for (const auto& [count, vcpus] : o.maxVcpusPerCount)
+          limits += (limits.empty() ? "" : ", ") + std::to_string(count) + ": " + std::to_string(vcpus);
+        const std::string vcpus = "int(self.machineType.substring(self.machineType.lastIndexOf('-') + 1))";
+        rules.push_back({"!(" + onThese + " && self.acceleratorCount in {" + limits +
+                             "} && self.machineType.matches('-[0-9]{1,4}$')) || " + vcpus + " <= {" + limits +
+                             "}[self.acceleratorCount]",
+                         "self.machineType + ' has ' + string(" + vcpus + ") + ' vCPUs, but ' + string(self.acceleratorCount) + ' x " +
+                             type + " allow at most ' + string({" + limits +
+                             "}[self.acceleratorCount]) + '; choose a smaller machine type or more accelerators'",
+                         ".acceleratorCount"});
+      }
+    }
+    rules.push_back({"!(" + isType + ") || " + machineIn(machines, prefixes),
+                     "'Accelerator \"" + type + "\" is not supported for machine type \"' + self.machineType + '\"; " + type +
+                         " fits: " + fits + "'",
+                     ".acceleratorType"});
+    if (!exactCounts.empty()) {
+      std::string map, text;
+      for (const auto& [m, counts] : exactCounts) {
+        map += (map.empty() ? "" : ", ") + celString(m) + ": " + celIntList(counts);
+        text += (text.empty() ? "" : ", ") + celString(m) + ": " + celString(joinInts(counts));
+      }
+      rules.push_back({"!(" + isType + " && self.machineType in {" + map + "}) || self.acceleratorCount in {" + map +
+                           "}[self.machineType]",
+                       "self.machineType + ' with " + type + " allows acceleratorCount ' + {" + text +
+                           "}[self.machineType] + ', not ' + string(self.acceleratorCount)",
+                       ".acceleratorCount"});
+    }
+  }
+  return rules;
 }
 
 }  // namespace vto::crd
