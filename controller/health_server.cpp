@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 
+#include "base/free_port.h"
+
 namespace vto::controller {
 
 namespace http = web::http;
@@ -14,23 +16,29 @@ struct HealthServer::Impl {
 
 namespace {
 
-// ":8081" and "0.0.0.0:8081" both listen everywhere; cpprest wants a URL.
-std::string listenUrl(const std::string& bindAddress) {
+// ":8081" and "0.0.0.0:8081" both listen everywhere. Returns {host, port}.
+std::pair<std::string, int> splitBindAddress(const std::string& bindAddress) {
   auto colon = bindAddress.rfind(':');
-  if (colon == std::string::npos) {
-    throw std::invalid_argument("health probe address '" + bindAddress +
-                                "' must be host:port, e.g. :8081");
+  int port = -1;
+  if (colon != std::string::npos) {
+    try {
+      size_t used = 0;
+      port = std::stoi(bindAddress.substr(colon + 1), &used);
+      if (used != bindAddress.size() - colon - 1 || port > 65535) port = -1;
+    } catch (const std::exception&) {
+    }
   }
+  if (port < 0)
+    throw std::invalid_argument("health probe address '" + bindAddress + "' must be host:port, e.g. :8081 (port 0 picks a free one)");
   std::string host = bindAddress.substr(0, colon);
-  if (host.empty()) host = "0.0.0.0";
-  return "http://" + host + ":" + bindAddress.substr(colon + 1);
+  return {host.empty() ? "0.0.0.0" : host, port};
 }
 
 }  // namespace
 
 HealthServer::HealthServer(const std::string& bindAddress) : impl_(std::make_unique<Impl>()) {
-  impl_->listener = std::make_unique<http::experimental::listener::http_listener>(listenUrl(bindAddress));
-  impl_->listener->support(http::methods::GET, [this](const http::http_request& request) {
+  auto [host, port] = splitBindAddress(bindAddress);
+  auto handle = [this](const http::http_request& request) {
     auto path = request.relative_uri().path();
     if (path == "/healthz") {
       request.reply(http::status_codes::OK, "ok");
@@ -46,9 +54,15 @@ HealthServer::HealthServer(const std::string& bindAddress) : impl_(std::make_uni
     } else {
       request.reply(http::status_codes::NotFound, "try /healthz or /readyz\n");
     }
-  });
+  };
   try {
-    impl_->listener->open().wait();
+    // cpprest's listener cannot report the port it bound: port 0 becomes a free port chosen here.
+    port_ = openOnPort(host, port, [&, host = host](int candidate) {
+      impl_->listener = std::make_unique<http::experimental::listener::http_listener>(
+          "http://" + host + ":" + std::to_string(candidate));
+      impl_->listener->support(http::methods::GET, handle);
+      impl_->listener->open().wait();
+    });
   } catch (const std::exception& error) {
     throw std::runtime_error("cannot serve health probes on " + bindAddress + ": " + error.what() +
                              "; pass a free host:port to --health-probe-bind-address");

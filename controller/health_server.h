@@ -12,7 +12,8 @@ namespace vto::controller {
 
 class HealthServer {
  public:
-  // `bindAddress` is host:port (":8081" means all interfaces). Throws when it cannot listen.
+  // `bindAddress` is host:port (":8081" means all interfaces; port 0 picks a free one). Throws
+  // when it cannot listen.
   explicit HealthServer(const std::string& bindAddress);
   ~HealthServer();
   HealthServer(const HealthServer&) = delete;
@@ -21,10 +22,13 @@ class HealthServer {
   void addReadyCheck(std::string name, std::function<bool()> check);
   // What /readyz would answer: the names of the checks that fail (empty: ready).
   std::vector<std::string> failingReadyChecks();
+  // The port listened on (the one picked when the address asked for port 0).
+  int port() const { return port_; }
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  int port_ = 0;
   std::mutex mutex_;
   std::vector<std::pair<std::string, std::function<bool()>>> readyChecks_;
 };

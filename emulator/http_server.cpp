@@ -5,6 +5,8 @@
 #include <cpprest/http_listener.h>
 #include <spdlog/spdlog.h>
 
+#include "base/free_port.h"
+
 namespace vto::emulator {
 namespace {
 
@@ -33,26 +35,50 @@ Request toRequest(web::http::http_request& message) {
 
 }  // namespace
 
-HttpServer::HttpServer(Emulator& emulator, const std::string& address)
-    : emulator_(emulator), url_("http://" + address) {
-  listener_ = std::make_unique<web::http::experimental::listener::http_listener>(url_);
-  listener_->support([this](web::http::http_request message) {
+HttpServer::HttpServer(Emulator& emulator, const std::string& address) : emulator_(emulator) {
+  auto colon = address.rfind(':');
+  int port = -1;
+  if (colon != std::string::npos && colon > 0) {
     try {
-      auto request = toRequest(message);
-      auto response = emulator_.handle(request);
-      message.reply(static_cast<web::http::status_code>(response.status), response.body.dump(), "application/json");
-    } catch (const std::exception& error) {
-      spdlog::error("request failed: {}", error.what());
-      message.reply(web::http::status_codes::InternalError,
-                    R"({"error":{"code":500,"status":"INTERNAL","message":"emulator error"}})", "application/json");
+      size_t used = 0;
+      port = std::stoi(address.substr(colon + 1), &used);
+      if (used != address.size() - colon - 1 || port > 65535) port = -1;
+    } catch (const std::exception&) {
     }
-  });
+  }
+  if (port < 0) throw std::invalid_argument("--listen " + address + ": expected HOST:PORT, e.g. 127.0.0.1:8089 (port 0 picks a free one)");
+  host_ = address.substr(0, colon);
+  port_ = port;
+  url_ = "http://" + address;
 }
 
 HttpServer::~HttpServer() = default;
 
-void HttpServer::open() { listener_->open().wait(); }
+void HttpServer::open() {
+  // cpprest's listener cannot report the port it bound: port 0 becomes a free port chosen here,
+  // retried when another process takes it first.
+  port_ = openOnPort(host_, port_, [this](int candidate) {
+    url_ = "http://" + host_ + ":" + std::to_string(candidate);
+    listener_ = std::make_unique<web::http::experimental::listener::http_listener>(url_);
+    listener_->support([this](web::http::http_request message) { serve(message); });
+    listener_->open().wait();
+  });
+}
 
-void HttpServer::close() { listener_->close().wait(); }
+void HttpServer::serve(web::http::http_request& message) {
+  try {
+    auto request = toRequest(message);
+    auto response = emulator_.handle(request);
+    message.reply(static_cast<web::http::status_code>(response.status), response.body.dump(), "application/json");
+  } catch (const std::exception& error) {
+    spdlog::error("request failed: {}", error.what());
+    message.reply(web::http::status_codes::InternalError,
+                  R"({"error":{"code":500,"status":"INTERNAL","message":"emulator error"}})", "application/json");
+  }
+}
+
+void HttpServer::close() {
+  if (listener_) listener_->close().wait();
+}
 
 }  // namespace vto::emulator
