@@ -189,8 +189,12 @@ std::vector<CelRule> MachineCatalog::celRules() const {
                              o.acceleratorTypes[0] + " and acceleratorCount: " + std::to_string(o.counts[0]));
   if (!fixed.empty()) {
     std::string map;
-    for (const auto& [m, text] : fixed) map += (map.empty() ? "" : ", ") + celString(m) + ": " + celString(text);
-    rules.push_back({"has(self.acceleratorType) || has(self.acceleratorCount) || !(self.machineType in {" + map + "})",
+    std::vector<std::string> machines;
+    for (const auto& [m, text] : fixed) {
+      map += (map.empty() ? "" : ", ") + celString(m) + ": " + celString(text);
+      machines.push_back(m);
+    }
+    rules.push_back({"has(self.acceleratorType) || has(self.acceleratorCount) || !" + machineIn(machines, {}),
                      "'machine type ' + self.machineType + ' comes with ' + {" + map + "}[self.machineType]",
                      ".acceleratorType"});
   }
