@@ -57,6 +57,17 @@ std::string joinInts(const std::vector<int>& values) {
   return out;
 }
 
+// The advice of check() and of the CRD's CEL rules, in one place. CEL's cost estimate treats
+// string(int) as unbounded, so the CEL messages carry only what the rule knows statically (and the
+// machine type): lint appends ", not N" to the count advice.
+std::string countAdvice(const std::string& machineType, const std::string& acceleratorType, const std::vector<int>& counts) {
+  return machineType + " with " + acceleratorType + " allows acceleratorCount " + joinInts(counts);
+}
+std::string vcpuAdvice(const std::string& machineType, const std::string& acceleratorType, int count, int maxVcpus) {
+  return machineType + " has more vCPUs than " + std::to_string(count) + " x " + acceleratorType + " allow (at most " +
+         std::to_string(maxVcpus) + "); choose a smaller machine type or more accelerators";
+}
+
 }  // namespace
 
 const std::vector<std::string>& vertexAcceleratorTypes() {
@@ -140,16 +151,11 @@ std::optional<CompatibilityProblem> MachineCatalog::check(const std::string& mac
     if (std::find(o->acceleratorTypes.begin(), o->acceleratorTypes.end(), acceleratorType) == o->acceleratorTypes.end())
       continue;
     if (!o->counts.empty() && std::find(o->counts.begin(), o->counts.end(), count) == o->counts.end())
-      return CompatibilityProblem{true, true,
-                                  machineType + " with " + acceleratorType + " allows acceleratorCount " +
-                                      joinInts(o->counts) + ", not " + std::to_string(count)};
+      return CompatibilityProblem{true, true, countAdvice(machineType, acceleratorType, o->counts) + ", not " + std::to_string(count)};
     if (auto limit = o->maxVcpusPerCount.find(count); limit != o->maxVcpusPerCount.end()) {
       int vcpus = trailingNumber(machineType);
       if (vcpus > limit->second)
-        return CompatibilityProblem{true, true, machineType + " has " + std::to_string(vcpus) + " vCPUs, but " +
-                                              std::to_string(count) + " x " + acceleratorType + " allow at most " +
-                                              std::to_string(limit->second) +
-                                              "; choose a smaller machine type or more accelerators"};
+        return CompatibilityProblem{true, true, vcpuAdvice(machineType, acceleratorType, count, limit->second)};
     }
     return std::nullopt;
   }
@@ -217,24 +223,17 @@ std::vector<CelRule> MachineCatalog::celRules() const {
         for (const auto& m : o.machineTypes) exactCounts[m] = o.counts;
       if (o.machinePrefixes.empty()) continue;
       std::string onThese = isType + " && " + machineIn({}, o.machinePrefixes);
+      // The advice starts with the machine type, its one dynamic part: built for "", it is the rest.
+      auto afterMachineType = [](const std::string& advice) { return "self.machineType + " + celString(advice); };
       if (!o.counts.empty())
         rules.push_back({"!(" + onThese + ") || self.acceleratorCount in " + celIntList(o.counts),
-                         "self.machineType + ' with " + type + " allows acceleratorCount " + joinInts(o.counts) +
-                             ", not ' + string(self.acceleratorCount)",
-                         ".acceleratorCount"});
-      if (!o.maxVcpusPerCount.empty()) {
-        std::string limits;
-        for (const auto& [count, vcpus] : o.maxVcpusPerCount)
-          limits += (limits.empty() ? "" : ", ") + std::to_string(count) + ": " + std::to_string(vcpus);
-        const std::string vcpus = "int(self.machineType.substring(self.machineType.lastIndexOf('-') + 1))";
-        rules.push_back({"!(" + onThese + " && self.acceleratorCount in {" + limits +
-                             "} && self.machineType.matches('-[0-9]{1,4}$')) || " + vcpus + " <= {" + limits +
-                             "}[self.acceleratorCount]",
-                         "self.machineType + ' has ' + string(" + vcpus + ") + ' vCPUs, but ' + string(self.acceleratorCount) + ' x " +
-                             type + " allow at most ' + string({" + limits +
-                             "}[self.acceleratorCount]) + '; choose a smaller machine type or more accelerators'",
-                         ".acceleratorCount"});
-      }
+                         afterMachineType(countAdvice("", type, o.counts)), ".acceleratorCount"});
+      // One rule per count, so that each message is static but for the machine type.
+      const std::string vcpus = "int(self.machineType.substring(self.machineType.lastIndexOf('-') + 1))";
+      for (const auto& [count, maxVcpus] : o.maxVcpusPerCount)
+        rules.push_back({"!(" + onThese + " && self.acceleratorCount == " + std::to_string(count) +
+                             " && self.machineType.matches('-[0-9]{1,4}$')) || " + vcpus + " <= " + std::to_string(maxVcpus),
+                         afterMachineType(vcpuAdvice("", type, count, maxVcpus)), ".acceleratorCount"});
     }
     rules.push_back({"!(" + isType + ") || " + machineIn(machines, prefixes),
                      "'Accelerator \"" + type + "\" is not supported for machine type \"' + self.machineType + '\"; " + type +
@@ -248,8 +247,7 @@ std::vector<CelRule> MachineCatalog::celRules() const {
       }
       rules.push_back({"!(" + isType + " && self.machineType in {" + map + "}) || self.acceleratorCount in {" + map +
                            "}[self.machineType]",
-                       "self.machineType + ' with " + type + " allows acceleratorCount ' + {" + text +
-                           "}[self.machineType] + ', not ' + string(self.acceleratorCount)",
+                       "self.machineType + ' with " + type + " allows acceleratorCount ' + {" + text + "}[self.machineType]",
                        ".acceleratorCount"});
     }
   }
