@@ -92,6 +92,8 @@ int Manager::run(std::stop_token stop) {
     std::string host = bindAddress.substr(0, bindAddress.rfind(':'));
     return host.empty() ? std::string("0.0.0.0") : host;
   };
+  if (metricsServer_) metricsPort_ = metricsServer_->port();
+  if (healthServer_) healthPort_ = healthServer_->port();
   if (metricsServer_)
     spdlog::info("metrics listening on http://{}:{}/metrics", hostOf(options_.metricsBindAddress), metricsServer_->port());
   if (healthServer_)
