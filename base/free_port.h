@@ -8,10 +8,23 @@
 #include <unistd.h>
 
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace vto {
+
+// "host:port" -> {host, port}; ":8081" -> {"", 8081}. nullopt unless port is a number 0..65535.
+inline std::optional<std::pair<std::string, int>> splitHostPort(const std::string& address) {
+  auto colon = address.rfind(':');
+  if (colon == std::string::npos) return std::nullopt;
+  std::string digits = address.substr(colon + 1);
+  if (digits.empty() || digits.size() > 5 || digits.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  int port = std::stoi(digits);
+  if (port > 65535) return std::nullopt;
+  return std::make_pair(address.substr(0, colon), port);
+}
 
 // A TCP port on the IPv4 address `host` ("" or "0.0.0.0": any) that nobody listens on right now.
 inline int unusedTcpPort(const std::string& host) {

@@ -18,20 +18,11 @@ namespace {
 
 // ":8081" and "0.0.0.0:8081" both listen everywhere. Returns {host, port}.
 std::pair<std::string, int> splitBindAddress(const std::string& bindAddress) {
-  auto colon = bindAddress.rfind(':');
-  int port = -1;
-  if (colon != std::string::npos) {
-    try {
-      size_t used = 0;
-      port = std::stoi(bindAddress.substr(colon + 1), &used);
-      if (used != bindAddress.size() - colon - 1 || port > 65535) port = -1;
-    } catch (const std::exception&) {
-    }
-  }
-  if (port < 0)
+  auto hostPort = splitHostPort(bindAddress);
+  if (!hostPort)
     throw std::invalid_argument("health probe address '" + bindAddress + "' must be host:port, e.g. :8081 (port 0 picks a free one)");
-  std::string host = bindAddress.substr(0, colon);
-  return {host.empty() ? "0.0.0.0" : host, port};
+  if (hostPort->first.empty()) hostPort->first = "0.0.0.0";
+  return *hostPort;
 }
 
 }  // namespace

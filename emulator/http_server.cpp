@@ -1,6 +1,7 @@
 #include "emulator/http_server.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include <cpprest/http_listener.h>
 #include <spdlog/spdlog.h>
@@ -36,19 +37,10 @@ Request toRequest(web::http::http_request& message) {
 }  // namespace
 
 HttpServer::HttpServer(Emulator& emulator, const std::string& address) : emulator_(emulator) {
-  auto colon = address.rfind(':');
-  int port = -1;
-  if (colon != std::string::npos && colon > 0) {
-    try {
-      size_t used = 0;
-      port = std::stoi(address.substr(colon + 1), &used);
-      if (used != address.size() - colon - 1 || port > 65535) port = -1;
-    } catch (const std::exception&) {
-    }
-  }
-  if (port < 0) throw std::invalid_argument("--listen " + address + ": expected HOST:PORT, e.g. 127.0.0.1:8089 (port 0 picks a free one)");
-  host_ = address.substr(0, colon);
-  port_ = port;
+  auto hostPort = splitHostPort(address);
+  if (!hostPort || hostPort->first.empty())
+    throw std::invalid_argument("--listen " + address + ": expected HOST:PORT, e.g. 127.0.0.1:8089 (port 0 picks a free one)");
+  std::tie(host_, port_) = *hostPort;
   url_ = "http://" + address;
 }
 
