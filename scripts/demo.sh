@@ -92,6 +92,9 @@ else
   say "the CRDs are not implemented yet (issue 4): skipped"
 fi
 
+# --- Observability (issue 13): Prometheus scrapes the metrics port the operator bound (read back below). ---
+METRICS_PORT=
+
 if "$BIN/vto" run --help >/dev/null 2>&1; then
   # The emulator also plays the GCE metadata server, so the operator's real Google auth chain runs.
   GCE_METADATA_HOST=127.0.0.1:$VERTEX_PORT STORAGE_EMULATOR_HOST=http://127.0.0.1:$GCS_PORT \
@@ -104,6 +107,7 @@ if "$BIN/vto" run --help >/dev/null 2>&1; then
   METRICS_URL=$(grep -o 'metrics listening on http://[^ ]*' "$STATE/operator.log" | head -1 | cut -d' ' -f4)
   HEALTH_URL=$(grep -o 'health probes listening on http://[^ ]*' "$STATE/operator.log" | head -1 | cut -d' ' -f5)
   echo "export VTO_METRICS_URL=$METRICS_URL VTO_HEALTH_URL=$HEALTH_URL" >>"$STATE/env"
+  METRICS_PORT=${METRICS_URL#http://127.0.0.1:}; METRICS_PORT=${METRICS_PORT%/metrics}  # Prometheus scrapes it
   say "operator started (log: $STATE/operator.log)"
   say "operator metrics: $METRICS_URL   health: $HEALTH_URL"
   kubectl apply -f config/samples/ >/dev/null
@@ -111,6 +115,27 @@ if "$BIN/vto" run --help >/dev/null 2>&1; then
 else
   say "the operator is not implemented yet (issue 6): the control plane and emulators run without it"
 fi
+
+# --- Observability (issue 13): Debian's Prometheus scraping the operator, with vto's alert rules. ---
+if command -v prometheus >/dev/null; then
+  PROMETHEUS_PORT=$(free_port)
+  cat >"$STATE/prometheus.yml" <<YAML
+global: {scrape_interval: 5s, evaluation_interval: 5s}
+rule_files: ['$ROOT/helm/vto/rules/vto-alerts.yaml']
+scrape_configs:
+  - job_name: vto            # the job the shipped dashboards and alerts select
+    honor_labels: true       # keep vto's namespace label, as the chart's ServiceMonitor does
+    static_configs: [{targets: ['127.0.0.1:$METRICS_PORT'], labels: {namespace: vto-system}}]
+YAML
+  start prometheus prometheus --config.file="$STATE/prometheus.yml" --storage.tsdb.path="$STATE/prometheus-data" \
+    --web.listen-address="127.0.0.1:$PROMETHEUS_PORT"
+  wait_until 30 "Prometheus" curl -sf "http://127.0.0.1:$PROMETHEUS_PORT/-/ready"
+  say "Prometheus on http://127.0.0.1:$PROMETHEUS_PORT scraping vto's /metrics (try: sum by (phase) (vto_trainingruns))"
+  echo "export PROMETHEUS_URL=http://127.0.0.1:$PROMETHEUS_PORT" >>"$STATE/env"
+else
+  say "prometheus is not installed (scripts/bootstrap.sh installs it): metrics on http://127.0.0.1:$METRICS_PORT/metrics"
+fi
+# --- end observability ---
 
 if ((WATCH)); then
   say "Ctrl-C stops everything"
