@@ -65,7 +65,7 @@ class VertexAgainstEmulator : public ::testing::Test {
     logger->set_level(spdlog::level::trace);
     logger->flush_on(spdlog::level::trace);
     spdlog::set_default_logger(logger);
-    gcs_ = new testing::FakeGcsServer(*dir_ + "/fake-gcs.log");
+    gcs_ = new testing::FakeGcsServer(*dir_ + "/fake-gcs.log", {"vto-it"});
     emulator_ = new testing::EmulatorProcess({"--gcs-endpoint", gcs_->url(), "--queue-time", "200ms", "--steps", "3",
                                               "--step-time", "200ms", "--cancel-time", "100ms"},
                                              *dir_ + "/emulator.log");

@@ -17,6 +17,8 @@ namespace vto::testing {
 
 inline constexpr const char* kTestProject = "test-project";
 inline constexpr const char* kTestLocation = "us-central1";
+// The bucket simpleRunManifest() writes to; the stack creates it in fake-gcs-server.
+inline constexpr const char* kTestBucket = "test-bucket";
 
 class OperatorStack {
  public:
@@ -36,6 +38,10 @@ class OperatorStack {
   void startOperator(std::vector<std::string> extraFlags = {});
   int stopOperator(int signal);
   std::string operatorLog() const;
+  // Where the running operator serves, as it logged once bound (it binds port 0 itself); waits for
+  // the log line. metricsUrl() ends in /metrics, healthUrl() in /healthz.
+  std::string metricsUrl() { return boundUrl("metrics"); }
+  std::string healthUrl() { return boundUrl("health probes"); }
   // The pid of `vto run` (the shell that starts it execs it), or -1 when it is not running.
   long operatorPid() const { return operator_ ? operator_->pid() : -1; }
 
@@ -56,6 +62,8 @@ class OperatorStack {
   void createNamespace(const std::string& ns);
 
  private:
+  std::string boundUrl(const std::string& what);
+
   TestCluster& cluster_;
   std::string dir_;
   std::unique_ptr<FakeGcsServer> gcs_;
