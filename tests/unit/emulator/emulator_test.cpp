@@ -135,7 +135,10 @@ TEST_F(EmulatorTest, RunsTheLifecycleAndWritesACheckpointPerStep) {
 // Cloud Storage without the bucket "bkt": uploads there answer 404 as the real service does.
 class NoBucketGcs final : public vertex::GcsClient {
  public:
-  std::vector<vertex::GcsObject> listObjects(const std::string& b, const std::string& p) override { return objects.listObjects(b, p); }
+  vertex::ObjectPage listObjectsPage(const std::string& b, const std::string& p, const std::string& token,
+                                     const vertex::ListObjectsOptions& options) override {
+    return objects.listObjectsPage(b, p, token, options);
+  }
   std::optional<vertex::GcsObject> getObject(const std::string& b, const std::string& n) override { return objects.getObject(b, n); }
   vertex::GcsObject upload(const std::string& bucket, const std::string& name, const std::string& content,
                            const std::string& type) override {
