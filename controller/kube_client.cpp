@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <fstream>
+#include <semaphore>
 #include <sstream>
 
 #include "controller/runtime_metrics.h"
@@ -39,11 +40,20 @@ ListPage listAll(KubeClient& client, const Resource& resource, const std::string
   return all;
 }
 
+namespace {
+// Requests in flight to the API server (watches aside), hence keep-alive connections open to it.
+// cpprestsdk opens a new connection whenever every pooled one is busy; this caps how many.
+constexpr std::ptrdiff_t kMaxConnections = 16;
+}  // namespace
+
 struct RestKubeClient::Impl {
   RestConfig config;
   RestClientMetrics* metrics;
   std::string host;  // host:port, the label of rest_client_requests_total
+  std::chrono::seconds requestTimeout{30};
+  // One client for every request but watches: its pool keeps connections alive between requests.
   std::unique_ptr<http::client::http_client> client;
+  std::counting_semaphore<kMaxConnections> freeConnections{kMaxConnections};
 
   http::client::http_client_config httpConfig(std::chrono::seconds timeout) const {
     http::client::http_client_config cfg;
@@ -109,6 +119,15 @@ struct RestKubeClient::Impl {
     if (body) request.set_body(body->dump(), contentType);
     http::http_response response;
     std::string text;
+    if (!freeConnections.try_acquire_for(requestTimeout)) {
+      count("<error>", method);
+      throw ApiError(Status{0, "", method + " " + pathAndQuery + ": no free connection to the API server within " +
+                                       std::to_string(requestTimeout.count()) + " s", {}});
+    }
+    struct Release {
+      std::counting_semaphore<kMaxConnections>& slots;
+      ~Release() { slots.release(); }
+    } release{freeConnections};
     try {
       response = client->request(request).get();
       text = response.extract_utf8string(true).get();
@@ -130,6 +149,7 @@ RestKubeClient::RestKubeClient(RestConfig config, RestClientMetrics* metrics,
     : impl_(std::make_unique<Impl>()) {
   impl_->config = std::move(config);
   impl_->metrics = metrics;
+  impl_->requestTimeout = requestTimeout;
   web::uri server(impl_->config.server);
   impl_->host = server.host() + (server.port() > 0 ? ":" + std::to_string(server.port()) : "");
   impl_->client = std::make_unique<http::client::http_client>(server, impl_->httpConfig(requestTimeout));

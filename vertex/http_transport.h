@@ -2,7 +2,9 @@
 // One HTTP exchange, behind an interface so the client's retry, pacing and auth logic can be unit
 // tested against a scripted fake (tests/fakes/vertex_fake_transport.h).
 #include <chrono>
+#include <cstddef>
 #include <map>
+#include <memory>
 #include <string>
 
 namespace vto::vertex {
@@ -29,10 +31,29 @@ class HttpTransport {
   virtual HttpResponse send(const HttpRequest& request) = 0;
 };
 
-// cpprestsdk, with TLS certificates verified.
+struct HttpTransportOptions {
+  // Requests in flight per endpoint (scheme, host, port), hence open connections per endpoint: a
+  // request beyond it waits for a free connection, at most its own timeout.
+  size_t maxConnectionsPerEndpoint = 16;
+  // Every request's timeout is clamped to this, so no caller can hold a connection forever.
+  std::chrono::milliseconds maxTimeout{std::chrono::minutes(2)};
+};
+
+// cpprestsdk, with TLS certificates verified. Connections are kept alive and reused: one client
+// (its DNS answer, TCP and TLS sessions) per endpoint and timeout for the transport's lifetime,
+// not one per request. Thread-safe.
 class CppRestTransport final : public HttpTransport {
  public:
+  explicit CppRestTransport(HttpTransportOptions options = {});
+  ~CppRestTransport() override;
+  CppRestTransport(const CppRestTransport&) = delete;
+  CppRestTransport& operator=(const CppRestTransport&) = delete;
+
   HttpResponse send(const HttpRequest& request) override;
+
+ private:
+  struct Pool;
+  std::unique_ptr<Pool> pool_;
 };
 
 // Percent-encodes a query parameter value or a path segment.
