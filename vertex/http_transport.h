@@ -32,22 +32,28 @@ class HttpTransport {
 };
 
 struct HttpTransportOptions {
-  // Requests in flight per endpoint (scheme, host, port), hence open connections per endpoint: a
-  // request beyond it waits for a free connection, at most its own timeout.
+  // Open connections per endpoint (scheme, host, port), busy or idle: a request that finds none
+  // idle and this many open waits for one, at most its own timeout.
   size_t maxConnectionsPerEndpoint = 16;
-  // Every request's timeout is clamped to this, so no caller can hold a connection forever.
+  // Every request's timeout (connect, TLS handshake, write and read together) is clamped to this.
   std::chrono::milliseconds maxTimeout{std::chrono::minutes(2)};
+  // An idle connection older than this is closed instead of reused (servers drop idle ones).
+  std::chrono::milliseconds idleTimeout{std::chrono::seconds(30)};
+  // A response body beyond this is an error, not an allocation.
+  size_t maxResponseBytes = 64 << 20;
 };
 
-// cpprestsdk, with TLS certificates verified. Connections are kept alive and reused: one client
-// (its DNS answer, TCP and TLS sessions) per endpoint and timeout for the transport's lifetime,
-// not one per request. Thread-safe.
-class CppRestTransport final : public HttpTransport {
+// HTTP/1.1 with keep-alive connections pooled per endpoint (Boost.Beast, OpenSSL with certificates
+// and host names verified): a request reuses an idle connection, so the DNS lookup, TCP connect and
+// TLS handshake happen once per connection, not once per request. The exchange runs on the
+// caller's thread. A reused connection the server has closed meanwhile is replaced and the request
+// sent once more. Thread-safe.
+class PooledHttpTransport final : public HttpTransport {
  public:
-  explicit CppRestTransport(HttpTransportOptions options = {});
-  ~CppRestTransport() override;
-  CppRestTransport(const CppRestTransport&) = delete;
-  CppRestTransport& operator=(const CppRestTransport&) = delete;
+  explicit PooledHttpTransport(HttpTransportOptions options = {});
+  ~PooledHttpTransport() override;
+  PooledHttpTransport(const PooledHttpTransport&) = delete;
+  PooledHttpTransport& operator=(const PooledHttpTransport&) = delete;
 
   HttpResponse send(const HttpRequest& request) override;
 
@@ -55,6 +61,9 @@ class CppRestTransport final : public HttpTransport {
   struct Pool;
   std::unique_ptr<Pool> pool_;
 };
+
+// The former name (the transport was cpprestsdk's client): kept so that callers compile unchanged.
+using CppRestTransport = PooledHttpTransport;
 
 // Percent-encodes a query parameter value or a path segment.
 std::string urlEncode(const std::string& text);

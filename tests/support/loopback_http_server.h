@@ -17,7 +17,14 @@ namespace vto::testing {
 
 class LoopbackHttpServer {
  public:
-  explicit LoopbackHttpServer(std::string body = "{}") : body_(std::move(body)) {
+  enum class Mode {
+    KeepAlive,         // answer every request, keep the connection open
+    CloseAfterAnswer,  // answer, then close without saying so (as a server dropping an idle connection)
+    Silent,            // read requests, never answer (a hung server)
+  };
+
+  explicit LoopbackHttpServer(std::string body = "{}", Mode mode = Mode::KeepAlive)
+      : body_(std::move(body)), mode_(mode) {
     listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in address{};
     address.sin_family = AF_INET;
@@ -80,9 +87,11 @@ class LoopbackHttpServer {
         if (buffer.size() >= headerEnd + 4 + bodyLength) {
           buffer.erase(0, headerEnd + 4 + bodyLength);
           ++requests_;
+          if (mode_ == Mode::Silent) continue;
           auto response = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
                           std::to_string(body_.size()) + "\r\n\r\n" + body_;
           if (::send(fd, response.data(), response.size(), MSG_NOSIGNAL) < 0) break;
+          if (mode_ == Mode::CloseAfterAnswer) break;
           continue;
         }
       }
@@ -97,6 +106,7 @@ class LoopbackHttpServer {
   }
 
   std::string body_;
+  Mode mode_;
   int listener_ = -1;
   int port_ = 0;
   std::atomic<bool> stopping_{false};
