@@ -76,6 +76,7 @@ for n in sizes:
     row("TCP connections to Vertex closed in the window's last 60 s", v("steady_vertex_conns"), p("steady_vertex_conns"), "–", None, 0)
     row("time until every run says Running, s", v("running_seconds"), p("running_seconds"), "–", None)
     row("operator threads", v("threads"), p("threads"), "–", None, 0)
+    row("Events dropped by a full queue (vto, from its log)", v("event_drops"), None, "–", None, 0)
     row("409 conflicts / reconcile errors (vto)", v("conflicts_409"), p("conflicts_409"), "–", None, 0)
     row("load average (1 min) when the stack started", v("load_before"), p("load_before"), "–", None, 2)
 

@@ -145,13 +145,21 @@ json objectNamed(const std::string& name) {
           {"metadata", {{"name", name}, {"namespace", "team"}, {"uid", "uid-" + name}}}};
 }
 
-TEST(EventRecorderTest, RecordingNeverWaitsForTheApiServer) {
+// A recorder whose writer thread is stuck in its first write until gated.open().
+struct BlockedWriter {
+  explicit BlockedWriter(EventRecorderOptions options = {}) : recorder(gated, clock, "vto", "pod-1", options) {
+    recorder.event(objectNamed("first"), EventType::Normal, "Blocker", "holds the writer");
+    gated.waitForBlockedWriter();
+  }
   FakeClock clock;
   FakeKubeClient fake;
-  GatedKubeClient gated(fake);
-  KubeEventRecorder recorder(gated, clock, "vto", "pod-1");
-  recorder.event(objectNamed("a"), EventType::Normal, "JobCreated", "created job 1");
-  gated.waitForBlockedWriter();
+  GatedKubeClient gated{fake};
+  KubeEventRecorder recorder;
+};
+
+TEST(EventRecorderTest, RecordingNeverWaitsForTheApiServer) {
+  BlockedWriter blocked;
+  auto& [clock, fake, gated, recorder] = blocked;
   // The writer is stuck on the first write; these calls return regardless.
   for (int i = 0; i < 10; ++i) recorder.event(objectNamed("b" + std::to_string(i)), EventType::Normal, "JobCreated", "x");
   EXPECT_EQ(events(fake).size(), 0u);
@@ -162,12 +170,8 @@ TEST(EventRecorderTest, RecordingNeverWaitsForTheApiServer) {
 }
 
 TEST(EventRecorderTest, QueuedRepeatsBecomeOneWriteWithTheirCount) {
-  FakeClock clock;
-  FakeKubeClient fake;
-  GatedKubeClient gated(fake);
-  KubeEventRecorder recorder(gated, clock, "vto", "pod-1");
-  recorder.event(objectNamed("first"), EventType::Normal, "Blocker", "holds the writer");
-  gated.waitForBlockedWriter();
+  BlockedWriter blocked;
+  auto& [clock, fake, gated, recorder] = blocked;
   auto start = clock.now();
   for (int i = 0; i < 5; ++i) {
     recorder.event(objectNamed("a"), EventType::Warning, "QuotaExceeded", "Vertex said 429");
@@ -207,14 +211,10 @@ TEST(EventRecorderTest, ARepeatAfterTheWindowIsANewEvent) {
 }
 
 TEST(EventRecorderTest, AFullQueueDropsAndCountsNewEvents) {
-  FakeClock clock;
-  FakeKubeClient fake;
-  GatedKubeClient gated(fake);
   EventRecorderOptions options;
   options.queueCapacity = 3;
-  KubeEventRecorder recorder(gated, clock, "vto", "pod-1", options);
-  recorder.event(objectNamed("writing"), EventType::Normal, "JobCreated", "x");
-  gated.waitForBlockedWriter();
+  BlockedWriter blocked(options);
+  auto& [clock, fake, gated, recorder] = blocked;
   for (int i = 0; i < 5; ++i) recorder.event(objectNamed("q" + std::to_string(i)), EventType::Normal, "JobCreated", "x");
   // A repeat of a queued event takes no place in the queue, so it is not dropped.
   recorder.event(objectNamed("q0"), EventType::Normal, "JobCreated", "x");
