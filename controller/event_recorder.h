@@ -32,8 +32,10 @@ class EventRecorder {
 
 struct EventRecorderOptions {
   // Distinct events waiting to be written; beyond it new ones are dropped (and counted), because a
-  // reconcile must never wait for an Event. Repeats of a queued event do not take a place.
-  size_t queueCapacity = 1024;
+  // reconcile must never wait for an Event. Repeats of a queued event do not take a place. 1,024
+  // dropped at least 512 of 2,000 Events when 1,000 runs were submitted on a loaded machine; an entry
+  // is a few hundred bytes, so 8,192 cost about 2-4 MiB at most.
+  size_t queueCapacity = 8192;
   // A repeat within this time of the last write bumps the existing Event's count; a later one
   // starts a new Event (client-go's correlator works the same way, with ten minutes).
   Clock::duration aggregationWindow = std::chrono::minutes(10);
