@@ -13,6 +13,7 @@
 #include "cmd/commands.h"
 #include "cmd/flags.h"
 #include "cmd/logging.h"
+#include "cmd/tenancy_config.h"
 #include "controller/event_recorder.h"
 #include "controller/informer.h"
 #include "controller/kube_client.h"
@@ -31,7 +32,6 @@
 #include "vertex/auth.h"
 #include "vertex/gcs_client.h"
 #include "vertex/http_transport.h"
-#include "vertex/sleeper.h"
 #include "vertex/vertex_client.h"
 
 namespace vto::cmd {
@@ -42,12 +42,13 @@ Flags runFlags() {
       {"kubeconfig", 0, "", "kubeconfig file; default $KUBECONFIG, then the in-cluster service account"},
       {"namespace", 0, "", "watch only this namespace (repeatable; default all namespaces)", false, true},
       {"vertex-endpoint", 0, "", "Vertex AI base URL (default https://LOCATION-aiplatform.googleapis.com)"},
-      {"allow-insecure-endpoints", 0, "false", "allow plain http to a non-loopback Vertex endpoint", true},
+      {"allow-insecure-endpoints", 0, "false", "allow plain http (credentials in the clear) to a non-loopback Kubernetes, Vertex or GCS endpoint", true},
       {"gcs-endpoint", 0, "", "Cloud Storage base URL (default $STORAGE_EMULATOR_HOST, else storage.googleapis.com)"},
       {"default-project", 0, "", "GCP project for TrainingRuns that name none"},
       {"default-location", 0, "", "Vertex AI location for TrainingRuns that name none"},
-      {"metrics-bind-address", 0, ":8080", "address of the Prometheus /metrics endpoint"},
-      {"health-probe-bind-address", 0, ":8081", "address of /healthz and /readyz"},
+      // Loopback by default: only the chart (or an admin) opens them to the pod network.
+      {"metrics-bind-address", 0, "127.0.0.1:8080", "address of the Prometheus /metrics endpoint (\":8080\": every interface)"},
+      {"health-probe-bind-address", 0, "127.0.0.1:8081", "address of /healthz and /readyz (\":8081\": every interface, as kubelet probes need)"},
       {"leader-elect", 0, "false", "elect one active replica through a Lease", true},
       {"leader-election-namespace", 0, "", "namespace of the Lease (default: the kubeconfig's namespace)"},
       {"max-concurrent-reconciles", 0, "4", "TrainingRuns reconciled at once"},
@@ -89,13 +90,16 @@ std::set<reconcilers::PollTarget> pollTargets(const controller::ObjectCache& run
 
 int run(const Args& args) {
   auto flags = runFlags();
+  allowTenancySection(flags);
   if (!flags.parse(args)) return 0;
   setupLogging(flags.get("log-format"), flags.get("log-level"));
+  // Parsed before anything starts, so a bad rule stops the operator with the field named.
+  [[maybe_unused]] auto tenancy = tenancyRulesFromConfig(flags);  // for the reconciler's tenancy check
   controller::ShutdownSignals signals;  // before any thread starts, so only its watcher gets them
 
   RealClock clock;
   auto registry = std::make_shared<prometheus::Registry>();
-  auto restConfig = controller::resolveRestConfig(flags.get("kubeconfig"));
+  auto restConfig = controller::resolveRestConfig(flags.get("kubeconfig"), flags.getBool("allow-insecure-endpoints"));
 
   controller::ManagerOptions managerOptions;
   managerOptions.metricsBindAddress = flags.get("metrics-bind-address");
@@ -111,7 +115,6 @@ int run(const Args& args) {
 
   vertex::CppRestTransport http;
   auto tokens = vertex::defaultTokenSource(http, clock);
-  vertex::RealSleeper sleeper;
   vertex::VertexClientOptions vertexOptions;
   vertexOptions.endpoint = flags.get("vertex-endpoint");
   vertexOptions.allowInsecure = flags.getBool("allow-insecure-endpoints");
@@ -145,10 +148,10 @@ int run(const Args& args) {
   vertex::ObservedTransport gcsHttp(http, clock, gcsRequests, vertex::gcsMethodOf);
   vertexOptions.observer = &vertexRequests;
   // --- end observability ---
-  vertex::RestVertexClient vertexClient(vertexHttp, *tokens, clock, sleeper, vertexOptions);
+  vertex::RestVertexClient vertexClient(vertexHttp, *tokens, clock, vertexOptions);
   auto gcsFlag = flags.get("gcs-endpoint");
   vertex::RestGcsClient gcs(gcsHttp, vertex::gcsEndpoint(gcsFlag.empty() ? std::nullopt : std::optional(gcsFlag)),
-                            tokens.get());
+                            tokens.get(), vertexOptions.allowInsecure);
   metrics::TrainingRunMetrics trainingRunMetrics(*registry);
 
   controller::InformerOptions informerOptions;

@@ -4,8 +4,14 @@
 #include <cpprest/containerstream.h>
 #include <spdlog/spdlog.h>
 
+#include <condition_variable>
 #include <fstream>
+<<<<<<< HEAD
 #include <semaphore>
+=======
+#include <mutex>
+#include <tuple>
+>>>>>>> main
 #include <sstream>
 
 #include "controller/runtime_metrics.h"
@@ -23,6 +29,19 @@ std::string Resource::path(const std::string& ns, const std::string& name,
   if (!subresource.empty()) p += "/" + subresource;
   return p;
 }
+
+namespace {
+thread_local std::optional<std::chrono::steady_clock::time_point> requestDeadline;
+}  // namespace
+
+RequestDeadlineScope::RequestDeadlineScope(std::chrono::steady_clock::time_point deadline)
+    : previous_(requestDeadline) {
+  if (!requestDeadline || deadline < *requestDeadline) requestDeadline = deadline;
+}
+
+RequestDeadlineScope::~RequestDeadlineScope() { requestDeadline = previous_; }
+
+std::optional<std::chrono::steady_clock::time_point> RequestDeadlineScope::current() { return requestDeadline; }
 
 ListPage listAll(KubeClient& client, const Resource& resource, const std::string& ns,
                  ListOptions options) {
@@ -61,7 +80,7 @@ struct RestKubeClient::Impl {
     cfg.set_validate_certificates(!config.insecureSkipTlsVerify);
     auto ca = config.caPem, cert = config.clientCertPem, key = config.clientKeyPem;
     cfg.set_ssl_context_callback([ca, cert, key](boost::asio::ssl::context& ctx) {
-      if (!ca.empty()) ctx.add_certificate_authority(boost::asio::buffer(ca));
+      if (!ca.empty()) trustOnlyClusterCa(ctx, ca);
       if (!cert.empty()) {
         ctx.use_certificate_chain(boost::asio::buffer(cert));
         ctx.use_private_key(boost::asio::buffer(key), boost::asio::ssl::context::pem);
@@ -98,18 +117,53 @@ struct RestKubeClient::Impl {
     if (metrics) metrics->requestDone(code, method, host);
   }
 
-  static std::optional<std::chrono::seconds> retryAfter(const http::http_response& response) {
+  static std::optional<std::chrono::milliseconds> retryAfter(const http::http_response& response) {
     auto header = response.headers().find("Retry-After");
     if (header == response.headers().end()) return std::nullopt;
-    try {
-      return std::chrono::seconds(std::stoi(header->second));
-    } catch (const std::exception&) {
-      return std::nullopt;  // an HTTP date instead of seconds: fall back to our own backoff
-    }
+    // Clamped; an HTTP date or garbage falls back to our own backoff.
+    return parseRetryAfterSeconds(header->second);
   }
 
   [[noreturn]] static void throwTransport(const std::exception& error, const std::string& what) {
     throw ApiError(Status{0, "", what + ": " + error.what(), {}});
+  }
+
+  // The response and its body, or a timeout at `deadline`: the request is cancelled (its
+  // connection closed) rather than waited for.
+  std::pair<http::http_response, std::string> sendBefore(http::http_request& request,
+                                                         std::chrono::steady_clock::time_point deadline) {
+    if (std::chrono::steady_clock::now() >= deadline) throw std::runtime_error("the request deadline has passed");
+    struct Done {
+      std::mutex mutex;
+      std::condition_variable cv;
+      bool done = false;
+    };
+    auto done = std::make_shared<Done>();
+    pplx::cancellation_token_source cancel;
+    auto task = client->request(request, cancel.get_token()).then([](http::http_response response) {
+      return response.extract_utf8string(true).then(
+          [response](std::string text) { return std::make_pair(response, std::move(text)); });
+    });
+    task.then([done](pplx::task<std::pair<http::http_response, std::string>> finished) {
+      // Observe the outcome here: a request abandoned at its deadline fails later, and pplx
+      // terminates the process over an exception nobody observed.
+      try {
+        finished.wait();
+      } catch (...) {
+      }
+      std::lock_guard guard(done->mutex);
+      done->done = true;
+      done->cv.notify_all();
+    });
+    {
+      std::unique_lock lock(done->mutex);
+      if (!done->cv.wait_until(lock, deadline, [&] { return done->done; })) {
+        lock.unlock();
+        cancel.cancel();
+        throw std::runtime_error("no answer before the request deadline");
+      }
+    }
+    return task.get();
   }
 
   nlohmann::json send(const http::method& method, const std::string& pathAndQuery,
@@ -129,8 +183,12 @@ struct RestKubeClient::Impl {
       ~Release() { slots.release(); }
     } release{freeConnections};
     try {
-      response = client->request(request).get();
-      text = response.extract_utf8string(true).get();
+      if (auto deadline = RequestDeadlineScope::current()) {
+        std::tie(response, text) = sendBefore(request, *deadline);
+      } else {
+        response = client->request(request).get();
+        text = response.extract_utf8string(true).get();
+      }
     } catch (const std::exception& error) {
       count("<error>", method);
       throwTransport(error, method + " " + pathAndQuery);
@@ -148,6 +206,7 @@ RestKubeClient::RestKubeClient(RestConfig config, RestClientMetrics* metrics,
                                std::chrono::seconds requestTimeout)
     : impl_(std::make_unique<Impl>()) {
   impl_->config = std::move(config);
+  validateRestConfig(impl_->config);  // no token or client key over plain http to another host
   impl_->metrics = metrics;
   impl_->requestTimeout = requestTimeout;
   web::uri server(impl_->config.server);

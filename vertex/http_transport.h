@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 
+#include "base/url.h"
+
 namespace vto::vertex {
 
 struct HttpRequest {
@@ -65,7 +67,7 @@ class PooledHttpTransport final : public HttpTransport {
 // The former name (the transport was cpprestsdk's client): kept so that callers compile unchanged.
 using CppRestTransport = PooledHttpTransport;
 
-// Percent-encodes a query parameter value or a path segment.
-std::string urlEncode(const std::string& text);
+// Percent-encoding lives with the URL builder in base/url.h.
+using vto::urlEncode;
 
 }  // namespace vto::vertex
