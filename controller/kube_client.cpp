@@ -6,12 +6,9 @@
 
 #include <condition_variable>
 #include <fstream>
-<<<<<<< HEAD
-#include <semaphore>
-=======
 #include <mutex>
+#include <semaphore>
 #include <tuple>
->>>>>>> main
 #include <sstream>
 
 #include "controller/runtime_metrics.h"
