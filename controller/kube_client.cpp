@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <fstream>
 #include <mutex>
+#include <semaphore>
 #include <tuple>
 #include <sstream>
 
@@ -55,11 +56,20 @@ ListPage listAll(KubeClient& client, const Resource& resource, const std::string
   return all;
 }
 
+namespace {
+// Requests in flight to the API server (watches aside), hence keep-alive connections open to it.
+// cpprestsdk opens a new connection whenever every pooled one is busy; this caps how many.
+constexpr std::ptrdiff_t kMaxConnections = 16;
+}  // namespace
+
 struct RestKubeClient::Impl {
   RestConfig config;
   RestClientMetrics* metrics;
   std::string host;  // host:port, the label of rest_client_requests_total
+  std::chrono::seconds requestTimeout{30};
+  // One client for every request but watches: its pool keeps connections alive between requests.
   std::unique_ptr<http::client::http_client> client;
+  std::counting_semaphore<kMaxConnections> freeConnections{kMaxConnections};
 
   http::client::http_client_config httpConfig(std::chrono::seconds timeout) const {
     http::client::http_client_config cfg;
@@ -160,6 +170,15 @@ struct RestKubeClient::Impl {
     if (body) request.set_body(body->dump(), contentType);
     http::http_response response;
     std::string text;
+    if (!freeConnections.try_acquire_for(requestTimeout)) {
+      count("<error>", method);
+      throw ApiError(Status{0, "", method + " " + pathAndQuery + ": no free connection to the API server within " +
+                                       std::to_string(requestTimeout.count()) + " s", {}});
+    }
+    struct Release {
+      std::counting_semaphore<kMaxConnections>& slots;
+      ~Release() { slots.release(); }
+    } release{freeConnections};
     try {
       if (auto deadline = RequestDeadlineScope::current()) {
         std::tie(response, text) = sendBefore(request, *deadline);
@@ -186,6 +205,7 @@ RestKubeClient::RestKubeClient(RestConfig config, RestClientMetrics* metrics,
   impl_->config = std::move(config);
   validateRestConfig(impl_->config);  // no token or client key over plain http to another host
   impl_->metrics = metrics;
+  impl_->requestTimeout = requestTimeout;
   web::uri server(impl_->config.server);
   impl_->host = server.host() + (server.port() > 0 ? ":" + std::to_string(server.port()) : "");
   impl_->client = std::make_unique<http::client::http_client>(server, impl_->httpConfig(requestTimeout));

@@ -43,6 +43,7 @@ TEST(EventsTest, KubectlDescribeShowsAggregatedEvents) {
     recorder.event(object, EventType::Warning, "BadThing", "the thing is bad; fix spec.thing");
   }
   recorder.event(object, EventType::Normal, "GoodThing", "all is well");
+  recorder.flush();
   auto events = cluster.kubectl("get events -n events-test -o json");
   ASSERT_EQ(events.exitCode, 0) << events.output;
   auto items = nlohmann::json::parse(events.output)["items"];
