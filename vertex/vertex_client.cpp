@@ -27,6 +27,54 @@ std::optional<Clock::time_point> timeField(const json& resource, const char* fie
   return parseTimestamp(resource[field].get<std::string>());
 }
 
+// The best finished trial by studySpec.metrics[0] (its metricId and goal), as the console shows it.
+std::optional<Trial> bestTrialOf(const json& resource) {
+  if (!resource.contains("trials") || !resource["trials"].is_array()) return std::nullopt;
+  const auto* metrics = resource.contains("studySpec") && resource["studySpec"].is_object() &&
+                                resource["studySpec"].contains("metrics") && resource["studySpec"]["metrics"].is_array()
+                            ? &resource["studySpec"]["metrics"]
+                            : nullptr;
+  if (metrics == nullptr || metrics->empty() || !(*metrics)[0].is_object()) return std::nullopt;
+  std::string metricId = (*metrics)[0].value("metricId", std::string());
+  bool maximize = (*metrics)[0].value("goal", std::string("MAXIMIZE")) != "MINIMIZE";
+  std::optional<Trial> best;
+  double bestValue = 0;
+  for (const auto& trial : resource["trials"]) {
+    if (!trial.is_object() || !trial.contains("finalMeasurement") || !trial["finalMeasurement"].is_object()) continue;
+    Trial candidate;
+    candidate.id = trial.value("id", std::string());
+    const auto& measured = trial["finalMeasurement"];
+    if (measured.contains("metrics") && measured["metrics"].is_array()) {
+      for (const auto& m : measured["metrics"]) {
+        if (m.is_object() && m.contains("value") && m["value"].is_number()) {
+          candidate.metrics[m.value("metricId", std::string())] = m["value"].get<double>();
+        }
+      }
+    }
+    auto value = candidate.metrics.find(metricId);
+    if (value == candidate.metrics.end()) continue;
+    if (trial.contains("parameters") && trial["parameters"].is_array()) {
+      for (const auto& p : trial["parameters"]) {
+        if (p.is_object()) candidate.parameters[p.value("parameterId", std::string())] = p.value("value", json());
+      }
+    }
+    if (!best || (maximize ? value->second > bestValue : value->second < bestValue)) {
+      bestValue = value->second;
+      best = std::move(candidate);
+    }
+  }
+  return best;
+}
+
+std::map<std::string, std::string> webAccessUrisOf(const json& resource) {
+  std::map<std::string, std::string> uris;
+  if (!resource.contains("webAccessUris") || !resource["webAccessUris"].is_object()) return uris;
+  for (const auto& [key, value] : resource["webAccessUris"].items()) {
+    if (value.is_string()) uris[key] = value.get<std::string>();
+  }
+  return uris;
+}
+
 Operation decodeOperation(const json& resource) {
   Operation operation;
   operation.name = resource.value("name", std::string());
@@ -94,6 +142,8 @@ Job decodeJob(JobKind kind, const json& resource) {
   job.endTime = timeField(resource, "endTime");
   job.updateTime = timeField(resource, "updateTime");
   job.error = decodeStatus(resource);
+  job.bestTrial = bestTrialOf(resource);
+  job.webAccessUris = webAccessUrisOf(resource);
   job.raw = resource;
   return job;
 }

@@ -40,6 +40,13 @@ struct RpcStatus {
   std::string message;
 };
 
+// A finished trial of a HyperparameterTuningJob: its parameters and final metrics.
+struct Trial {
+  std::string id;
+  nlohmann::json parameters = nlohmann::json::object();  // parameterId -> value (any JSON)
+  std::map<std::string, double> metrics;                  // metricId -> final value
+};
+
 struct Job {
   JobKind kind = JobKind::Custom;
   std::string name;  // projects/P/locations/L/customJobs/ID
@@ -48,6 +55,9 @@ struct Job {
   std::map<std::string, std::string> labels;
   std::optional<Clock::time_point> createTime, startTime, endTime, updateTime;
   std::optional<RpcStatus> error;
+  // The best finished trial by the study's first metric and its goal (studySpec.metrics[0]).
+  std::optional<Trial> bestTrial;
+  std::map<std::string, std::string> webAccessUris;  // interactive shell URIs, when enabled
   nlohmann::json raw;  // the whole resource, for fields not decoded above (trials, jobSpec)
 };
 // Decodes a job resource; enum names or numbers, int64 strings or numbers.
