@@ -34,9 +34,11 @@ bool JobCache::put(const vertex::Job& job, Clock::time_point readAt) {
   auto [it, inserted] = jobs_.try_emplace(job.name, cachedJobOf(job, readAt));
   if (inserted) return true;
   CachedJob& held = it->second;
-  if (held.updateTime && job.updateTime && *job.updateTime < *held.updateTime) return false;
+  // A read that started before the one held is older whatever its update time says. (Update times
+  // are not an order: an update can be stamped behind one already seen.)
+  if (readAt < held.readAt) return false;
   bool changed = held.state != job.state || held.updateTime != job.updateTime;
-  held = cachedJobOf(job, std::max(readAt, held.readAt));
+  held = cachedJobOf(job, readAt);
   return changed;
 }
 

@@ -37,7 +37,7 @@ CachedJob cachedJobOf(const vertex::Job& job, Clock::time_point readAt);
 class JobCache {
  public:
   std::optional<CachedJob> get(const std::string& jobName) const;
-  // Stores `job` as read at `readAt` unless the cache already holds a newer update of it (a GET that
+  // Stores `job` as read at `readAt` unless the cache holds a read that started later (a GET that
   // raced with a newer list must not move the job back in time); returns whether it changed (state
   // or update time). A read of the same update still refreshes readAt.
   bool put(const vertex::Job& job, Clock::time_point readAt);

@@ -162,16 +162,18 @@ Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& 
     if (!job) {
       try {
         job = vertex_.createJob(create.where, create.kind, crd::renderJob(*o.run, create.attempt, create.resumeFrom));
+        jobs_.put(*job, o.now);
+        if (metrics_ != nullptr) metrics_->jobCreated(create.kind == vertex::JobKind::Custom ? "CustomJob" : "HyperparameterTuningJob");
       } catch (const vertex::ApiError& e) {
         if (e.retryable()) throw;  // back off and come again
+        // Vertex refused the job itself: decide again knowing it (a plan without a create).
         Observed rejected = o;
+        rejected.hasFinalizer = true;  // added above
         rejected.createRejected = VertexFailure{e.httpStatus(), e.message()};
-        return act(cached, rejected, decide(rejected, decideOptions_));
+        plan = decide(rejected, decideOptions_);
       }
-      jobs_.put(*job, o.now);
-      if (metrics_ != nullptr) metrics_->jobCreated(create.kind == vertex::JobKind::Custom ? "CustomJob" : "HyperparameterTuningJob");
     }
-    plan = recordCreatedJob(o, std::move(plan), cachedJobOf(*job, o.now), adopted);
+    if (job) plan = recordCreatedJob(o, std::move(plan), cachedJobOf(*job, o.now), adopted);
   }
   if (plan.status) writeStatus(object, *plan.status);
   controller::recordEvents(events_, object, plan.events);
