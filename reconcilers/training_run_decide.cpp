@@ -27,10 +27,6 @@ std::string timeOrEmpty(const std::optional<Clock::time_point>& t) { return t ? 
 // The last path segment of a resource name: the numeric job id.
 std::string lastSegment(const std::string& name) { return name.substr(name.rfind('/') + 1); }
 
-const char* kindName(vertex::JobKind kind) {
-  return kind == vertex::JobKind::HyperparameterTuning ? "HyperparameterTuningJob" : "CustomJob";
-}
-
 // One decide() in progress: the status being computed and the plan around it.
 struct Draft {
   const Observed& o;
@@ -90,7 +86,7 @@ void applyJobState(Draft& d, const CachedJob& job) {
   crd::JobRef ref;
   ref.name = job.name;
   ref.id = lastSegment(job.name);
-  ref.kind = kindName(vertex::jobKindOf(job.name));
+  ref.kind = std::string(vertex::kindName(vertex::jobKindOf(job.name)));
   ref.state = state;
   ref.consoleUrl = consoleUrl(job.name);
   ref.createTime = timeOrEmpty(job.createTime);
@@ -357,8 +353,7 @@ std::string PollTarget::jobPrefix() const { return where.parent() + "/" + std::s
 std::optional<PollTarget> pollTargetOf(const crd::TrainingRunSpec& spec, const crd::Placement& defaults) {
   auto placement = crd::placementOf(spec, defaults);
   if (placement.project.empty() || placement.location.empty()) return std::nullopt;
-  auto kind = spec.hyperparameterTuning ? vertex::JobKind::HyperparameterTuning : vertex::JobKind::Custom;
-  return PollTarget{{placement.project, placement.location}, kind};
+  return PollTarget{{placement.project, placement.location}, crd::jobKindOf(spec)};
 }
 
 bool isFinishedPhase(std::optional<Phase> phase) {
@@ -475,7 +470,7 @@ Plan recordCreatedJob(const Observed& o, Plan plan, const CachedJob& job, bool a
   d.plan.status.reset();
   auto& attempt = d.current();
   if (attempt.startTime.empty()) attempt.startTime = d.now();
-  if (!adopted) d.plan.events.push_back(normalEvent("JobCreated", "created " + std::string(kindName(vertex::jobKindOf(job.name))) +
+  if (!adopted) d.plan.events.push_back(normalEvent("JobCreated", "created " + std::string(vertex::kindName(vertex::jobKindOf(job.name))) +
                                                         " " + job.name + " for attempt " + std::to_string(attempt.attempt)));
   applyJobState(d, job);
   return finish(d);

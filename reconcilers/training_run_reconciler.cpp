@@ -163,7 +163,7 @@ Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& 
       try {
         job = vertex_.createJob(create.where, create.kind, crd::renderJob(*o.run, create.attempt, create.resumeFrom));
         jobs_.put(*job, o.now);
-        if (metrics_ != nullptr) metrics_->jobCreated(create.kind == vertex::JobKind::Custom ? "CustomJob" : "HyperparameterTuningJob");
+        if (metrics_ != nullptr) metrics_->jobCreated(std::string(vertex::kindName(create.kind)));
       } catch (const vertex::ApiError& e) {
         if (e.retryable()) throw;  // back off and come again
         // Vertex refused the job itself: decide again knowing it (a plan without a create).

@@ -100,10 +100,6 @@ bool isLoopback(const std::string& host) {
 
 }  // namespace
 
-std::string_view collectionName(JobKind kind) {
-  return kind == JobKind::Custom ? "customJobs" : "hyperparameterTuningJobs";
-}
-
 JobKind jobKindOf(const std::string& jobName) {
   if (jobName.find("/customJobs/") != std::string::npos) return JobKind::Custom;
   if (jobName.find("/hyperparameterTuningJobs/") != std::string::npos) return JobKind::HyperparameterTuning;

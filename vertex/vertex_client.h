@@ -13,6 +13,7 @@
 #include "base/clock.h"
 #include "vertex/auth.h"
 #include "vertex/http_transport.h"
+#include "vertex/job_kind.h"
 #include "vertex/json_codec.h"
 #include "vertex/rate_limiter.h"
 #include "vertex/retry.h"
@@ -20,9 +21,6 @@
 
 namespace vto::vertex {
 
-enum class JobKind { Custom, HyperparameterTuning };
-// "customJobs" / "hyperparameterTuningJobs": the collection segment of the REST path.
-std::string_view collectionName(JobKind kind);
 // The kind a resource name belongs to; throws std::invalid_argument for another resource.
 JobKind jobKindOf(const std::string& jobName);
 
