@@ -5,10 +5,11 @@
 FROM docker.io/library/debian:bookworm-slim
 
 # Runtime libraries only: the -dev packages used at build time pull these in on the build machine.
+# libdate-tz3 and tzdata: RetrainingPolicy schedules read IANA time zones from /usr/share/zoneinfo.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       ca-certificates libcpprest2.10 libspdlog1.10 libfmt9 libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 \
-      libyaml-cpp0.7 libssl3 tzdata \
+      libyaml-cpp0.7 libssl3 libdate-tz3 tzdata \
  && rm -rf /var/lib/apt/lists/*
 
 COPY build/bin/vto /usr/local/bin/vto

@@ -11,4 +11,5 @@ int crd(const Args& args);     // print the CRDs
 int lint(const Args& args);    // validate manifests offline
 int render(const Args& args);  // print the Vertex request bodies
 int run(const Args& args);     // the operator
+int schedule(const Args& args);  // print the next fire times of a schedule
 }  // namespace vto::cmd

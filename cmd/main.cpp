@@ -18,6 +18,7 @@ const std::map<std::string, Subcommand>& subcommands() {
       {"run", {vto::cmd::run, "run the operator against a Kubernetes cluster"}},
       {"lint", {vto::cmd::lint, "check TrainingRun/RetrainingPolicy manifests offline (-f FILE|-)"}},
       {"render", {vto::cmd::render, "print the Vertex AI request body for each TrainingRun (-f FILE|-)"}},
+      {"schedule", {vto::cmd::schedule, "print the next fire times of a RetrainingPolicy schedule (-f FILE | --cron EXPR)"}},
       {"crd", {vto::cmd::crd, "print the CustomResourceDefinitions (vto crd | kubectl apply -f -)"}},
       {"version", {vto::cmd::version, "print the version and git revision"}},
   };

@@ -1,7 +1,10 @@
 #include "crd/retraining_policy.h"
 
+#include <cmath>
+
 #include "crd/duration.h"
 #include "crd/strict_json.h"
+#include "crd/timestamp.h"
 
 namespace vto::crd {
 
@@ -10,62 +13,161 @@ const EnumNames<ConcurrencyPolicy>& concurrencyPolicyNames() {
       {ConcurrencyPolicy::Allow, "Allow"}, {ConcurrencyPolicy::Forbid, "Forbid"}, {ConcurrencyPolicy::Replace, "Replace"}};
   return names;
 }
+const EnumNames<MissedRunsPolicy>& missedRunsPolicyNames() {
+  static const EnumNames<MissedRunsPolicy> names = {
+      {MissedRunsPolicy::Latest, "Latest"}, {MissedRunsPolicy::Skip, "Skip"}, {MissedRunsPolicy::All, "All"}};
+  return names;
+}
 const EnumNames<TriggerReason>& triggerReasonNames() {
   static const EnumNames<TriggerReason> names = {{TriggerReason::Schedule, "Schedule"},
+                                                 {TriggerReason::Manual, "Manual"},
                                                  {TriggerReason::NewData, "NewData"},
-                                                 {TriggerReason::Metric, "Metric"},
-                                                 {TriggerReason::Manual, "Manual"}};
+                                                 {TriggerReason::Metric, "Metric"}};
   return names;
 }
 
 namespace {
 
-int64_t readPositiveDuration(const json& v, const std::string& p) {
-  int64_t seconds = readDuration(v, p);
-  if (seconds <= 0) throw DecodeError(p, "must be a positive duration, e.g. 5m");
-  return seconds;
+constexpr int64_t kMaxInt32 = 2147483647;
+
+// Any duration within crd/duration.h's bound; validation says which must be positive, with the same
+// words as the CRD's CEL rules.
+void duration(ObjectReader& r, const std::string& key, std::chrono::seconds& out) {
+  r.with(key, [&](const json& v, const std::string& p) { out = std::chrono::seconds(readDuration(v, p)); });
+}
+
+void timestamp(ObjectReader& r, const std::string& key, std::optional<Clock::time_point>& out) {
+  r.with(key, [&](const json& v, const std::string& p) { out = readTimestamp(v, p); });
+}
+
+std::string durationText(std::chrono::seconds d) { return formatDuration(d.count()); }
+
+ScheduleTrigger readSchedule(const json& value, const std::string& path) {
+  ObjectReader r(value, path);
+  ScheduleTrigger s;
+  r.string("cron", s.cron);
+  r.string("timeZone", s.timeZone);
+  duration(r, "jitter", s.jitter);
+  r.finish();
+  return s;
+}
+
+NewDataTrigger readNewData(const json& value, const std::string& path) {
+  ObjectReader r(value, path);
+  NewDataTrigger n;
+  r.string("gcsPrefix", n.gcsPrefix);
+  r.string("matchGlob", n.matchGlob);
+  duration(r, "pollInterval", n.pollInterval);
+  r.integer("minNewObjects", n.minNewObjects, 1);
+  r.integer("minNewBytes", n.minNewBytes, 0);
+  duration(r, "quietPeriod", n.quietPeriod);
+  r.finish();
+  return n;
+}
+
+MetricTrigger readMetric(const json& value, const std::string& path) {
+  ObjectReader r(value, path);
+  MetricTrigger m;
+  r.string("prometheusUrl", m.prometheusUrl);
+  r.string("query", m.query);
+  r.number("below", m.below);
+  r.number("above", m.above);
+  duration(r, "for", m.forDuration);
+  duration(r, "pollInterval", m.pollInterval);
+  r.integer("maxConsecutiveErrors", m.maxConsecutiveErrors, 1, 1000);
+  r.with("bearerTokenSecret", [&](const json& v, const std::string& p) {
+    ObjectReader s(v, p);
+    SecretKeyRef ref;
+    s.string("name", ref.name);
+    s.string("key", ref.key);
+    s.finish();
+    if (ref.name.empty()) throw DecodeError(joinPath(p, "name"), "required: the Secret (in the policy's namespace) that holds the token");
+    if (ref.key.empty()) throw DecodeError(joinPath(p, "key"), "required: the key of the token in that Secret, e.g. token");
+    m.bearerTokenSecret = ref;
+  });
+  r.finish();
+  return m;
 }
 
 Triggers readTriggers(const json& value, const std::string& path) {
   ObjectReader r(value, path);
   Triggers t;
-  r.with("schedule", [&](const json& v, const std::string& p) {
-    ObjectReader s(v, p);
-    ScheduleTrigger st;
-    s.string("cron", st.cron);
-    s.string("timeZone", st.timeZone);
-    s.finish();
-    t.schedule = st;
-  });
-  r.with("newData", [&](const json& v, const std::string& p) {
-    ObjectReader s(v, p);
-    NewDataTrigger nd;
-    s.string("gcsPrefix", nd.gcsPrefix);
-    s.with("pollInterval", [&](const json& d, const std::string& dp) { nd.pollIntervalSeconds = readPositiveDuration(d, dp); });
-    s.integer("minNewObjects", nd.minNewObjects, 1);
-    s.finish();
-    t.newData = nd;
-  });
-  r.with("metric", [&](const json& v, const std::string& p) {
-    ObjectReader s(v, p);
-    MetricTrigger m;
-    s.string("prometheusUrl", m.prometheusUrl);
-    s.string("query", m.query);
-    s.number("below", m.below);
-    s.number("above", m.above);
-    s.with("for", [&](const json& d, const std::string& dp) {
-      m.forSeconds = readDuration(d, dp);
-      if (m.forSeconds < 0) throw DecodeError(dp, "must not be negative");
-    });
-    s.with("pollInterval", [&](const json& d, const std::string& dp) { m.pollIntervalSeconds = readPositiveDuration(d, dp); });
-    s.finish();
-    t.metric = m;
-  });
+  r.with("schedule", [&](const json& v, const std::string& p) { t.schedule = readSchedule(v, p); });
+  r.with("newData", [&](const json& v, const std::string& p) { t.newData = readNewData(v, p); });
+  r.with("metric", [&](const json& v, const std::string& p) { t.metric = readMetric(v, p); });
   r.finish();
   return t;
 }
 
+TrainingRunTemplate readTemplate(const json& value, const std::string& path) {
+  ObjectReader r(value, path);
+  TrainingRunTemplate templ;
+  r.with("metadata", [&](const json& v, const std::string& p) {
+    ObjectReader m(v, p);
+    m.stringMap("labels", templ.labels);
+    m.stringMap("annotations", templ.annotations);
+    m.finish();
+  });
+  const json* runSpec = r.get("spec");
+  if (!runSpec) throw DecodeError(joinPath(path, "spec"), "required: a TrainingRun spec");
+  templ.spec = decodeTrainingRunSpec(*runSpec, joinPath(path, "spec"));
+  r.finish();
+  return templ;
+}
+
+json encodeTriggers(const Triggers& t) {
+  json out = json::object();
+  if (const auto& s = t.schedule) {
+    out["schedule"] = {{"cron", s->cron}, {"jitter", durationText(s->jitter)}};
+    if (!s->timeZone.empty()) out["schedule"]["timeZone"] = s->timeZone;
+  }
+  if (const auto& n = t.newData) {
+    out["newData"] = {{"gcsPrefix", n->gcsPrefix},         {"pollInterval", durationText(n->pollInterval)},
+                      {"minNewObjects", n->minNewObjects}, {"minNewBytes", n->minNewBytes},
+                      {"quietPeriod", durationText(n->quietPeriod)}};
+    if (!n->matchGlob.empty()) out["newData"]["matchGlob"] = n->matchGlob;
+  }
+  if (const auto& m = t.metric) {
+    json metric = {{"prometheusUrl", m->prometheusUrl},
+                   {"query", m->query},
+                   {"for", durationText(m->forDuration)},
+                   {"pollInterval", durationText(m->pollInterval)},
+                   {"maxConsecutiveErrors", m->maxConsecutiveErrors}};
+    if (m->below) metric["below"] = *m->below;
+    if (m->above) metric["above"] = *m->above;
+    if (m->bearerTokenSecret) metric["bearerTokenSecret"] = {{"name", m->bearerTokenSecret->name}, {"key", m->bearerTokenSecret->key}};
+    out["metric"] = metric;
+  }
+  return out;
+}
+
+void putTime(json& out, const char* key, const std::optional<Clock::time_point>& t) {
+  if (t) out[key] = formatTimestamp(*t);
+}
+
 }  // namespace
+
+RetrainingPolicySpec decodeRetrainingPolicySpec(const json& value, const std::string& path) {
+  ObjectReader s(value, path);
+  RetrainingPolicySpec ps;
+  const json* templ = s.get("template");
+  if (!templ)
+    throw DecodeError(joinPath(path, "template"), "required: the TrainingRun to create, as {metadata: {labels}, spec: {...}}");
+  ps.templ = readTemplate(*templ, joinPath(path, "template"));
+  s.with("triggers", [&](const json& v, const std::string& p) { ps.triggers = readTriggers(v, p); });
+  s.with("missedRuns", [&](const json& v, const std::string& p) { ps.missedRuns = readEnum(v, p, missedRunsPolicyNames()); });
+  s.integer("maxCatchUpRuns", ps.maxCatchUpRuns, 1, 1000);
+  s.integer("startingDeadlineSeconds", ps.startingDeadlineSeconds, 0);
+  s.with("concurrencyPolicy", [&](const json& v, const std::string& p) { ps.concurrencyPolicy = readEnum(v, p, concurrencyPolicyNames()); });
+  s.integer("maxActiveRuns", ps.maxActiveRuns, 1, 1000);
+  duration(s, "cooldown", ps.cooldown);
+  s.boolean("warmStart", ps.warmStart);
+  s.integer("successfulRunsHistoryLimit", ps.successfulRunsHistoryLimit, 0, 1000);
+  s.integer("failedRunsHistoryLimit", ps.failedRunsHistoryLimit, 0, 1000);
+  s.boolean("suspend", ps.suspend);
+  s.finish();
+  return ps;
+}
 
 RetrainingPolicyStatus decodeRetrainingPolicyStatus(const json& value, const std::string& path) {
   ObjectReader r(value, path);
@@ -83,21 +185,53 @@ RetrainingPolicyStatus decodeRetrainingPolicyStatus(const json& value, const std
   r.with("lastTrigger", [&](const json& v, const std::string& p) {
     ObjectReader t(v, p);
     TriggerRecord rec;
-    t.string("time", rec.time);
+    const json* time = t.get("time");
+    if (!time) throw DecodeError(joinPath(p, "time"), "required: when the trigger fired, e.g. 2026-05-18T03:00:00Z");
+    rec.time = readTimestamp(*time, joinPath(p, "time"));
     t.with("reason", [&](const json& x, const std::string& xp) { rec.reason = readEnum(x, xp, triggerReasonNames()); });
     t.finish();
     s.lastTrigger = rec;
   });
-  r.string("lastScheduleTime", s.lastScheduleTime);
-  r.string("nextScheduleTime", s.nextScheduleTime);
-  r.string("lastSuccessfulRun", s.lastSuccessfulRun);
+  timestamp(r, "lastScheduleTime", s.lastScheduleTime);
+  timestamp(r, "nextScheduleTime", s.nextScheduleTime);
+  timestamp(r, "lastSuccessfulTime", s.lastSuccessfulTime);
+  r.with("lastSuccessfulRun", [&](const json& v, const std::string& p) {
+    ObjectReader o(v, p);
+    SuccessfulRun run;
+    o.string("name", run.name);
+    timestamp(o, "completionTime", run.completionTime);
+    o.string("modelUri", run.modelUri);
+    o.finish();
+    s.lastSuccessfulRun = run;
+  });
+  r.string("lastHandledRetrainRequest", s.lastHandledRetrainRequest);
+  r.integer("missedSchedules", s.missedSchedules, 0);
+  r.with("counts", [&](const json& v, const std::string& p) {
+    ObjectReader c(v, p);
+    c.integer("succeeded", s.counts.succeeded, 0);
+    c.integer("failed", s.counts.failed, 0);
+    c.finish();
+  });
   r.with("dataWatermark", [&](const json& v, const std::string& p) {
     ObjectReader w(v, p);
     DataWatermark dw;
-    w.string("updated", dw.updated);
-    w.integer("objects", dw.objects, 0);
+    timestamp(w, "timeCreated", dw.timeCreated);
+    w.string("name", dw.name);
+    w.integer("pendingObjects", dw.pendingObjects, 0);
+    w.integer("pendingBytes", dw.pendingBytes, 0);
+    timestamp(w, "lastPollTime", dw.lastPollTime);
     w.finish();
     s.dataWatermark = dw;
+  });
+  r.with("metric", [&](const json& v, const std::string& p) {
+    ObjectReader m(v, p);
+    MetricStatus ms;
+    m.number("lastValue", ms.lastValue);
+    timestamp(m, "lastEvalTime", ms.lastEvalTime);
+    timestamp(m, "breachingSince", ms.breachingSince);
+    m.integer("consecutiveErrors", ms.consecutiveErrors, 0, kMaxInt32);
+    m.finish();
+    s.metric = ms;
   });
   r.with("conditions", [&](const json& v, const std::string& p) { s.conditions = readList<Condition>(v, p, decodeCondition); });
   r.finish();
@@ -114,32 +248,8 @@ RetrainingPolicy decodeRetrainingPolicy(const json& object) {
   if (kind != kRetrainingPolicyKind) throw DecodeError("kind", "must be RetrainingPolicy, not \"" + kind + "\"");
   r.with("metadata", [&](const json& v, const std::string& p) { policy.metadata = decodeObjectMeta(v, p); });
   const json* spec = r.get("spec");
-  if (!spec) throw DecodeError("spec", "required: a RetrainingPolicy needs a spec with a template and triggers");
-  ObjectReader s(*spec, "spec");
-  auto& ps = policy.spec;
-  const json* templ = s.get("template");
-  if (!templ) throw DecodeError("spec.template", "required: the TrainingRun to create, as {metadata: {labels}, spec: {...}}");
-  {
-    ObjectReader t(*templ, "spec.template");
-    t.with("metadata", [&](const json& v, const std::string& p) {
-      ObjectReader m(v, p);
-      m.stringMap("labels", ps.templ.labels);
-      m.stringMap("annotations", ps.templ.annotations);
-      m.finish();
-    });
-    const json* runSpec = t.get("spec");
-    if (!runSpec) throw DecodeError("spec.template.spec", "required: a TrainingRun spec");
-    ps.templ.spec = decodeTrainingRunSpec(*runSpec, "spec.template.spec");
-    t.finish();
-  }
-  s.with("triggers", [&](const json& v, const std::string& p) { ps.triggers = readTriggers(v, p); });
-  s.boolean("warmStart", ps.warmStart);
-  s.with("concurrencyPolicy", [&](const json& v, const std::string& p) { ps.concurrencyPolicy = readEnum(v, p, concurrencyPolicyNames()); });
-  s.integer("startingDeadlineSeconds", ps.startingDeadlineSeconds, 0);
-  s.integer("successfulRunsHistoryLimit", ps.successfulRunsHistoryLimit, 0, 1000);
-  s.integer("failedRunsHistoryLimit", ps.failedRunsHistoryLimit, 0, 1000);
-  s.boolean("suspend", ps.suspend);
-  s.finish();
+  if (!spec) throw DecodeError("spec", "required: a RetrainingPolicy needs a spec with a template (see `kubectl explain rtp.spec`)");
+  policy.spec = decodeRetrainingPolicySpec(*spec, "spec");
   r.with("status", [&](const json& v, const std::string& p) { policy.status = decodeRetrainingPolicyStatus(v, p); });
   r.finish();
   return policy;
@@ -148,46 +258,61 @@ RetrainingPolicy decodeRetrainingPolicy(const json& object) {
 json encodeRetrainingPolicyStatus(const RetrainingPolicyStatus& s) {
   json out = {{"observedGeneration", s.observedGeneration}, {"active", json::array()}, {"conditions", json::array()}};
   for (const auto& name : s.active) out["active"].push_back({{"name", name}});
-  if (s.lastTrigger) out["lastTrigger"] = {{"time", s.lastTrigger->time}, {"reason", enumName(s.lastTrigger->reason, triggerReasonNames())}};
-  if (!s.lastScheduleTime.empty()) out["lastScheduleTime"] = s.lastScheduleTime;
-  if (!s.nextScheduleTime.empty()) out["nextScheduleTime"] = s.nextScheduleTime;
-  if (!s.lastSuccessfulRun.empty()) out["lastSuccessfulRun"] = s.lastSuccessfulRun;
-  if (s.dataWatermark) out["dataWatermark"] = {{"updated", s.dataWatermark->updated}, {"objects", s.dataWatermark->objects}};
+  if (s.lastTrigger)
+    out["lastTrigger"] = {{"time", formatTimestamp(s.lastTrigger->time)}, {"reason", enumName(s.lastTrigger->reason, triggerReasonNames())}};
+  putTime(out, "lastScheduleTime", s.lastScheduleTime);
+  putTime(out, "nextScheduleTime", s.nextScheduleTime);
+  putTime(out, "lastSuccessfulTime", s.lastSuccessfulTime);
+  if (const auto& run = s.lastSuccessfulRun) {
+    json r = {{"name", run->name}, {"modelUri", run->modelUri}};
+    putTime(r, "completionTime", run->completionTime);
+    out["lastSuccessfulRun"] = r;
+  }
+  if (!s.lastHandledRetrainRequest.empty()) out["lastHandledRetrainRequest"] = s.lastHandledRetrainRequest;
+  out["missedSchedules"] = s.missedSchedules;
+  out["counts"] = {{"succeeded", s.counts.succeeded}, {"failed", s.counts.failed}};
+  if (const auto& w = s.dataWatermark) {
+    json dw = {{"name", w->name}, {"pendingObjects", w->pendingObjects}, {"pendingBytes", w->pendingBytes}};
+    putTime(dw, "timeCreated", w->timeCreated);
+    putTime(dw, "lastPollTime", w->lastPollTime);
+    out["dataWatermark"] = dw;
+  }
+  if (const auto& m = s.metric) {
+    json metric = {{"consecutiveErrors", m->consecutiveErrors}};
+    // JSON has no NaN or infinity; such a value is "no data" and is left out.
+    if (m->lastValue && std::isfinite(*m->lastValue)) metric["lastValue"] = *m->lastValue;
+    putTime(metric, "lastEvalTime", m->lastEvalTime);
+    putTime(metric, "breachingSince", m->breachingSince);
+    out["metric"] = metric;
+  }
   for (const auto& c : s.conditions) out["conditions"].push_back(encodeCondition(c));
   return out;
 }
 
-json encodeRetrainingPolicy(const RetrainingPolicy& policy) {
-  const auto& ps = policy.spec;
-  json triggers = json::object();
-  if (const auto& s = ps.triggers.schedule) {
-    triggers["schedule"] = {{"cron", s->cron}};
-    if (!s->timeZone.empty()) triggers["schedule"]["timeZone"] = s->timeZone;
-  }
-  if (const auto& n = ps.triggers.newData)
-    triggers["newData"] = {{"gcsPrefix", n->gcsPrefix}, {"pollInterval", formatDuration(n->pollIntervalSeconds)}, {"minNewObjects", n->minNewObjects}};
-  if (const auto& m = ps.triggers.metric) {
-    json metric = {{"prometheusUrl", m->prometheusUrl}, {"query", m->query}, {"for", formatDuration(m->forSeconds)},
-                   {"pollInterval", formatDuration(m->pollIntervalSeconds)}};
-    if (m->below) metric["below"] = *m->below;
-    if (m->above) metric["above"] = *m->above;
-    triggers["metric"] = metric;
-  }
+json encodeRetrainingPolicySpec(const RetrainingPolicySpec& ps) {
   json templMeta = json::object();
   if (!ps.templ.labels.empty()) templMeta["labels"] = ps.templ.labels;
   if (!ps.templ.annotations.empty()) templMeta["annotations"] = ps.templ.annotations;
   json spec = {{"template", {{"metadata", templMeta}, {"spec", encodeTrainingRunSpec(ps.templ.spec)}}},
-               {"triggers", triggers},
-               {"warmStart", ps.warmStart},
+               {"triggers", encodeTriggers(ps.triggers)},
+               {"missedRuns", enumName(ps.missedRuns, missedRunsPolicyNames())},
+               {"maxCatchUpRuns", ps.maxCatchUpRuns},
                {"concurrencyPolicy", enumName(ps.concurrencyPolicy, concurrencyPolicyNames())},
+               {"maxActiveRuns", ps.maxActiveRuns},
+               {"cooldown", durationText(ps.cooldown)},
+               {"warmStart", ps.warmStart},
                {"successfulRunsHistoryLimit", ps.successfulRunsHistoryLimit},
                {"failedRunsHistoryLimit", ps.failedRunsHistoryLimit},
                {"suspend", ps.suspend}};
   if (ps.startingDeadlineSeconds) spec["startingDeadlineSeconds"] = *ps.startingDeadlineSeconds;
+  return spec;
+}
+
+json encodeRetrainingPolicy(const RetrainingPolicy& policy) {
   return {{"apiVersion", kApiVersion},
           {"kind", kRetrainingPolicyKind},
           {"metadata", encodeObjectMeta(policy.metadata)},
-          {"spec", spec},
+          {"spec", encodeRetrainingPolicySpec(policy.spec)},
           {"status", encodeRetrainingPolicyStatus(policy.status)}};
 }
 

@@ -1,9 +1,12 @@
 #include "crd/validation.h"
 
 #include <algorithm>
+#include <cctype>
+#include <stdexcept>
 
 #include "crd/labels.h"
 #include "crd/machine_catalog.h"
+#include "crd/schedule.h"
 #include "crd/strict_json.h"
 
 namespace vto::crd {
@@ -252,6 +255,76 @@ void checkTuning(Findings& f, const TrainingRunSpec& spec) {
         f.error(indexPath(base + ".metrics", i) + ".metricId", "duplicate metric; list each metricId once");
 }
 
+// --- RetrainingPolicy rules (the CRD's CEL rules say the same where CEL can check them) ---
+
+void checkRetrainingPolicyName(Findings& f, const ObjectMeta& metadata) {
+  if (metadata.name.size() > kMaxPolicyNameLength)
+    f.error("metadata.name", "a RetrainingPolicy name must be at most 52 characters, so that its runs' names "
+                             "(<policy>-<unix seconds>) fit in 63; choose a shorter name");
+}
+
+void checkPositiveDuration(Findings& f, const std::string& field, const std::string& name, std::chrono::seconds d) {
+  if (d.count() <= 0) f.error(field, name + " must be a positive duration like 30s, 5m or 1h");
+}
+
+void checkNonNegativeDuration(Findings& f, const std::string& field, const std::string& name, std::chrono::seconds d) {
+  if (d.count() < 0) f.error(field, name + " must be a duration of 0s or more, like 0s, 5m or 1h");
+}
+
+void checkScheduleTrigger(Findings& f, const ScheduleTrigger& s) {
+  const std::string at = "spec.triggers.schedule";
+  std::string cron = s.cron;
+  for (auto& c : cron) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  cron.erase(0, cron.find_first_not_of(" \t"));
+  bool macro = !cron.empty() && cron[0] == '@';
+  if (cron.rfind("TZ=", 0) == 0 || cron.rfind("CRON_TZ=", 0) == 0)
+    f.error(at + ".cron", "cron must not set a time zone (TZ= or CRON_TZ=); use the timeZone field instead, e.g. timeZone: Europe/Berlin");
+  else if (!macro && !hasFiveCronFields(s.cron))
+    f.error(at + ".cron", "cron must be a 5-field cron expression (minute hour day month weekday), e.g. \"0 3 * * 1\", "
+                          "or @daily/@weekly/@monthly/@hourly");
+  else
+    try {
+      parseCron(s.cron);
+    } catch (const std::invalid_argument& e) {
+      f.error(at + ".cron", e.what());
+    }
+  try {
+    checkTimeZone(s.timeZone);
+  } catch (const std::invalid_argument& e) {
+    f.error(at + ".timeZone", e.what());
+  }
+  checkNonNegativeDuration(f, at + ".jitter", "jitter", s.jitter);
+}
+
+void checkNewDataTrigger(Findings& f, const NewDataTrigger& n) {
+  const std::string at = "spec.triggers.newData";
+  if (!isGcsUri(n.gcsPrefix)) f.error(at + ".gcsPrefix", "gcsPrefix must be a gs:// prefix, e.g. gs://BUCKET/incoming/");
+  checkPositiveDuration(f, at + ".pollInterval", "pollInterval", n.pollInterval);
+  checkNonNegativeDuration(f, at + ".quietPeriod", "quietPeriod", n.quietPeriod);
+}
+
+void checkMetricTrigger(Findings& f, const MetricTrigger& m) {
+  const std::string at = "spec.triggers.metric";
+  if (m.prometheusUrl.rfind("http://", 0) != 0 && m.prometheusUrl.rfind("https://", 0) != 0)
+    f.error(at + ".prometheusUrl", "prometheusUrl must be an http:// or https:// URL, e.g. http://prometheus.monitoring:9090");
+  if (m.query.empty()) f.error(at + ".query", "required: a PromQL query that returns exactly one sample, e.g. fraud_model_auc{env=\"prod\"}");
+  if (m.below.has_value() == m.above.has_value())
+    f.error(at, "set exactly one of below or above: the threshold that triggers a retrain");
+  checkNonNegativeDuration(f, at + ".for", "for", m.forDuration);
+  checkPositiveDuration(f, at + ".pollInterval", "pollInterval", m.pollInterval);
+}
+
+void checkRetrainingPolicySpec(Findings& f, const RetrainingPolicySpec& spec) {
+  // No trigger at all is allowed: the policy is then a button (the vto.dev/retrain-requested annotation).
+  if (spec.triggers.schedule) checkScheduleTrigger(f, *spec.triggers.schedule);
+  if (spec.triggers.newData) checkNewDataTrigger(f, *spec.triggers.newData);
+  if (spec.triggers.metric) checkMetricTrigger(f, *spec.triggers.metric);
+  checkNonNegativeDuration(f, "spec.cooldown", "cooldown", spec.cooldown);
+  if (spec.templ.labels.count(kRetrainingPolicyLabel))
+    f.error(std::string("spec.template.metadata.labels.") + kRetrainingPolicyLabel,
+            "the operator sets this label to the policy's name on every run; remove it from the template");
+}
+
 }  // namespace
 
 const std::vector<std::string>& reservedEnvNames() {
@@ -283,28 +356,10 @@ std::vector<Finding> validateTrainingRunSpec(const TrainingRunSpec& spec, const 
 std::vector<Finding> validate(const TrainingRun& run) { return validateTrainingRunSpec(run.spec, "spec"); }
 
 std::vector<Finding> validate(const RetrainingPolicy& policy) {
-  const auto& spec = policy.spec;
-  auto findings = validateTrainingRunSpec(spec.templ.spec, "spec.template.spec");
-  Findings f("spec");
-  if (const auto& s = spec.triggers.schedule) {
-    static const std::vector<std::string> kMacros = {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"};
-    bool macro = std::find(kMacros.begin(), kMacros.end(), s->cron) != kMacros.end();
-    if (!macro && !hasFiveCronFields(s->cron))
-      f.error("triggers.schedule.cron", "must be a 5-field cron expression (minute hour day month weekday), e.g. "
-                                        "\"0 3 * * 1\", or @daily/@weekly/@monthly/@hourly");
-  }
-  if (const auto& n = spec.triggers.newData) {
-    if (!isGcsUri(n->gcsPrefix)) f.error("triggers.newData.gcsPrefix", "must be a gs:// prefix, e.g. gs://BUCKET/incoming/");
-  }
-  if (const auto& m = spec.triggers.metric) {
-    if (m->prometheusUrl.rfind("http://", 0) != 0 && m->prometheusUrl.rfind("https://", 0) != 0)
-      f.error("triggers.metric.prometheusUrl", "must be an http:// or https:// URL, e.g. http://prometheus.monitoring:9090");
-    if (m->query.empty()) f.error("triggers.metric.query", "required: a PromQL query returning one number");
-    if (m->below.has_value() == m->above.has_value())
-      f.error("triggers.metric", "set exactly one of below or above: the threshold that triggers a retrain");
-  }
-  if (!spec.triggers.schedule && !spec.triggers.newData && !spec.triggers.metric)
-    f.warning("triggers", "no trigger: runs start only when you annotate the policy with vto.dev/retrain-requested");
+  auto findings = validateTrainingRunSpec(policy.spec.templ.spec, "spec.template.spec");
+  Findings f("");
+  checkRetrainingPolicyName(f, policy.metadata);
+  checkRetrainingPolicySpec(f, policy.spec);
   auto more = f.take();
   findings.insert(findings.end(), more.begin(), more.end());
   return findings;
