@@ -112,6 +112,7 @@ int run(const Args& args) {
   reconcilerOptions.defaults = {flags.get("default-project"), flags.get("default-location")};
   reconcilerOptions.checkpointPollPeriod = std::chrono::seconds(flags.getInt("checkpoint-poll-interval"));
   reconcilerOptions.checkpointListsPerMinute = flags.getInt("checkpoint-lists-per-minute");
+  reconcilerOptions.awaitFirstPoll = true;  // the PollingSource below lists every target at once
   reconcilers::TrainingRunReconciler reconciler(runs.cache(), kube, vertexClient, gcs, jobs, events, clock,
                                                 reconcilerOptions, &trainingRunMetrics);
   manager.addController("trainingrun", reconciler, flags.getInt("max-concurrent-reconciles"));

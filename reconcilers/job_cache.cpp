@@ -74,6 +74,16 @@ bool JobCache::setPollFailure(const std::string& prefix, std::optional<VertexFai
   return true;
 }
 
+void JobCache::markListed(const std::string& prefix) {
+  std::lock_guard lock(mutex_);
+  listed_.insert(prefix);
+}
+
+bool JobCache::listed(const std::string& prefix) const {
+  std::lock_guard lock(mutex_);
+  return listed_.count(prefix) > 0;
+}
+
 std::optional<VertexFailure> JobCache::pollFailure(const std::string& prefix) const {
   std::lock_guard lock(mutex_);
   auto found = pollFailures_.find(prefix);

@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,11 +52,16 @@ class JobCache {
   // there report it in a condition. Returns whether that changed.
   bool setPollFailure(const std::string& prefix, std::optional<VertexFailure> failure);
   std::optional<VertexFailure> pollFailure(const std::string& prefix) const;
+  // Whether the jobs under `prefix` have had a full list since the start (so a job missing here is
+  // not just one the poller has not brought yet).
+  void markListed(const std::string& prefix);
+  bool listed(const std::string& prefix) const;
 
  private:
   mutable std::mutex mutex_;
   std::map<std::string, CachedJob> jobs_;
   std::map<std::string, VertexFailure> pollFailures_;
+  std::set<std::string> listed_;
 };
 
 }  // namespace vto::reconcilers

@@ -129,6 +129,7 @@ Clock::duration JobPoller::poll(const PollTarget& target) {
         }
       }
       state.lastFullList = now;
+      jobs_.markListed(prefix);
     }
   } catch (const std::exception& e) {
     int status = 0;

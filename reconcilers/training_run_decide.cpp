@@ -427,8 +427,9 @@ Plan decide(const Observed& o, const DecideOptions& options) {
     return finished(d);
   }
   if (!o.job && recorded) {
-    // Vertex cannot be read right now (the Ready condition says why): keep what we know, look again.
-    d.plan.requeueAfter = options.resyncPeriod;
+    // Vertex cannot be read right now (the Ready condition says why), or the first poll is about to
+    // bring the job: keep what we know, look again.
+    d.plan.requeueAfter = o.awaitingFirstPoll ? options.firstPollWait : options.resyncPeriod;
     return finish(d);
   }
   if (!o.job) return create(d, options);

@@ -50,6 +50,9 @@ struct Observed {
   std::optional<CachedJob> job;
   // The job status names is gone from Vertex (404): deleted outside vto.
   bool jobNotFound = false;
+  // The job is not cached yet and its poll target's first full list (just after a start) will bring
+  // it: look again shortly instead of reading it now (a cold start costs lists, not a GET per run).
+  bool awaitingFirstPoll = false;
   // Vertex refused to create this attempt's job (4xx other than 429): decide fails the run.
   std::optional<VertexFailure> createRejected;
   // Polling this run's project/location fails (or a direct read of its job did): a condition, not a stall.
@@ -96,6 +99,7 @@ struct Plan {
 struct DecideOptions {
   Clock::duration resyncPeriod = std::chrono::minutes(5);
   Clock::duration cancelPollPeriod = std::chrono::seconds(2);
+  Clock::duration firstPollWait = std::chrono::seconds(5);
 };
 
 Plan decide(const Observed& observed, const DecideOptions& options = {});

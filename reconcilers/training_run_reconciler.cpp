@@ -30,7 +30,7 @@ TrainingRunReconciler::TrainingRunReconciler(const controller::ObjectCache& runs
       events_(events),
       clock_(clock),
       options_(options),
-      decideOptions_{options.resyncPeriod, options.cancelPollPeriod},
+      decideOptions_{options.resyncPeriod, options.cancelPollPeriod, std::chrono::seconds(5)},
       metrics_(metrics),
       checkpoints_(options.checkpointPollPeriod, options.checkpointListsPerMinute) {}
 
@@ -68,7 +68,7 @@ Observed TrainingRunReconciler::observe(const nlohmann::json& object) {
   }
   const auto* attempt = o.status.attempts.empty() ? nullptr : &o.status.attempts.back();
   if (attempt != nullptr && !attempt->jobName.empty()) {
-    o.job = readJob(attempt->jobName, o);
+    o.job = readJob(attempt->jobName, target, o);
   } else if (target && (deleting || o.run->spec.suspend)) {
     // Not in status: a crash may have come between create and the status write. Cancel what exists.
     if (auto found = findByLabels(o, *target, attempt != nullptr ? attempt->attempt : 1)) {
@@ -79,9 +79,17 @@ Observed TrainingRunReconciler::observe(const nlohmann::json& object) {
   return o;
 }
 
-std::optional<CachedJob> TrainingRunReconciler::readJob(const std::string& jobName, Observed& o) {
+std::optional<CachedJob> TrainingRunReconciler::readJob(const std::string& jobName,
+                                                        const std::optional<PollTarget>& target, Observed& o) {
   auto cached = jobs_.get(jobName);
   if (cached && o.now - cached->readAt < options_.jobStaleAfter) return cached;
+  // Only where no decision acts on the job's absence (deletion and suspension cancel what exists).
+  bool following = o.metadata.deletionTimestamp.empty() && !o.run->spec.suspend;
+  if (!cached && options_.awaitFirstPoll && following && target && !o.vertexUnavailable &&
+      !jobs_.listed(target->jobPrefix())) {
+    o.awaitingFirstPoll = true;
+    return std::nullopt;
+  }
   try {
     auto job = vertex_.getJob(jobName);
     jobs_.put(job, o.now);

@@ -42,6 +42,9 @@ struct TrainingRunReconcilerOptions {
   // A cached job not read from Vertex for this long is read again by GET before decide sees it
   // (the poller's full lists normally refresh every unfinished job much sooner).
   Clock::duration jobStaleAfter = std::chrono::minutes(5);
+  // With a poller running (vto run): a job not cached yet is left to its target's first full list
+  // rather than read by GET, so that a start with many runs costs a few lists, not a GET per run.
+  bool awaitFirstPoll = false;
 };
 
 class TrainingRunReconciler final : public controller::Reconciler {
@@ -60,7 +63,8 @@ class TrainingRunReconciler final : public controller::Reconciler {
 
  private:
   // The job named in status: cached while fresh, else a GET (404: deleted outside vto).
-  std::optional<CachedJob> readJob(const std::string& jobName, Observed& observed);
+  std::optional<CachedJob> readJob(const std::string& jobName, const std::optional<PollTarget>& target,
+                                   Observed& observed);
   // The job vto created for this run and attempt, found by its labels (oldest first, so that every
   // pass adopts the same one should two ever exist).
   std::optional<vertex::Job> findByLabels(const Observed& observed, const PollTarget& target, int attempt);

@@ -266,6 +266,17 @@ TEST(DecideTest, VertexErrorsBecomeConditions) {
          EXPECT_FALSE(p.createJob.has_value());
          EXPECT_EQ(conditionReason(*p.status, "Ready"), "False/VertexError");
        }},
+      {"just started: the first poll will bring the job",
+       [] {
+         auto o = submitted(crd::Phase::Running);
+         o.awaitingFirstPoll = true;
+         return o;
+       },
+       crd::Phase::Running, {},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.createJob.has_value());
+         EXPECT_EQ(p.requeueAfter, seconds(5));
+       }},
       {"a failing poll target while the job is known",
        [] {
          auto o = submitted(crd::Phase::Running);

@@ -302,6 +302,37 @@ TEST_F(PolledReconcilerTest, AFailingTargetShowsOnItsOwnRunsAndNeverBlocksOthers
   EXPECT_EQ(status("other")["phase"], "Running");
 }
 
+TEST_F(PolledReconcilerTest, AfterARestartJobsComeFromTheFirstListNotAGetPerRun) {
+  apply();
+  apply("", "second");
+  reconcile();
+  reconcile("second");
+  track();
+  track("second");
+  vertex.setState(currentJob(), vertex::JobState::Running);
+  vertex.setState(currentJob("second"), vertex::JobState::Running);
+  // A new process: an empty JobCache, a reconciler that leaves missing jobs to the first poll.
+  JobCache restartedJobs;
+  auto restartedOptions = options();
+  restartedOptions.awaitFirstPoll = true;
+  TrainingRunReconciler restarted(cache, kube, vertex, countingGcs, restartedJobs, events, clock, restartedOptions);
+  JobPoller restartedPoller(vertex, restartedJobs, clock, [this](const std::string& uid) {
+    if (auto key = cache.keyByUid(uid)) woken.insert(key->name);
+  }, pollerOptions());
+  int gets = vertex.getCalls();
+  EXPECT_EQ(restarted.reconcile({"ns", "r"}).requeueAfter, seconds(5));
+  EXPECT_EQ(vertex.getCalls(), gets) << "no GET before the first list";
+  restartedPoller.poll(targets.current().begin()->second);
+  EXPECT_EQ(woken, (std::set<std::string>{"r", "second"}));
+  for (const auto& name : woken) {
+    restarted.reconcile({"ns", name});
+    sync(name);
+  }
+  EXPECT_EQ(status()["phase"], "Running");
+  EXPECT_EQ(status("second")["phase"], "Running");
+  EXPECT_EQ(vertex.getCalls(), gets);
+}
+
 TEST_F(ReconcilerTest, ARunningRunListsCheckpointsAndWritesStatusAtMostOncePerInterval) {
   apply();
   reconcile();
