@@ -112,7 +112,8 @@ int run(const Args& args) {
   reconcilerOptions.defaults = {flags.get("default-project"), flags.get("default-location")};
   reconcilerOptions.checkpointPollPeriod = std::chrono::seconds(flags.getInt("checkpoint-poll-interval"));
   reconcilerOptions.checkpointListsPerMinute = flags.getInt("checkpoint-lists-per-minute");
-  reconcilerOptions.awaitFirstPoll = true;  // the PollingSource below lists every target at once
+  // The PollingSource below lists every target at once: just after a start, jobs come from those lists.
+  reconcilerOptions.awaitFirstPoll = std::chrono::minutes(1);
   reconcilers::TrainingRunReconciler reconciler(runs.cache(), kube, vertexClient, gcs, jobs, events, clock,
                                                 reconcilerOptions, &trainingRunMetrics);
   manager.addController("trainingrun", reconciler, flags.getInt("max-concurrent-reconciles"));

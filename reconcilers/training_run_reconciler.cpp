@@ -32,7 +32,8 @@ TrainingRunReconciler::TrainingRunReconciler(const controller::ObjectCache& runs
       options_(options),
       decideOptions_{options.resyncPeriod, options.cancelPollPeriod, std::chrono::seconds(5)},
       metrics_(metrics),
-      checkpoints_(options.checkpointPollPeriod, options.checkpointListsPerMinute) {}
+      checkpoints_(options.checkpointPollPeriod, options.checkpointListsPerMinute),
+      startedAt_(clock.now()) {}
 
 Result TrainingRunReconciler::reconcile(const controller::ObjectKey& key) {
   auto cached = runs_.get(key);
@@ -85,8 +86,8 @@ std::optional<CachedJob> TrainingRunReconciler::readJob(const std::string& jobNa
   if (cached && o.now - cached->readAt < options_.jobStaleAfter) return cached;
   // Only where no decision acts on the job's absence (deletion and suspension cancel what exists).
   bool following = o.metadata.deletionTimestamp.empty() && !o.run->spec.suspend;
-  if (!cached && options_.awaitFirstPoll && following && target && !o.vertexUnavailable &&
-      !jobs_.listed(target->jobPrefix())) {
+  bool starting = o.now - startedAt_ < options_.awaitFirstPoll;
+  if (!cached && starting && following && target && !o.vertexUnavailable && !jobs_.listed(target->jobPrefix())) {
     o.awaitingFirstPoll = true;
     return std::nullopt;
   }

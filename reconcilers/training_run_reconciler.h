@@ -42,9 +42,10 @@ struct TrainingRunReconcilerOptions {
   // A cached job not read from Vertex for this long is read again by GET before decide sees it
   // (the poller's full lists normally refresh every unfinished job much sooner).
   Clock::duration jobStaleAfter = std::chrono::minutes(5);
-  // With a poller running (vto run): a job not cached yet is left to its target's first full list
-  // rather than read by GET, so that a start with many runs costs a few lists, not a GET per run.
-  bool awaitFirstPoll = false;
+  // With a poller running (vto run): for this long after the start, a job not cached yet is left to
+  // its target's first full list rather than read by GET, so that a start with many runs costs a
+  // few lists, not a GET per run. Bounded, so that a run no poll covers is never left waiting.
+  Clock::duration awaitFirstPoll = Clock::duration::zero();
 };
 
 class TrainingRunReconciler final : public controller::Reconciler {
@@ -82,6 +83,7 @@ class TrainingRunReconciler final : public controller::Reconciler {
   DecideOptions decideOptions_;
   metrics::TrainingRunMetrics* metrics_;
   CheckpointSchedule checkpoints_;
+  Clock::time_point startedAt_;
 };
 
 }  // namespace vto::reconcilers

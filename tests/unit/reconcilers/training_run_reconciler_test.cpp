@@ -314,7 +314,7 @@ TEST_F(PolledReconcilerTest, AfterARestartJobsComeFromTheFirstListNotAGetPerRun)
   // A new process: an empty JobCache, a reconciler that leaves missing jobs to the first poll.
   JobCache restartedJobs;
   auto restartedOptions = options();
-  restartedOptions.awaitFirstPoll = true;
+  restartedOptions.awaitFirstPoll = std::chrono::minutes(1);
   TrainingRunReconciler restarted(cache, kube, vertex, countingGcs, restartedJobs, events, clock, restartedOptions);
   JobPoller restartedPoller(vertex, restartedJobs, clock, [this](const std::string& uid) {
     if (auto key = cache.keyByUid(uid)) woken.insert(key->name);
