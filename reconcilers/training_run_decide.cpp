@@ -474,7 +474,9 @@ Plan recordCreatedJob(const Observed& o, Plan plan, const CachedJob& job, bool a
   if (!adopted) d.plan.events.push_back(normalEvent("JobCreated", "created " + std::string(vertex::kindName(vertex::jobKindOf(job.name))) +
                                                         " " + job.name + " for attempt " + std::to_string(attempt.attempt)));
   applyJobState(d, job);
-  return finish(d);
+  // The JobCreated Event already tells the user; the job's first state (queued) is in status. One
+  // Event per run at submission, not two.
+  return finish(d, false);
 }
 
 }  // namespace vto::reconcilers

@@ -106,7 +106,8 @@ Plan decide(const Observed& observed, const DecideOptions& options = {});
 
 // After act created the job `plan.createJob` asked for (or found it already there: `adopted`, after a
 // crash between create and the status write): the status with the job's name and state, which act
-// writes at once (the journal that makes creation exactly once), and the JobCreated Event.
+// writes at once (the journal that makes creation exactly once), and the JobCreated Event (the only
+// Event of a submission: the job's first state is not announced separately).
 Plan recordCreatedJob(const Observed& observed, Plan plan, const CachedJob& job, bool adopted);
 
 // Where a run's jobs live and are polled; nullopt without a project or location.
