@@ -2,7 +2,9 @@
 // controller/ and vertex/.
 #include <unistd.h>
 
+#include <condition_variable>
 #include <iostream>
+#include <mutex>
 #include <random>
 #include <spdlog/spdlog.h>
 #include <stop_token>
@@ -19,7 +21,13 @@
 #include "controller/shutdown_signals.h"
 #include "reconcilers/job_poller.h"
 #include "reconcilers/training_run_reconciler.h"
+#include "metrics/api_request_metrics.h"
 #include "metrics/trainingrun_metrics.h"
+#include "metrics/process_metrics.h"
+#include "metrics/trainingrun_observer.h"
+#include "reconcilers/trainingrun_snapshot.h"
+#include "cmd/version.h"
+#include "vertex/request_observer.h"
 #include "vertex/auth.h"
 #include "vertex/gcs_client.h"
 #include "vertex/http_transport.h"
@@ -95,9 +103,36 @@ int run(const Args& args) {
   vertexOptions.limits.createsPerMinute = flags.getInt("vertex-creates-per-minute");
   vertexOptions.limits.requestsPerMinute = flags.getInt("vertex-requests-per-minute");
   if (!vertexOptions.endpoint.empty()) vertex::validateEndpoint(vertexOptions.endpoint, vertexOptions.allowInsecure);
-  vertex::RestVertexClient vertexClient(http, *tokens, clock, sleeper, vertexOptions);
+  // --- Observability (issue 13): request metrics for Vertex AI and Cloud Storage, build info. ---
+  // Each client sends through an ObservedTransport that counts and times every HTTP exchange; the
+  // Vertex client also reports its pacer waits. The token source keeps the bare transport.
+  metrics::registerBuildInfo(*registry, buildinfo::kVersion, buildinfo::kGitRevision);
+  metrics::ApiRequestMetrics apiMetrics(*registry);
+  struct VertexRequests final : vertex::RequestObserver {
+    metrics::ApiRequestMetrics& to;
+    explicit VertexRequests(metrics::ApiRequestMetrics& m) : to(m) {}
+    void requestDone(const std::string& method, const std::string& code, Clock::duration took) override {
+      to.vertexRequest(method, code, std::chrono::duration<double>(took).count());
+    }
+    void quotaWaited(Clock::duration waited) override {
+      to.vertexQuotaWait(std::chrono::duration<double>(waited).count());
+    }
+  } vertexRequests(apiMetrics);
+  struct GcsRequests final : vertex::RequestObserver {
+    metrics::ApiRequestMetrics& to;
+    explicit GcsRequests(metrics::ApiRequestMetrics& m) : to(m) {}
+    void requestDone(const std::string& method, const std::string& code, Clock::duration) override {
+      to.gcsRequest(method, code);
+    }
+    void quotaWaited(Clock::duration) override {}
+  } gcsRequests(apiMetrics);
+  vertex::ObservedTransport vertexHttp(http, clock, vertexRequests, vertex::vertexMethodOf);
+  vertex::ObservedTransport gcsHttp(http, clock, gcsRequests, vertex::gcsMethodOf);
+  vertexOptions.observer = &vertexRequests;
+  // --- end observability ---
+  vertex::RestVertexClient vertexClient(vertexHttp, *tokens, clock, sleeper, vertexOptions);
   auto gcsFlag = flags.get("gcs-endpoint");
-  vertex::RestGcsClient gcs(http, vertex::gcsEndpoint(gcsFlag.empty() ? std::nullopt : std::optional(gcsFlag)),
+  vertex::RestGcsClient gcs(gcsHttp, vertex::gcsEndpoint(gcsFlag.empty() ? std::nullopt : std::optional(gcsFlag)),
                             tokens.get());
   metrics::TrainingRunMetrics trainingRunMetrics(*registry);
 
@@ -119,6 +154,33 @@ int run(const Args& args) {
   manager.addController("trainingrun", reconciler, flags.getInt("max-concurrent-reconciles"));
   auto& queue = manager.queue("trainingrun");
   runs.addHandler(controller::enqueueKey(queue));
+
+  // --- Observability (issue 13): TrainingRun metrics derived from the informer cache, like
+  // kube-state-metrics; the reconciler is not involved. Every change of a run goes to the observer;
+  // a run no longer in the cache (same uid) was deleted. Running jobs' accelerator and machine time
+  // is accounted when scraped. The loop runs only on the leader, so only the leader exports them.
+  auto trainingRunObserver = std::make_shared<metrics::TrainingRunObserver>(clock, reconcilers::trainingRunPhases());
+  manager.addCollectable(trainingRunObserver);
+  auto processMetrics = std::make_shared<metrics::ProcessMetrics>();  // held here: the manager keeps weak_ptrs
+  manager.addCollectable(processMetrics);
+  runs.addHandler([&runs, observer = trainingRunObserver.get()](const nlohmann::json& run) {
+    auto uid = run["metadata"].value("uid", "");
+    auto cached = runs.cache().get(controller::keyOf(run));
+    if (!cached || (*cached)["metadata"].value("uid", "") != uid) {
+      observer->forget(uid);
+    } else {
+      observer->observe(reconcilers::trainingRunSnapshot(run));
+    }
+  });
+  manager.addLoop([observer = trainingRunObserver.get()](std::stop_token stop) {
+    observer->setActive(true);
+    std::mutex mutex;
+    std::condition_variable_any wake;
+    std::unique_lock lock(mutex);
+    wake.wait(lock, stop, [] { return false; });
+    observer->setActive(false);
+  });
+  // --- end observability ---
 
   // Vertex has no watch: a PollingSource polls each (project, location, kind) that unfinished runs
   // use, on its own schedule and backoff, and wakes the runs whose jobs changed (by uid, an index).

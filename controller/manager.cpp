@@ -76,11 +76,15 @@ void Manager::stopControllers() {
   for (auto& runnable : controllers_) runnable->controller->stop(options_.gracefulShutdown);
 }
 
+void Manager::addCollectable(std::weak_ptr<prometheus::Collectable> collectable) {
+  collectables_.push_back(std::move(collectable));
+}
+
 int Manager::run(std::stop_token stop) {
   if (options_.metricsBindAddress != "0") {
-    metricsServer_ = std::make_unique<metrics::MetricsServer>(
-        options_.metricsBindAddress, registry_,
-        std::vector<std::weak_ptr<prometheus::Collectable>>{metrics_});
+    auto collectables = collectables_;
+    collectables.insert(collectables.begin(), metrics_);
+    metricsServer_ = std::make_unique<metrics::MetricsServer>(options_.metricsBindAddress, registry_, collectables);
   }
   if (options_.healthProbeBindAddress != "0") {
     healthServer_ = std::make_unique<HealthServer>(options_.healthProbeBindAddress);

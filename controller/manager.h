@@ -53,6 +53,9 @@ class Manager {
   // A background loop that runs beside the controllers, only while they run (only on the leader):
   // started with them, asked to stop through its token and joined before they drain.
   void addLoop(std::function<void(std::stop_token)> loop);
+  // Metrics computed when scraped (e.g. vto's process and TrainingRun collectors), served beside the
+  // registry; added before run(), held weakly.
+  void addCollectable(std::weak_ptr<prometheus::Collectable> collectable);
 
   // Blocks until `stop` is requested (returns 0 after a graceful stop) or the lease is lost
   // (returns 1: the process should exit so that it restarts as a standby).
@@ -73,6 +76,7 @@ class Manager {
   std::vector<std::unique_ptr<Runnable>> controllers_;
   std::vector<std::function<void(std::stop_token)>> loops_;
   std::vector<std::jthread> loopThreads_;
+  std::vector<std::weak_ptr<prometheus::Collectable>> collectables_;
   std::unique_ptr<metrics::MetricsServer> metricsServer_;
   std::unique_ptr<HealthServer> healthServer_;
 };
