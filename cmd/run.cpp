@@ -12,6 +12,7 @@
 #include "cmd/commands.h"
 #include "cmd/flags.h"
 #include "cmd/logging.h"
+#include "cmd/tenancy_config.h"
 #include "controller/event_recorder.h"
 #include "controller/informer.h"
 #include "controller/kube_client.h"
@@ -46,8 +47,9 @@ Flags runFlags() {
       {"gcs-endpoint", 0, "", "Cloud Storage base URL (default $STORAGE_EMULATOR_HOST, else storage.googleapis.com)"},
       {"default-project", 0, "", "GCP project for TrainingRuns that name none"},
       {"default-location", 0, "", "Vertex AI location for TrainingRuns that name none"},
-      {"metrics-bind-address", 0, ":8080", "address of the Prometheus /metrics endpoint"},
-      {"health-probe-bind-address", 0, ":8081", "address of /healthz and /readyz"},
+      // Loopback by default: only the chart (or an admin) opens them to the pod network.
+      {"metrics-bind-address", 0, "127.0.0.1:8080", "address of the Prometheus /metrics endpoint (\":8080\": every interface)"},
+      {"health-probe-bind-address", 0, "127.0.0.1:8081", "address of /healthz and /readyz (\":8081\": every interface, as kubelet probes need)"},
       {"leader-elect", 0, "false", "elect one active replica through a Lease", true},
       {"leader-election-namespace", 0, "", "namespace of the Lease (default: the kubeconfig's namespace)"},
       {"max-concurrent-reconciles", 0, "4", "TrainingRuns reconciled at once"},
@@ -74,8 +76,11 @@ std::string identity() {
 
 int run(const Args& args) {
   auto flags = runFlags();
+  allowTenancySection(flags);
   if (!flags.parse(args)) return 0;
   setupLogging(flags.get("log-format"), flags.get("log-level"));
+  // Parsed before anything starts, so a bad rule stops the operator with the field named.
+  [[maybe_unused]] auto tenancy = tenancyRulesFromConfig(flags);  // for the reconciler's tenancy check
   controller::ShutdownSignals signals;  // before any thread starts, so only its watcher gets them
 
   RealClock clock;

@@ -2,7 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <condition_variable>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 
@@ -101,6 +103,7 @@ int Manager::run(std::stop_token stop) {
     wake.notify_all();
   });
 
+  std::atomic<bool> releasing{false};
   std::unique_ptr<LeaderElector> elector;
   std::jthread election;
   if (options_.leaderElect) {
@@ -112,6 +115,14 @@ int Manager::run(std::stop_token stop) {
                 [&] {
                   // Fencing: no new reconcile starts once the lease may belong to someone else.
                   for (auto& runnable : controllers_) runnable->queue->shutDown();
+                  if (releasing) return;  // our own graceful release, not a loss
+                  if (options_.onLeaseLost) options_.onLeaseLost();
+                  if (options_.exitOnLeaseLost) {
+                    spdlog::error("lost the leader lease: exiting at once so that no worker acts while "
+                                  "another replica may lead; this process restarts as a standby");
+                    spdlog::shutdown();  // flushes the log line
+                    std::_Exit(1);
+                  }
                   std::lock_guard guard(mutex);
                   lost = true;
                   wake.notify_all();
@@ -130,6 +141,7 @@ int Manager::run(std::stop_token stop) {
   if (lostLease) spdlog::error("lost the leader lease: stopping so that this process can restart as a standby");
   stopControllers();
   if (election.joinable()) {
+    releasing = true;
     election.request_stop();  // releases the lease when we still hold it
     election.join();
   }

@@ -342,19 +342,12 @@ TEST(Yaml, LoneCommaGivesNoDocumentInsteadOfHanging) {
   EXPECT_EQ(parseYamlDocuments("a: 1\n---\n,\n").size(), 1u);
 }
 
-std::string errorOf(const std::string& text) {
-  try {
-    parseYamlDocuments(text);
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::yamlErrorOf;
 
 TEST(Yaml, ErrorLinesCountFromTheStartOfTheStream) {
   // The same broken document, alone and after a two-line document: the line moves by two.
-  EXPECT_EQ(errorOf("b: 2\nc: [1\n"), "not valid YAML: line 3, column 1: end of sequence flow not found");
-  EXPECT_EQ(errorOf("a: 1\n---\nb: 2\nc: [1\n"), "not valid YAML: line 5, column 1: end of sequence flow not found");
+  EXPECT_EQ(yamlErrorOf("b: 2\nc: [1\n"), "not valid YAML: line 3, column 1: end of sequence flow not found");
+  EXPECT_EQ(yamlErrorOf("a: 1\n---\nb: 2\nc: [1\n"), "not valid YAML: line 5, column 1: end of sequence flow not found");
 }
 
 TEST(Yaml, DocumentMarkersWithContentAndEndMarkers) {

@@ -9,7 +9,7 @@ namespace {
 using testing::kMinimalRun;
 using testing::runFromYaml;
 
-TrainingRun withSpec(const std::string& extraSpecYaml) { return runFromYaml(std::string(kMinimalRun) + extraSpecYaml); }
+TrainingRun withSpec(const std::string& extraSpecYaml) { return testing::runWithSpec(extraSpecYaml); }
 
 std::string envValue(const json& pool, const std::string& name) {
   const json& code = pool.contains("containerSpec") ? pool["containerSpec"] : pool["pythonPackageSpec"];

@@ -16,7 +16,7 @@ using testing::repoRoot;
 using testing::runFromYaml;
 
 std::vector<Finding> findingsOf(const std::string& extraSpecYaml) {
-  return validate(runFromYaml(std::string(kMinimalRun) + extraSpecYaml));
+  return validate(testing::runWithSpec(extraSpecYaml));
 }
 
 bool hasFinding(const std::vector<Finding>& findings, Severity severity, const std::string& path) {
