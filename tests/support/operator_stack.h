@@ -11,6 +11,7 @@
 #include "tests/support/subprocess.h"
 #include "tests/support/test_cluster.h"
 #include "vertex/auth.h"
+#include "vertex/gcs_client.h"
 #include "vertex/sleeper.h"
 #include "vertex/vertex_client.h"
 
@@ -51,6 +52,7 @@ class OperatorStack {
   // Every Vertex job (CustomJob or HyperparameterTuningJob) labelled with the run's uid.
   std::vector<vertex::Job> jobsOfRun(const std::string& uid, vertex::JobKind kind = vertex::JobKind::Custom);
   vertex::VertexClient& vertex() { return *vertex_; }
+  vertex::GcsClient& gcsClient() { return *gcsClient_; }  // fake-gcs-server, as the operator reads it
   void createNamespace(const std::string& ns);
 
  private:
@@ -65,6 +67,7 @@ class OperatorStack {
   vertex::RealSleeper sleeper_;
   std::unique_ptr<vertex::CachedTokenSource> tokens_;
   std::unique_ptr<vertex::RestVertexClient> vertex_;
+  std::unique_ptr<vertex::RestGcsClient> gcsClient_;
 };
 
 // A TrainingRun manifest on a small CPU machine; `extraSpec` is YAML appended under `spec:` (indented).
