@@ -32,7 +32,7 @@ OperatorStack::OperatorStack(std::vector<std::string> emulatorFlags)
   // The operator checks the output bucket before a run's first job: the runs' bucket exists, as it
   // would in a real project (tests of a missing bucket use another name).
   gcsClient_ = std::make_unique<vertex::RestGcsClient>(http_, gcs_->url(), nullptr);
-  gcsClient_->ensureBucket("test-bucket");
+  gcsClient_->ensureBucket("test-bucket", "vto");
 }
 
 OperatorStack::~OperatorStack() {
