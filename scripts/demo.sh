@@ -50,6 +50,11 @@ start gcs "$BIN/fake-gcs-server" -scheme http -host 127.0.0.1 -port "$GCS_PORT" 
   -public-host "127.0.0.1:$GCS_PORT" -log-level warn
 wait_until 30 "fake-gcs-server" curl -sf "http://127.0.0.1:$GCS_PORT/storage/v1/b"
 say "fake-gcs-server on http://127.0.0.1:$GCS_PORT"
+# The samples' buckets: vto checks a run's output bucket exists before its first job (OutputBucketNotFound).
+for bucket in acme-ml-out acme-ml-data my-bucket risk-artifacts risk-data risk-models; do
+  curl -sf -X POST -H 'Content-Type: application/json' -d "{\"name\": \"$bucket\"}" \
+    "http://127.0.0.1:$GCS_PORT/storage/v1/b?project=demo-project" >/dev/null
+done
 
 if [ -x "$BIN/vto-emulator" ]; then
   VERTEX_PORT=$(free_port)
