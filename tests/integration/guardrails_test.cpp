@@ -1,10 +1,12 @@
 // Guardrails checked before a run's first job, end to end (kubectl -> API server -> vto run ->
 // emulator and fake-gcs-server): tenancy rules from `vto run --config` and the output bucket.
+#include <cpprest/http_listener.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
 
 #include "tests/support/operator_stack.h"
+#include "tests/support/ports.h"
 #include "tests/support/wait.h"
 #include "vertex/http_transport.h"
 
@@ -12,6 +14,52 @@ namespace vto::testing {
 namespace {
 
 using std::chrono::seconds;
+
+// A GCS endpoint stub in front of fake-gcs-server: object listings whose prefix contains "forbidden"
+// get 403 PERMISSION_DENIED, everything else is forwarded. Why a stub and not fake-gcs-server alone:
+// it cannot answer 403. Why at the HTTP level and not a TCP proxy: the 403 depends on the request's
+// path and query. Every other call still reaches the real server, and the operator keeps its real
+// RestGcsClient and error parsing; only `--gcs-endpoint` points here.
+class ForbiddingGcsStub {
+ public:
+  explicit ForbiddingGcsStub(std::string upstream)
+      : upstream_(std::move(upstream)),
+        url_("http://127.0.0.1:" + std::to_string(freeLoopbackPort())),
+        listener_(web::uri(url_)) {
+    listener_.support([this](web::http::http_request request) { handle(std::move(request)); });
+    listener_.open().wait();
+  }
+  ~ForbiddingGcsStub() { listener_.close().wait(); }
+  const std::string& url() const { return url_; }
+
+ private:
+  void handle(web::http::http_request request) {
+    std::string target = request.relative_uri().to_string();
+    if (target.find("/o?") != std::string::npos && target.find("forbidden") != std::string::npos) {
+      request.reply(403, R"({"error": {"code": 403, "status": "PERMISSION_DENIED", "message": "vto@test-project.iam.gserviceaccount.com does not have storage.objects.list access"}})",
+                    "application/json");
+      return;
+    }
+    vertex::HttpRequest forward;
+    forward.method = request.method();
+    forward.url = upstream_ + target;
+    forward.body = request.extract_string().get();
+    if (request.headers().has("Content-Type")) forward.headers["Content-Type"] = request.headers().content_type();
+    try {
+      auto response = http_.send(forward);
+      web::http::http_response reply(static_cast<web::http::status_code>(response.status));
+      reply.set_body(response.body, "application/json");
+      request.reply(reply);
+    } catch (const std::exception& e) {
+      request.reply(502, e.what());
+    }
+  }
+
+  std::string upstream_;
+  std::string url_;
+  vertex::CppRestTransport http_;
+  web::http::experimental::listener::http_listener listener_;
+};
 
 // team-a may use only its own project, bucket and service account; team-cap may hold 4 accelerators
 // at once; "buckets" may use anything. Jobs queue 1 s and train 6 steps of 1 s.
@@ -27,7 +75,9 @@ OperatorStack& stack() {
                              "  - namespaces: [team-cap]\n"
                              "    maxAccelerators: 4\n"
                              "  - namespaces: [buckets]\n";
-    shared.startOperator({"--config", config});
+    // Destroyed before `shared` stops the operator: its last GCS calls at exit may fail; nothing asserts on them.
+    static ForbiddingGcsStub gcs(shared.gcs().url());
+    shared.startOperator({"--config", config, "--gcs-endpoint", gcs.url()});
     return true;
   }();
   (void)started;
@@ -144,6 +194,21 @@ TEST(Guardrails, ARunWhoseBucketIsMissingWaitsWithoutAJobAndStartsOnceItExists) 
   EXPECT_EQ(stack().jobsOfRun(uidOf(ns, "late")).size(), 1u);
   EXPECT_EQ(condition(ns, "late", "Ready"), "");
   EXPECT_EQ(condition(ns, "late", "CheckpointsReadable"), "True/CheckpointsListed");
+}
+
+TEST(Guardrails, ForbiddenCheckpointsStillSubmitTheJobAndSaySoInACondition) {
+  const std::string ns = "buckets";
+  stack().createNamespace(ns);
+  apply(simpleRunManifest(ns, "forbidden-ckpt"));  // its checkpoint listing gets 403 from the stub
+  ASSERT_TRUE(waitFor([&] { return condition(ns, "forbidden-ckpt", "CheckpointsReadable") == "False/CheckpointsForbidden"; },
+                      seconds(60)))
+      << stack().getRun(ns, "forbidden-ckpt")["status"].dump() << "\n" << stack().operatorLog();
+  ASSERT_TRUE(stack().waitForPhase(ns, "forbidden-ckpt", "Succeeded", seconds(120))) << stack().operatorLog();
+  EXPECT_EQ(stack().jobsOfRun(uidOf(ns, "forbidden-ckpt")).size(), 1u);
+  EXPECT_EQ(condition(ns, "forbidden-ckpt", "CheckpointsReadable"), "False/CheckpointsForbidden");
+  auto events = stack().kubectlOk("-n " + ns + " get events --field-selector involvedObject.name=forbidden-ckpt,"
+                                  "reason=CheckpointsUnreadable -o jsonpath='{.items[*].message}'");
+  EXPECT_NE(events.find("from scratch"), std::string::npos) << events;
 }
 
 }  // namespace
