@@ -168,6 +168,7 @@ std::string Flags::usage() const {
   if (!about_.empty()) out << about_ << "\n\n";
   out << "flags:\n";
   for (const auto& s : specs_) {
+    if (s.hidden) continue;
     out << "  " << (s.shortName ? std::string("-") + s.shortName + ", " : "") << "--" << s.name
         << (s.boolean ? "" : " VALUE") << "\n      " << s.help;
     if (!s.defaultValue.empty() && s.defaultValue != "false") out << " (default " << s.defaultValue << ")";

@@ -19,6 +19,7 @@ struct FlagSpec {
   std::string help;
   bool boolean = false;
   bool repeatable = false;
+  bool hidden = false;  // left out of --help (test-only flags)
 };
 
 // A usage error: main() prints it with the hint to --help and exits 2.

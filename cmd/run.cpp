@@ -10,6 +10,7 @@
 #include <stop_token>
 
 #include "cmd/commands.h"
+#include "cmd/file_clock.h"
 #include "cmd/flags.h"
 #include "cmd/logging.h"
 #include "cmd/tenancy_config.h"
@@ -21,7 +22,9 @@
 #include "controller/runtime_metrics.h"
 #include "controller/shutdown_signals.h"
 #include "reconcilers/job_poller.h"
+#include "reconcilers/retraining_policy_reconciler.h"
 #include "reconcilers/training_run_reconciler.h"
+#include "metrics/retraining_metrics.h"
 #include "metrics/api_request_metrics.h"
 #include "metrics/trainingrun_metrics.h"
 #include "metrics/process_metrics.h"
@@ -32,7 +35,6 @@
 #include "vertex/auth.h"
 #include "vertex/gcs_client.h"
 #include "vertex/http_transport.h"
-#include "vertex/sleeper.h"
 #include "vertex/vertex_client.h"
 
 namespace vto::cmd {
@@ -43,7 +45,7 @@ Flags runFlags() {
       {"kubeconfig", 0, "", "kubeconfig file; default $KUBECONFIG, then the in-cluster service account"},
       {"namespace", 0, "", "watch only this namespace (repeatable; default all namespaces)", false, true},
       {"vertex-endpoint", 0, "", "Vertex AI base URL (default https://LOCATION-aiplatform.googleapis.com)"},
-      {"allow-insecure-endpoints", 0, "false", "allow plain http to a non-loopback Vertex endpoint", true},
+      {"allow-insecure-endpoints", 0, "false", "allow plain http (credentials in the clear) to a non-loopback Kubernetes, Vertex or GCS endpoint", true},
       {"gcs-endpoint", 0, "", "Cloud Storage base URL (default $STORAGE_EMULATOR_HOST, else storage.googleapis.com)"},
       {"default-project", 0, "", "GCP project for TrainingRuns that name none"},
       {"default-location", 0, "", "Vertex AI location for TrainingRuns that name none"},
@@ -62,6 +64,9 @@ Flags runFlags() {
       {"vertex-requests-per-minute", 0, "600", "other Vertex requests per minute per project and location"},
       {"log-format", 0, "json", "json or text"},
       {"log-level", 0, "info", "trace, debug, info, warn or error"},
+      {"max-concurrent-policy-reconciles", 0, "2", "RetrainingPolicies reconciled at once"},
+      // Tests only: the operator's clock is real time plus the seconds written in this file.
+      {"clock-offset-file", 0, "", "", false, false, true},
   });
 }
 
@@ -83,9 +88,12 @@ int run(const Args& args) {
   auto tenancy = tenancyRulesFromConfig(flags);  // for the reconciler's tenancy check
   controller::ShutdownSignals signals;  // before any thread starts, so only its watcher gets them
 
-  RealClock clock;
+  RealClock realClock;
+  std::optional<FileClock> fileClock;
+  if (!flags.get("clock-offset-file").empty()) fileClock.emplace(flags.get("clock-offset-file"));
+  const Clock& clock = fileClock ? static_cast<const Clock&>(*fileClock) : realClock;
   auto registry = std::make_shared<prometheus::Registry>();
-  auto restConfig = controller::resolveRestConfig(flags.get("kubeconfig"));
+  auto restConfig = controller::resolveRestConfig(flags.get("kubeconfig"), flags.getBool("allow-insecure-endpoints"));
 
   controller::ManagerOptions managerOptions;
   managerOptions.metricsBindAddress = flags.get("metrics-bind-address");
@@ -101,7 +109,6 @@ int run(const Args& args) {
 
   vertex::CppRestTransport http;
   auto tokens = vertex::defaultTokenSource(http, clock);
-  vertex::RealSleeper sleeper;
   vertex::VertexClientOptions vertexOptions;
   vertexOptions.endpoint = flags.get("vertex-endpoint");
   vertexOptions.allowInsecure = flags.getBool("allow-insecure-endpoints");
@@ -135,15 +142,16 @@ int run(const Args& args) {
   vertex::ObservedTransport gcsHttp(http, clock, gcsRequests, vertex::gcsMethodOf);
   vertexOptions.observer = &vertexRequests;
   // --- end observability ---
-  vertex::RestVertexClient vertexClient(vertexHttp, *tokens, clock, sleeper, vertexOptions);
+  vertex::RestVertexClient vertexClient(vertexHttp, *tokens, clock, vertexOptions);
   auto gcsFlag = flags.get("gcs-endpoint");
   vertex::RestGcsClient gcs(gcsHttp, vertex::gcsEndpoint(gcsFlag.empty() ? std::nullopt : std::optional(gcsFlag)),
-                            tokens.get());
+                            tokens.get(), vertexOptions.allowInsecure);
   metrics::TrainingRunMetrics trainingRunMetrics(*registry);
 
   controller::InformerOptions informerOptions;
   informerOptions.resource = reconcilers::trainingRunResource();
   informerOptions.namespaces = flags.getAll("namespace");
+  informerOptions.indexedLabel = crd::kRetrainingPolicyLabel;  // a policy's runs, for its reconciler
   auto& runs = manager.addInformer(informerOptions);
 
   reconcilers::JobCache jobs;
@@ -160,6 +168,24 @@ int run(const Args& args) {
   manager.addController("trainingrun", reconciler, flags.getInt("max-concurrent-reconciles"));
   auto& queue = manager.queue("trainingrun");
   runs.addHandler(controller::enqueueKey(queue));
+
+  // RetrainingPolicies: their own informer; their runs come from the TrainingRun informer's label index,
+  // and any change of a run wakes its policy (a run's end frees a Forbid slot or a pending request).
+  metrics::RetrainingMetrics retrainingMetrics(*registry);
+  controller::InformerOptions policyInformerOptions;
+  policyInformerOptions.resource = reconcilers::retrainingPolicyResource();
+  policyInformerOptions.namespaces = flags.getAll("namespace");
+  auto& policies = manager.addInformer(policyInformerOptions);
+  reconcilers::RetrainingPolicyReconciler policyReconciler(policies.cache(), runs.cache(), kube, events, clock,
+                                                           &retrainingMetrics);
+  manager.addController("retrainingpolicy", policyReconciler, flags.getInt("max-concurrent-policy-reconciles"));
+  auto& policyQueue = manager.queue("retrainingpolicy");
+  policies.addHandler(controller::enqueueKey(policyQueue));
+  runs.addHandler([&policyQueue](const nlohmann::json& run) {
+    const auto& meta = run.value("metadata", nlohmann::json::object());
+    auto policy = meta.value("labels", nlohmann::json::object()).value(crd::kRetrainingPolicyLabel, "");
+    if (!policy.empty()) policyQueue.add({meta.value("namespace", ""), policy});
+  });
 
   // --- Observability (issue 13): TrainingRun metrics derived from the informer cache, like
   // kube-state-metrics; the reconciler is not involved. Every change of a run goes to the observer;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <spdlog/spdlog.h>
 
+#include "base/retryable_error.h"
+
 namespace vto::controller {
 
 PollingSource::PollingSource(const Clock& clock, Targets targets, Poll poll, PollingSourceOptions options)
@@ -36,7 +38,12 @@ Clock::time_point PollingSource::pollDue() {
       failures = found != schedules_.end() ? found->second.failures + 1 : 1;
       auto backoff = options_.minBackoff;
       for (int i = 1; i < failures && backoff < options_.maxBackoff; ++i) backoff *= 2;
-      next = now + std::min(backoff, options_.maxBackoff);
+      backoff = std::min(backoff, options_.maxBackoff);
+      // A server's (or the quota pacer's) "not before" wins over our own backoff: clients fail fast.
+      if (const auto* retryable = dynamic_cast<const RetryableError*>(&e); retryable && retryable->retryAfter()) {
+        backoff = std::max<Clock::duration>(backoff, *retryable->retryAfter());
+      }
+      next = now + backoff;
       spdlog::warn("polling {} failed ({} in a row; next try in {}s): {}", target, failures,
                    std::chrono::duration_cast<std::chrono::seconds>(next - now).count(), e.what());
     }

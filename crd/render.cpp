@@ -4,6 +4,7 @@
 
 #include "crd/duration.h"
 #include "crd/labels.h"
+#include "crd/retraining_policy.h"
 
 namespace vto::crd {
 namespace {
@@ -16,6 +17,10 @@ json envJson(const std::vector<EnvVar>& userEnv, const TrainingRun& run, int att
   env.push_back({{"name", "VTO_TRAININGRUN"}, {"value", run.metadata.namespace_ + "/" + run.metadata.name}});
   env.push_back({{"name", "VTO_ATTEMPT"}, {"value", std::to_string(attempt)}});
   if (!resumeFrom.empty()) env.push_back({{"name", "VTO_RESUME_FROM"}, {"value", resumeFrom}});
+  for (const auto& [annotation, variable] : runEnvAnnotations()) {
+    auto found = run.metadata.annotations.find(annotation);
+    if (found != run.metadata.annotations.end()) env.push_back({{"name", variable}, {"value", found->second}});
+  }
   return env;
 }
 
@@ -237,6 +242,16 @@ json renderHyperparameterTuningJob(const TrainingRun& run, int attempt, const st
 json renderJob(const TrainingRun& run, int attempt, const std::string& resumeFrom) {
   return jobKindOf(run.spec) == vertex::JobKind::Custom ? renderCustomJob(run, attempt, resumeFrom)
                                                    : renderHyperparameterTuningJob(run, attempt, resumeFrom);
+}
+
+const std::vector<std::pair<const char*, const char*>>& runEnvAnnotations() {
+  static const std::vector<std::pair<const char*, const char*>> mapping = {
+      {kTriggerReasonAnnotation, "VTO_TRIGGER_REASON"},
+      {kTriggerTimeAnnotation, "VTO_TRIGGER_TIME"},
+      {kWarmStartFromAnnotation, "VTO_WARM_START_FROM"},
+      {kDataWatermarkAnnotation, "VTO_DATA_WATERMARK"},
+  };
+  return mapping;
 }
 
 }  // namespace vto::crd

@@ -4,8 +4,11 @@
 // Worker pools (docs/API.md): None/Mirrored/TPU -> [primary]; MultiWorkerMirrored/PyTorchDDP ->
 // [primary, workers, reduction server]; ParameterServer -> [chief, workers, parameter servers,
 // evaluator]. A skipped middle pool is {} as Vertex expects. Every pool gets VTO_TRAININGRUN,
-// VTO_ATTEMPT and, on a resumed attempt, VTO_RESUME_FROM; the job gets the operator's labels.
+// VTO_ATTEMPT and, on a resumed attempt, VTO_RESUME_FROM; a run a RetrainingPolicy created also gets
+// the env of its trigger annotations (runEnvAnnotations); the job gets the operator's labels.
 #include <map>
+#include <utility>
+#include <vector>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -43,5 +46,13 @@ nlohmann::json renderHyperparameterTuningJob(const TrainingRun& run, int attempt
 nlohmann::json renderJob(const TrainingRun& run, int attempt, const std::string& resumeFrom);
 // The labels of the job for this attempt.
 std::map<std::string, std::string> jobLabels(const TrainingRun& run, int attempt);
+
+// Annotations a RetrainingPolicy writes on the runs it creates (beside vto.dev/trigger-reason and
+// vto.dev/trigger-time), carried into the jobs' env: user env may not set VTO_* variables.
+inline constexpr const char* kWarmStartFromAnnotation = "vto.dev/warm-start-from";
+inline constexpr const char* kDataWatermarkAnnotation = "vto.dev/data-watermark";
+// Each annotation that becomes env, and its variable: VTO_TRIGGER_REASON, VTO_TRIGGER_TIME,
+// VTO_WARM_START_FROM, VTO_DATA_WATERMARK.
+const std::vector<std::pair<const char*, const char*>>& runEnvAnnotations();
 
 }  // namespace vto::crd

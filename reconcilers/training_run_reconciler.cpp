@@ -132,7 +132,10 @@ void TrainingRunReconciler::observeBuckets(Observed& o) {
   if (crd::hasErrors(crd::validate(*o.run)) || tenancyOf(o).violation) return;  // refused before any GCS call
   auto look = [&](const std::string& uri) {
     auto listing = checkpointListing(uri);
-    gcs_.listObjects(listing.bucket, listing.object);
+    vertex::ListObjectsOptions one;
+    one.maxResults = 1;  // existence and access only: never the whole prefix
+    one.fields = "items(name),nextPageToken";
+    gcs_.listObjectsPage(listing.bucket, listing.object, "", one);
   };
   try {
     look(o.run->spec.baseOutputDirectory);
@@ -180,15 +183,12 @@ std::optional<CachedJob> TrainingRunReconciler::readJob(const std::string& jobNa
       o.jobNotFound = true;
       return std::nullopt;
     }
-    if (e.retryable() && !cached) throw;  // back off and come again
-    if (!e.retryable()) {
-      o.vertexUnavailable = VertexFailure{e.httpStatus(), "reading " + jobName + ": " + e.what()};
-    }
-    return cached;  // stale, but what we know
-  } catch (const vertex::TransportError&) {
-    if (!cached) throw;
+    // Retryable (429, 5xx, an odd answer): the work queue backs off, never sooner than retryAfter.
+    if (e.isRetryable()) throw;
+    // Terminal (e.g. 403): decide reports Vertex as unavailable, with the stale job if we have one.
+    o.vertexUnavailable = VertexFailure{e.httpStatus(), "reading " + jobName + ": " + e.what()};
     return cached;
-  }
+  }  // any other RetryableError (transport, quota pacing) propagates to the work queue too
 }
 
 std::optional<vertex::Job> TrainingRunReconciler::findByLabels(const Observed& o, const PollTarget& target, int attempt) {
@@ -219,8 +219,7 @@ void TrainingRunReconciler::observeCheckpoint(Observed& o) {
   }
   auto directory = crd::checkpointDirectoryOf(o.run->spec);
   try {
-    auto listing = checkpointListing(directory);
-    o.checkpoint = latestCheckpoint(directory, gcs_.listObjects(listing.bucket, listing.object));
+    o.checkpoint = findLatestCheckpoint(gcs_, directory, clock_).latest;
     o.checkpointListed = true;
   } catch (const std::exception& e) {
     // Status is still right without it; a resume waits for it (decide retries), a running run looks again
@@ -257,7 +256,7 @@ Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& 
         jobs_.put(*job, o.now);
         if (metrics_ != nullptr) metrics_->jobCreated(std::string(vertex::kindName(create.kind)));
       } catch (const vertex::ApiError& e) {
-        if (e.retryable()) throw;  // back off and come again
+        if (e.isRetryable()) throw;  // the work queue backs off, never sooner than retryAfter
         // Vertex refused the job itself: decide again knowing it (a plan without a create).
         Observed rejected = o;
         rejected.hasFinalizer = true;  // added above

@@ -89,6 +89,10 @@ if "$BIN/vto" run --help >/dev/null 2>&1; then
   say "operator started (log: $STATE/operator.log)"
   kubectl apply -f config/samples/ >/dev/null
   say "sample TrainingRuns applied"
+  # Retraining: config/samples/retrainingpolicy_every_minute.yaml retrains every minute with warm start.
+  say "RetrainingPolicy mnist-every-minute retrains each minute from the last good model; in another terminal:"
+  say "  kubectl get rtp -w"
+  say "  kubectl annotate rtp/mnist-every-minute vto.dev/retrain-requested=\"\$(date +%s)\" --overwrite"
 else
   say "the operator is not implemented yet (issue 6): the control plane and emulators run without it"
 fi

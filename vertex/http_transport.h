@@ -5,6 +5,8 @@
 #include <map>
 #include <string>
 
+#include "base/url.h"
+
 namespace vto::vertex {
 
 struct HttpRequest {
@@ -35,7 +37,7 @@ class CppRestTransport final : public HttpTransport {
   HttpResponse send(const HttpRequest& request) override;
 };
 
-// Percent-encodes a query parameter value or a path segment.
-std::string urlEncode(const std::string& text);
+// Percent-encoding lives with the URL builder in base/url.h.
+using vto::urlEncode;
 
 }  // namespace vto::vertex

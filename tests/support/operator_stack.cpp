@@ -28,7 +28,7 @@ OperatorStack::OperatorStack(std::vector<std::string> emulatorFlags)
   vertex::VertexClientOptions options;
   options.endpoint = emulator_->url();
   options.limits.requestsPerMinute = 100000;
-  vertex_ = std::make_unique<vertex::RestVertexClient>(http_, *tokens_, clock_, sleeper_, options);
+  vertex_ = std::make_unique<vertex::RestVertexClient>(http_, *tokens_, clock_, options);
   // The operator checks the output bucket before a run's first job: the runs' bucket exists, as it
   // would in a real project (tests of a missing bucket use another name).
   gcsClient_ = std::make_unique<vertex::RestGcsClient>(http_, gcs_->url(), nullptr);
@@ -107,11 +107,27 @@ bool OperatorStack::waitForPhase(const std::string& ns, const std::string& name,
 }
 
 std::vector<vertex::Job> OperatorStack::jobsOfRun(const std::string& uid, vertex::JobKind kind) {
+  return listJobs("labels.vto-run-uid=\"" + uid + "\"", kind);
+}
+
+std::vector<vertex::Job> OperatorStack::listJobs(const std::string& filter, vertex::JobKind kind) {
   vertex::ListOptions options;
-  options.filter = "labels.vto-run-uid=\"" + uid + "\"";
+  options.filter = filter;
   std::vector<vertex::Job> jobs;
   do {
-    auto page = vertex_->listJobs({kTestProject, kTestLocation}, kind, options);
+    vertex::JobPage page;
+    bool answered = waitFor(
+        [&] {
+          try {
+            page = vertex_->listJobs({kTestProject, kTestLocation}, kind, options);
+            return true;
+          } catch (const RetryableError& error) {
+            if (!error.isRetryable()) throw;
+            return false;
+          }
+        },
+        std::chrono::seconds(30));
+    if (!answered) throw std::runtime_error("Vertex kept failing to list jobs for " + filter);
     jobs.insert(jobs.end(), page.jobs.begin(), page.jobs.end());
     options.pageToken = page.nextPageToken;
   } while (!options.pageToken.empty());

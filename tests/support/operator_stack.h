@@ -12,7 +12,6 @@
 #include "tests/support/test_cluster.h"
 #include "vertex/auth.h"
 #include "vertex/gcs_client.h"
-#include "vertex/sleeper.h"
 #include "vertex/vertex_client.h"
 
 namespace vto::testing {
@@ -51,6 +50,9 @@ class OperatorStack {
                     std::chrono::seconds timeout = std::chrono::seconds(120));
   // Every Vertex job (CustomJob or HyperparameterTuningJob) labelled with the run's uid.
   std::vector<vertex::Job> jobsOfRun(const std::string& uid, vertex::JobKind kind = vertex::JobKind::Custom);
+  // Every job matching `filter`, all pages. The client fails fast, so a page the emulator answers
+  // with an injected fault (429, 503) is asked for again, up to a deadline, as the work queue would.
+  std::vector<vertex::Job> listJobs(const std::string& filter, vertex::JobKind kind = vertex::JobKind::Custom);
   vertex::VertexClient& vertex() { return *vertex_; }
   vertex::GcsClient& gcsClient() { return *gcsClient_; }  // fake-gcs-server, as the operator reads it
   void createNamespace(const std::string& ns);
@@ -64,7 +66,6 @@ class OperatorStack {
   std::string operatorKubeconfig_;  // the cluster-admin kubeconfig unless useChartServiceAccount()
   vertex::CppRestTransport http_;
   RealClock clock_;
-  vertex::RealSleeper sleeper_;
   std::unique_ptr<vertex::CachedTokenSource> tokens_;
   std::unique_ptr<vertex::RestVertexClient> vertex_;
   std::unique_ptr<vertex::RestGcsClient> gcsClient_;

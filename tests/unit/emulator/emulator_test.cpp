@@ -11,7 +11,7 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-const std::string kParent = "/v1/projects/p/locations/us-central1";
+const std::string kParent = "/v1/projects/emu-project/locations/us-central1";
 
 json customJob(const std::string& name = "train", json env = json::array()) {
   return {{"displayName", name},
@@ -102,7 +102,7 @@ TEST_F(EmulatorTest, TokensExpireAfterTheirLifetime) {
 
 TEST_F(EmulatorTest, RunsTheLifecycleAndWritesACheckpointPerStep) {
   auto name = create(customJob());
-  EXPECT_NE(name.find("projects/p/locations/us-central1/customJobs/"), std::string::npos);
+  EXPECT_NE(name.find("projects/emu-project/locations/us-central1/customJobs/"), std::string::npos);
   auto job = get(name);
   EXPECT_EQ(job["state"], "JOB_STATE_QUEUED");
   EXPECT_TRUE(job.contains("createTime"));

@@ -17,7 +17,7 @@ using std::chrono::seconds;
 using vertex::JobState;
 
 const Clock::time_point T0 = vertex::parseTimestamp("2026-03-01T12:00:00Z");
-const std::string kJob = "projects/proj/locations/us-central1/customJobs/7";
+const std::string kJob = "projects/test-project/locations/us-central1/customJobs/7";
 
 crd::TrainingRun runWith(const std::string& extraSpec = "") {
   json object = json::parse(R"({"apiVersion": "vto.dev/v1alpha1", "kind": "TrainingRun",
@@ -47,7 +47,7 @@ Observed submitted(crd::Phase phase, const std::string& extraSpec = "") {
   o.now = T0;
   o.run = runWith(extraSpec);
   o.metadata = o.run->metadata;
-  o.defaults = {"proj", "us-central1"};
+  o.defaults = {"test-project", "us-central1"};
   o.hasFinalizer = true;
   o.statusStored = true;
   o.status.observedGeneration = 1;
@@ -111,7 +111,7 @@ TEST(DecideTest, PhaseTransitionsFollowTheJob) {
          EXPECT_TRUE(p.addFinalizer);
          ASSERT_TRUE(p.createJob.has_value());
          EXPECT_EQ(p.createJob->attempt, 1);
-         EXPECT_EQ(p.createJob->where.project, "proj");
+         EXPECT_EQ(p.createJob->where.project, "test-project");
          EXPECT_EQ(p.createJob->kind, vertex::JobKind::Custom);
          EXPECT_EQ(p.createJob->resumeFrom, "");
        }},
@@ -287,14 +287,14 @@ TEST(DecideTest, VertexErrorsBecomeConditions) {
        [] {
          auto o = submitted(crd::Phase::Running);
          o.job = jobIn(JobState::Running);
-         o.vertexUnavailable = VertexFailure{503, "polling Vertex AI jobs in projects/proj/locations/us-central1: UNAVAILABLE"};
+         o.vertexUnavailable = VertexFailure{503, "polling Vertex AI jobs in projects/test-project/locations/us-central1: UNAVAILABLE"};
          return o;
        },
        crd::Phase::Running, {}, [](const Plan& p) { EXPECT_EQ(conditionReason(*p.status, "Ready"), "False/VertexError"); }},
       {"403 on create: Failed, terminal, with the fix",
        [] {
          auto o = fresh();
-         o.createRejected = VertexFailure{403, "Permission denied on resource project proj."};
+         o.createRejected = VertexFailure{403, "Permission denied on resource project test-project."};
          return o;
        },
        crd::Phase::Failed, {"Failed"},
@@ -306,7 +306,7 @@ TEST(DecideTest, VertexErrorsBecomeConditions) {
       {"404 on create (no such project): Failed, terminal",
        [] {
          auto o = fresh();
-         o.createRejected = VertexFailure{404, "Project proj not found."};
+         o.createRejected = VertexFailure{404, "Project test-project not found."};
          return o;
        },
        crd::Phase::Failed, {"Failed"}, [](const Plan& p) { EXPECT_TRUE(p.terminal.has_value()); }},

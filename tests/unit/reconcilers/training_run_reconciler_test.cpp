@@ -57,7 +57,7 @@ class ReconcilerTest : public ::testing::Test {
 
   static TrainingRunReconcilerOptions options() {
     TrainingRunReconcilerOptions o;
-    o.defaults = {"proj", "us-central1"};
+    o.defaults = {"test-project", "us-central1"};
     return o;
   }
 
@@ -147,7 +147,7 @@ class PolledReconcilerTest : public ReconcilerTest {
     }
   }
 
-  PollTargets targets{{"proj", "us-central1"}};
+  PollTargets targets{{"test-project", "us-central1"}};
   std::set<std::string> woken;
   JobPoller poller;
   controller::PollingSource source;
@@ -172,7 +172,7 @@ TEST_F(ReconcilerTest, CreatesOneJobWritesItsNameAtOnceAndNeverASecond) {
 TEST_F(ReconcilerTest, AdoptsTheJobOfACrashBetweenCreateAndStatusWrite) {
   apply();
   // The job exists in Vertex (labelled for this run and attempt) but status never heard of it.
-  auto orphan = vertex.createJob({"proj", "us-central1"}, vertex::JobKind::Custom,
+  auto orphan = vertex.createJob({"test-project", "us-central1"}, vertex::JobKind::Custom,
                                  {{"displayName", "x"},
                                   {"labels", {{"vto-run-uid", "0b7c2a3e-1111-2222-3333-444455556666"}, {"vto-attempt", "1"}}}});
   reconcile();
@@ -285,7 +285,7 @@ TEST_F(PolledReconcilerTest, AFailingTargetShowsOnItsOwnRunsAndNeverBlocksOthers
   reconcile("other");
   track();
   track("other");
-  vertex.failLocation("projects/proj/locations/europe-west4",
+  vertex.failLocation("projects/test-project/locations/europe-west4",
                       vertex::ApiError(403, "PERMISSION_DENIED", "Permission 'aiplatform.customJobs.list' denied"));
   runFor(seconds(3));
   vertex.setState(currentJob(), vertex::JobState::Running);
@@ -295,7 +295,7 @@ TEST_F(PolledReconcilerTest, AFailingTargetShowsOnItsOwnRunsAndNeverBlocksOthers
   EXPECT_EQ(condition("Ready", "other"), "False/VertexError");
   EXPECT_NE(status("other")["conditions"].dump().find("aiplatform.customJobs.list"), std::string::npos);
   // Vertex answers again: the condition goes, the job's change is seen.
-  vertex.failLocation("projects/proj/locations/europe-west4", std::nullopt);
+  vertex.failLocation("projects/test-project/locations/europe-west4", std::nullopt);
   vertex.setState(currentJob("other"), vertex::JobState::Running);
   runFor(seconds(300));
   EXPECT_EQ(condition("Ready", "other"), "");
@@ -380,7 +380,7 @@ TEST_F(ReconcilerTest, DeletionCancelsTheJobThenReleasesTheObject) {
 
 TEST_F(ReconcilerTest, A403OnCreateFailsTheRunAndStopsRetrying) {
   apply();
-  vertex.failNextCreate(vertex::ApiError(403, "PERMISSION_DENIED", "Permission denied on resource project proj."));
+  vertex.failNextCreate(vertex::ApiError(403, "PERMISSION_DENIED", "Permission denied on resource project test-project."));
   EXPECT_THROW(reconcile(), controller::TerminalError);
   EXPECT_EQ(status()["phase"], "Failed");
   EXPECT_EQ(condition("Submitted"), "False/JobRejected");

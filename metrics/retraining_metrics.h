@@ -1,0 +1,41 @@
+#pragma once
+// vto's metrics about RetrainingPolicies: what became of each trigger, where each policy's schedule
+// stands, and how late scheduled runs are created. Families are registered once, in the constructor.
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <optional>
+#include <string>
+
+namespace vto::metrics {
+
+class RetrainingMetrics {
+ public:
+  explicit RetrainingMetrics(prometheus::Registry& registry);
+
+  // vto_retrainingpolicy_triggers_total{namespace,policy,reason,outcome}; outcome is one of
+  // created | deduplicated | skipped_active | missed_deadline | suspended.
+  void trigger(const std::string& ns, const std::string& policy, const std::string& reason,
+               const std::string& outcome);
+  // vto_retrainingpolicy_schedule_skew_seconds: when a scheduled run was created minus its nominal slot.
+  void scheduleSkew(double seconds);
+  // The per-policy gauges (unix seconds; a time that is absent removes its series):
+  // vto_retrainingpolicy_{next_schedule,last_schedule,last_success}_time_seconds and _active_runs.
+  void policyState(const std::string& ns, const std::string& policy, std::optional<double> nextSchedule,
+                   std::optional<double> lastSchedule, std::optional<double> lastSuccess, int activeRuns);
+  // Drops a deleted policy's per-policy gauges.
+  void forgetPolicy(const std::string& ns, const std::string& policy);
+
+ private:
+  prometheus::Family<prometheus::Counter>& triggers_;
+  prometheus::Family<prometheus::Gauge>& nextSchedule_;
+  prometheus::Family<prometheus::Gauge>& lastSchedule_;
+  prometheus::Family<prometheus::Gauge>& lastSuccess_;
+  prometheus::Family<prometheus::Gauge>& activeRuns_;
+  prometheus::Histogram& skew_;
+};
+
+}  // namespace vto::metrics
