@@ -506,7 +506,7 @@ crd::TenancyRules rulesFor(const std::string& rule) {
 TEST(DecideTest, ATenancyViolationIsRefusedBeforeAnyJob) {
   static const auto otherProject = rulesFor(R"({"namespaces": ["ns"], "projects": ["team-b-proj"]})");
   static const auto otherNamespace = rulesFor(R"({"namespaces": ["team-b"]})");
-  static const auto allowed = rulesFor(R"({"namespaces": ["ns"], "projects": ["proj"]})");
+  static const auto allowed = rulesFor(R"({"namespaces": ["ns"], "projects": ["test-project"]})");
   auto with = [](const crd::TenancyRules& rules) {
     auto o = fresh();
     o.tenancy = &rules;

@@ -31,9 +31,10 @@ class RecordingEvents final : public controller::EventRecorder {
 class CountingGcs final : public vertex::GcsClient {
  public:
   explicit CountingGcs(vertex::GcsClient& inner) : inner_(inner) {}
-  std::vector<vertex::GcsObject> listObjects(const std::string& bucket, const std::string& prefix) override {
+  vertex::ObjectPage listObjectsPage(const std::string& bucket, const std::string& prefix, const std::string& pageToken,
+                                     const vertex::ListObjectsOptions& options) override {
     ++lists;
-    return inner_.listObjects(bucket, prefix);
+    return inner_.listObjectsPage(bucket, prefix, pageToken, options);
   }
   std::optional<vertex::GcsObject> getObject(const std::string& bucket, const std::string& name) override {
     return inner_.getObject(bucket, name);
