@@ -186,7 +186,8 @@ std::optional<CachedJob> TrainingRunReconciler::readJob(const std::string& jobNa
     // Retryable (429, 5xx, an odd answer): the work queue backs off, never sooner than retryAfter.
     if (e.isRetryable()) throw;
     // Terminal (e.g. 403): decide reports Vertex as unavailable, with the stale job if we have one.
-    o.vertexUnavailable = VertexFailure{e.httpStatus(), "reading " + jobName + ": " + e.what()};
+    o.vertexUnavailable = VertexFailure{e.httpStatus(), "reading " + jobName.substr(0, 200) + ": " + e.what()};
+    spdlog::warn("{}/{}: {}", o.metadata.namespace_, o.metadata.name, o.vertexUnavailable->message);
     return cached;
   }  // any other RetryableError (transport, quota pacing) propagates to the work queue too
 }

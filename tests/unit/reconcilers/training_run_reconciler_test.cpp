@@ -27,13 +27,13 @@ class RecordingEvents final : public controller::EventRecorder {
   std::vector<std::string> reasons, messages;
 };
 
-// Counts checkpoint listings.
+// Counts checkpoint searches: each starts with a first page of the directory, listed with "/".
 class CountingGcs final : public vertex::GcsClient {
  public:
   explicit CountingGcs(vertex::GcsClient& inner) : inner_(inner) {}
   vertex::ObjectPage listObjectsPage(const std::string& bucket, const std::string& prefix, const std::string& pageToken,
                                      const vertex::ListObjectsOptions& options) override {
-    ++lists;
+    if (options.delimiter == "/" && pageToken.empty()) ++lists;
     return inner_.listObjectsPage(bucket, prefix, pageToken, options);
   }
   std::optional<vertex::GcsObject> getObject(const std::string& bucket, const std::string& name) override {
