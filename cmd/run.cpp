@@ -85,7 +85,7 @@ int run(const Args& args) {
   if (!flags.parse(args)) return 0;
   setupLogging(flags.get("log-format"), flags.get("log-level"));
   // Parsed before anything starts, so a bad rule stops the operator with the field named.
-  [[maybe_unused]] auto tenancy = tenancyRulesFromConfig(flags);  // for the reconciler's tenancy check
+  auto tenancy = tenancyRulesFromConfig(flags);  // for the reconciler's tenancy check
   controller::ShutdownSignals signals;  // before any thread starts, so only its watcher gets them
 
   RealClock realClock;
@@ -162,6 +162,7 @@ int run(const Args& args) {
   reconcilerOptions.checkpointListsPerMinute = flags.getInt("checkpoint-lists-per-minute");
   // The PollingSource below lists every target at once: just after a start, jobs come from those lists.
   reconcilerOptions.awaitFirstPoll = std::chrono::minutes(1);
+  reconcilerOptions.tenancy = tenancy;
   reconcilers::TrainingRunReconciler reconciler(runs.cache(), kube, vertexClient, gcs, jobs, events, clock,
                                                 reconcilerOptions, &trainingRunMetrics);
   manager.addController("trainingrun", reconciler, flags.getInt("max-concurrent-reconciles"));

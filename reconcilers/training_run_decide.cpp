@@ -170,7 +170,7 @@ void transitionEvent(Draft& d) {
 Plan finish(Draft& d, bool announce = true) {
   std::stable_sort(d.next.conditions.begin(), d.next.conditions.end(), [](const auto& a, const auto& b) {
     auto rank = [](const std::string& type) {
-      for (int i = 0; i <= static_cast<int>(ConditionType::Failed); ++i) {
+      for (int i = 0; i <= static_cast<int>(ConditionType::CheckpointsReadable); ++i) {
         if (type == conditionTypeName(static_cast<ConditionType>(i))) return i;
       }
       return 100;
@@ -205,6 +205,56 @@ Plan invalid(Draft& d, const std::string& message) {
   d.condition(ConditionType::Valid, false, Reason::SpecInvalid, message);
   if (news) d.plan.events.push_back(warningEvent("InvalidSpec", message));
   return finish(d, false);  // nothing to retry: an edit of the spec brings the run back
+}
+
+// A run outside its tenant's rule: like an invalid spec (no job, no retries, an edit brings it back),
+// refused before any Vertex or GCS call.
+Plan tenantViolation(Draft& d, const crd::TenancyViolation& violation) {
+  bool news = d.o.status.phase != Phase::Invalid || d.o.status.message != violation.message;
+  d.phase(Phase::Invalid, violation.message);
+  d.condition(ConditionType::Valid, false, Reason::TenantPolicyViolation, violation.message);
+  if (news) d.plan.events.push_back(warningEvent("TenantPolicyViolation", violation.message));
+  return finish(d, false);
+}
+
+bool conditionIs(const Draft& d, ConditionType type, const char* status, Reason reason) {
+  const auto* c = controller::findStatusCondition(d.o.status.conditions, conditionTypeName(type));
+  return c != nullptr && c->status == status && c->reason == reasonName(reason);
+}
+
+// Ready=False set by a gate before creation (quota, missing bucket) goes once the gate opens.
+void clearReadyGate(Draft& d) {
+  const auto* ready = controller::findStatusCondition(d.next.conditions, "Ready");
+  if (ready != nullptr && (ready->reason == reasonName(Reason::TenantQuotaExceeded) ||
+                           ready->reason == reasonName(Reason::OutputBucketNotFound))) {
+    controller::removeStatusCondition(d.next.conditions, "Ready");
+  }
+}
+
+// CheckpointsReadable from this pass's listing, if there was one; a Warning when it turns False.
+void checkpointsReadable(Draft& d) {
+  if (d.o.checkpointListError) {
+    Reason reason = d.o.checkpointsForbidden ? Reason::CheckpointsForbidden : Reason::CheckpointListFailed;
+    std::string message = "cannot list checkpoints under " + crd::checkpointDirectoryOf(d.run.spec) + ": " +
+                          *d.o.checkpointListError +
+                          "; a resume will start from scratch until the operator's service account may list "
+                          "it (grant roles/storage.objectViewer on the bucket)";
+    if (!conditionIs(d, ConditionType::CheckpointsReadable, "False", reason)) {
+      d.plan.events.push_back(warningEvent("CheckpointsUnreadable", message));
+    }
+    d.condition(ConditionType::CheckpointsReadable, false, reason, message);
+  } else if (d.o.checkpointListed) {
+    d.condition(ConditionType::CheckpointsReadable, true, Reason::CheckpointsListed);
+  }
+}
+
+// A resume needs the listing that failed: tell the user (CheckpointsReadable=False), retry with backoff.
+Plan retryCheckpointListing(const Draft& d, std::string why) {
+  Draft told(d.o, d.run);
+  told.next.conditions = d.next.conditions;
+  checkpointsReadable(told);
+  told.plan.retryAfterWrite = std::move(why);
+  return finish(told, false);
 }
 
 // Deletion: with deletionPolicy Cancel, cancel the job and wait for it to end; then let the object go.
@@ -260,6 +310,42 @@ Plan create(Draft& d, const DecideOptions& options) {
     return finish(d);
   }
   auto& attempt = d.current();
+  // The tenant's accelerator cap, first created first served; the run waits as Queued, without a job.
+  auto tenancy = tenancyOf(d.o);
+  if (tenancy.governingRule) {
+    const auto& rule = (*d.o.tenancy)[*tenancy.governingRule];
+    auto candidate = crd::claimOf(d.run, false);
+    if (rule.maxAccelerators && candidate.accelerators > 0) {
+      std::vector<crd::AcceleratorClaim> claims;
+      for (const auto& [index, claim] : d.o.otherClaims) {
+        if (index == *tenancy.governingRule) claims.push_back(claim);
+      }
+      auto admitted = crd::admit(candidate, claims, *rule.maxAccelerators, rule.describe(*tenancy.governingRule));
+      if (!admitted.admitted) {
+        if (!conditionIs(d, ConditionType::Ready, "False", Reason::TenantQuotaExceeded)) {
+          d.plan.events.push_back(normalEvent("TenantQuotaExceeded", admitted.message));
+        }
+        d.phase(Phase::Queued, admitted.message);
+        d.condition(ConditionType::Ready, false, Reason::TenantQuotaExceeded, admitted.message);
+        d.plan.requeueAfter = options.quotaRecheckPeriod;
+        return finish(d, false);
+      }
+    }
+  }
+  // The output bucket must exist before attempt 1 (it may be created later: retried with backoff).
+  if (d.o.outputBucketMissing) {
+    std::string message = "the output bucket gs://" + *d.o.outputBucketMissing +
+                          " does not exist: create it (or fix spec.baseOutputDirectory / "
+                          "spec.checkpointing.directory); the run starts once it exists";
+    if (!conditionIs(d, ConditionType::Ready, "False", Reason::OutputBucketNotFound)) {
+      d.plan.events.push_back(warningEvent("OutputBucketNotFound", message));
+    }
+    d.phase(Phase::Pending, message);
+    d.condition(ConditionType::Ready, false, Reason::OutputBucketNotFound, message);
+    d.plan.retryAfterWrite = message;
+    return finish(d, false);
+  }
+  clearReadyGate(d);
   d.plan.createJob = CreateJob{attempt.attempt, attempt.resumedFrom, target->where, target->kind};
   d.phase(Phase::Submitted, "attempt " + std::to_string(attempt.attempt) + " submitted");
   d.plan.requeueAfter = options.resyncPeriod;
@@ -322,9 +408,8 @@ Plan afterFailure(Draft& d, const CachedJob& job, const DecideOptions& options) 
     return finish(d);
   }
   if (!d.o.checkpointListed) {
-    d.plan.retry = "cannot list checkpoints under " + crd::checkpointDirectoryOf(d.run.spec) +
-                   " to resume from; trying again";
-    return std::move(d.plan);
+    return retryCheckpointListing(d, "cannot list checkpoints under " + crd::checkpointDirectoryOf(d.run.spec) +
+                                         " to resume from; trying again");
   }
   d.next.resumes++;
   d.plan.resumedAfter = attempt.failureClass;
@@ -335,7 +420,7 @@ Plan afterFailure(Draft& d, const CachedJob& job, const DecideOptions& options) 
 }  // namespace
 
 const char* conditionTypeName(ConditionType type) {
-  static constexpr std::array names = {"Valid", "Ready", "Submitted", "Running", "Succeeded", "Failed"};
+  static constexpr std::array names = {"Valid", "Ready", "Submitted", "Running", "Succeeded", "Failed", "CheckpointsReadable"};
   return names[static_cast<size_t>(type)];
 }
 
@@ -344,6 +429,8 @@ const char* reasonName(Reason reason) {
       "SpecValid",    "SpecInvalid", "JobCreated",   "JobRejected",  "JobSubmitted", "JobQueued",
       "JobRunning",   "JobSucceeded", "JobFailed",   "JobCancelling", "JobCancelled", "JobNotFound",
       "NotFinished",  "NoFailure",   "Resuming",     "ResumeBudgetExhausted", "Suspended", "VertexError",
+      "TenantPolicyViolation", "TenantQuotaExceeded", "OutputBucketNotFound", "CheckpointsListed",
+      "CheckpointsForbidden", "CheckpointListFailed",
   };
   return names[static_cast<size_t>(reason)];
 }
@@ -364,6 +451,19 @@ std::string consoleUrl(const std::string& jobName) {
   auto where = vertex::locationOf(jobName);
   return "https://console.cloud.google.com/vertex-ai/locations/" + where.location + "/training/" +
          lastSegment(jobName) + "/cpu?project=" + where.project;
+}
+
+crd::TenancyDecision tenancyOf(const Observed& o) {
+  if (o.tenancy == nullptr || o.tenancy->empty() || !o.run) return {};
+  return crd::decideTenancy(o.run->spec, o.defaults, o.namespaceInfo, *o.tenancy);
+}
+
+std::optional<crd::AcceleratorClaim> acceleratorClaimOf(const crd::TrainingRun& run,
+                                                        const crd::TrainingRunStatus& status) {
+  if (run.spec.suspend || isFinishedPhase(status.phase) || status.phase == Phase::Invalid) return std::nullopt;
+  if (crd::acceleratorsOf(run.spec) == 0) return std::nullopt;
+  bool holding = !status.attempts.empty() && !status.attempts.back().jobName.empty();
+  return crd::claimOf(run, holding);
 }
 
 bool checkpointRequired(const Observed& o) {
@@ -392,10 +492,17 @@ Plan decide(const Observed& o, const DecideOptions& options) {
     }
     return invalid(d, message);
   }
+  bool settled = isFinishedPhase(o.status.phase) && o.status.observedGeneration == o.metadata.generation;
+  // Tenancy before any job exists (a rule changed later does not strand a job that already runs).
+  bool noJobYet = o.status.attempts.empty() || o.status.attempts.back().jobName.empty();
+  if (!settled && noJobYet) {
+    if (auto tenancy = tenancyOf(o); tenancy.violation) return tenantViolation(d, *tenancy.violation);
+  }
   if (o.status.observedGeneration != o.metadata.generation) {
     for (const auto& f : findings) d.plan.events.push_back(warningEvent("SpecWarning", crd::formatFinding(f)));
   }
   d.condition(ConditionType::Valid, true, Reason::SpecValid);
+  checkpointsReadable(d);
 
   // A Vertex error that keeps vto from seeing this run's job is reported, and does not stall other runs.
   if (o.vertexUnavailable) {
@@ -405,9 +512,7 @@ Plan decide(const Observed& o, const DecideOptions& options) {
     controller::removeStatusCondition(d.next.conditions, "Ready");
   }
 
-  if (isFinishedPhase(o.status.phase) && o.status.observedGeneration == o.metadata.generation) {
-    return finished(d);
-  }
+  if (settled) return finished(d);
 
   // The finalizer goes on before any job exists, so a deletion can never orphan a job by accident.
   d.plan.addFinalizer = !o.hasFinalizer;
@@ -436,8 +541,8 @@ Plan decide(const Observed& o, const DecideOptions& options) {
   if (isSuspensionCancel(*o.job, d.current())) {
     // Unsuspended: the same path as a resume after a failure, without spending the resume budget.
     if (!o.checkpointListed) {
-      d.plan.retry = "cannot list checkpoints under " + crd::checkpointDirectoryOf(d.run.spec) + " to resume from";
-      return std::move(d.plan);
+      return retryCheckpointListing(d, "cannot list checkpoints under " + crd::checkpointDirectoryOf(d.run.spec) +
+                                           " to resume from");
     }
     d.current().state = std::string(vertex::jobStateName(o.job->state));
     d.current().endTime = timeOrEmpty(o.job->endTime);

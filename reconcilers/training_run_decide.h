@@ -15,6 +15,7 @@
 #include "base/clock.h"
 #include "controller/event.h"
 #include "crd/render.h"
+#include "crd/tenancy.h"
 #include "crd/training_run.h"
 #include "reconcilers/checkpoints.h"
 #include "reconcilers/job_cache.h"
@@ -25,14 +26,15 @@ namespace vto::reconcilers {
 inline constexpr const char* kFinalizer = "vto.dev/finalizer";
 
 // The condition types of a TrainingRun, in the order status lists them.
-enum class ConditionType { Valid, Ready, Submitted, Running, Succeeded, Failed };
+enum class ConditionType { Valid, Ready, Submitted, Running, Succeeded, Failed, CheckpointsReadable };
 const char* conditionTypeName(ConditionType type);
 
 // Every condition reason vto writes (condition.reason is one of these names).
 enum class Reason {
   SpecValid, SpecInvalid, JobCreated, JobRejected, JobSubmitted, JobQueued, JobRunning, JobSucceeded,
   JobFailed, JobCancelling, JobCancelled, JobNotFound, NotFinished, NoFailure, Resuming,
-  ResumeBudgetExhausted, Suspended, VertexError,
+  ResumeBudgetExhausted, Suspended, VertexError, TenantPolicyViolation, TenantQuotaExceeded,
+  OutputBucketNotFound, CheckpointsListed, CheckpointsForbidden, CheckpointListFailed,
 };
 const char* reasonName(Reason reason);
 
@@ -62,6 +64,19 @@ struct Observed {
   bool checkpointListed = false;
   // When the next checkpoint look is allowed for this run (rate and interval); requeue then.
   std::optional<Clock::time_point> nextCheckpointAt;
+  // Why the checkpoint directory could not be listed (the look above, or the check before attempt
+  // 1): CheckpointsReadable=False. `checkpointsForbidden`: it was a 403 (resume would start from scratch).
+  std::optional<std::string> checkpointListError;
+  bool checkpointsForbidden = false;
+  // Before attempt 1, the output bucket answered 404: its name. No job until it exists.
+  std::optional<std::string> outputBucketMissing;
+
+  // Tenancy (crd/tenancy.h, API.md "Tenancy rules"); null or empty: everything is allowed.
+  const crd::TenancyRules* tenancy = nullptr;
+  crd::NamespaceInfo namespaceInfo;  // labels read only when a rule selects namespaces by label
+  // The accelerator claims of the other unfinished runs (informer cache), each with the index of the
+  // rule that governs it; decide counts those under this run's rule against its maxAccelerators.
+  std::vector<std::pair<size_t, crd::AcceleratorClaim>> otherClaims;
 };
 
 // Whether observe must list checkpoints for decide: a resume or unsuspend creates an attempt from
@@ -91,6 +106,9 @@ struct Plan {
   // A read decide needed failed (the checkpoint listing for a resume): nothing is done, the pass is
   // retried with backoff. Never guessed: a resume from the wrong checkpoint loses work.
   std::optional<std::string> retry;
+  // Like retry, but after the status and Events are written (a missing output bucket): the pass
+  // is retried with backoff once the user has been told.
+  std::optional<std::string> retryAfterWrite;
   // For metrics: a resume was decided (its failure class), the run finished.
   std::optional<std::string> resumedAfter;
   bool finished = false;
@@ -100,6 +118,8 @@ struct DecideOptions {
   Clock::duration resyncPeriod = std::chrono::minutes(5);
   Clock::duration cancelPollPeriod = std::chrono::seconds(2);
   Clock::duration firstPollWait = std::chrono::seconds(5);
+  // How soon a run queued by its tenant's maxAccelerators looks again (a finishing run also wakes it).
+  Clock::duration quotaRecheckPeriod = std::chrono::seconds(30);
 };
 
 Plan decide(const Observed& observed, const DecideOptions& options = {});
@@ -124,6 +144,12 @@ struct PollTarget {
 std::optional<PollTarget> pollTargetOf(const crd::TrainingRunSpec& spec, const crd::Placement& defaults);
 // Succeeded, Failed or Cancelled: nothing left to follow (Invalid waits for an edit, not for Vertex).
 bool isFinishedPhase(std::optional<crd::Phase> phase);
+
+// The tenancy decision for an observed run (no rules: nothing governs it, nothing refused).
+crd::TenancyDecision tenancyOf(const Observed& observed);
+// Whether a run counts against an accelerator cap: it holds accelerators (a job is recorded and the
+// run is not finished), or waits for them (not finished, suspended or invalid).
+std::optional<crd::AcceleratorClaim> acceleratorClaimOf(const crd::TrainingRun& run, const crd::TrainingRunStatus& status);
 
 // https://console.cloud.google.com/vertex-ai/locations/L/training/ID/cpu?project=P for a job name.
 std::string consoleUrl(const std::string& jobName);

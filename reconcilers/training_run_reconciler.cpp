@@ -6,6 +6,7 @@
 #include "controller/event.h"
 #include "controller/finalizers.h"
 #include "crd/labels.h"
+#include "crd/validation.h"
 #include "vertex/api_error.h"
 #include "vertex/json_codec.h"
 
@@ -30,7 +31,8 @@ TrainingRunReconciler::TrainingRunReconciler(const controller::ObjectCache& runs
       events_(events),
       clock_(clock),
       options_(options),
-      decideOptions_{options.resyncPeriod, options.cancelPollPeriod, std::chrono::seconds(5)},
+      decideOptions_{options.resyncPeriod, options.cancelPollPeriod, std::chrono::seconds(5),
+                     options.quotaRecheckPeriod},
       metrics_(metrics),
       checkpoints_(options.checkpointPollPeriod, options.checkpointListsPerMinute),
       startedAt_(clock.now()) {}
@@ -62,6 +64,7 @@ Observed TrainingRunReconciler::observe(const nlohmann::json& object) {
   bool deleting = !o.metadata.deletionTimestamp.empty();
   bool settled = isFinishedPhase(o.status.phase) && o.status.observedGeneration == o.metadata.generation;
   if (!o.run || (settled && !deleting)) return o;  // decide needs no job for these
+  observeTenancy(o);
 
   auto target = pollTargetOf(o.run->spec, o.defaults);
   if (target) {
@@ -77,7 +80,86 @@ Observed TrainingRunReconciler::observe(const nlohmann::json& object) {
     }
   }
   observeCheckpoint(o);
+  observeBuckets(o);
   return o;
+}
+
+namespace {
+bool selectsByLabel(const crd::TenancyRules& rules) {
+  return std::any_of(rules.begin(), rules.end(), [](const auto& rule) { return rule.matchLabels.has_value(); });
+}
+}  // namespace
+
+crd::NamespaceInfo TrainingRunReconciler::namespaceInfo(const std::string& name) {
+  crd::NamespaceInfo info{name, std::nullopt};
+  if (!selectsByLabel(options_.tenancy)) return info;  // labels are not needed: no namespace read (no RBAC)
+  static const controller::Resource namespaces{"", "v1", "namespaces", false};
+  auto object = kube_.get(namespaces, "", name);
+  info.labels = object.value("/metadata/labels"_json_pointer, std::map<std::string, std::string>{});
+  return info;
+}
+
+void TrainingRunReconciler::observeTenancy(Observed& o) {
+  if (options_.tenancy.empty()) return;
+  o.tenancy = &options_.tenancy;
+  o.namespaceInfo = namespaceInfo(o.metadata.namespace_);
+  bool capped = std::any_of(options_.tenancy.begin(), options_.tenancy.end(),
+                            [](const auto& rule) { return rule.maxAccelerators.has_value(); });
+  if (!capped) return;
+  std::map<std::string, crd::NamespaceInfo> namespaces{{o.metadata.namespace_, o.namespaceInfo}};
+  for (const auto& object : runs_.list()) {
+    try {
+      auto run = crd::decodeTrainingRun(object);
+      if (run.metadata.uid == o.metadata.uid) continue;
+      auto status = crd::decodeTrainingRunStatus(object.value("status", nlohmann::json::object()), "status");
+      auto claim = acceleratorClaimOf(run, status);
+      if (!claim) continue;
+      auto ns = namespaces.find(run.metadata.namespace_);
+      if (ns == namespaces.end()) ns = namespaces.emplace(run.metadata.namespace_, namespaceInfo(run.metadata.namespace_)).first;
+      auto decision = crd::decideTenancy(run.spec, o.defaults, ns->second, options_.tenancy);
+      if (decision.governingRule) o.otherClaims.emplace_back(*decision.governingRule, *claim);
+    } catch (const std::exception&) {
+      continue;  // a run that does not decode is Invalid and claims nothing
+    }
+  }
+}
+
+void TrainingRunReconciler::observeBuckets(Observed& o) {
+  // Only where decide is about to create attempt 1: a valid, allowed, unsuspended run with no job.
+  bool first = o.status.attempts.empty() || (o.status.attempts.size() == 1 && o.status.attempts[0].jobName.empty() &&
+                                             o.status.attempts[0].attempt == 1);
+  if (!first || o.job || !o.metadata.deletionTimestamp.empty() || o.run->spec.suspend) return;
+  if (crd::hasErrors(crd::validate(*o.run)) || tenancyOf(o).violation) return;  // refused before any GCS call
+  auto look = [&](const std::string& uri) {
+    auto listing = checkpointListing(uri);
+    vertex::ListObjectsOptions one;
+    one.maxResults = 1;  // existence and access only: never the whole prefix
+    one.fields = "items(name),nextPageToken";
+    gcs_.listObjectsPage(listing.bucket, listing.object, "", one);
+  };
+  try {
+    look(o.run->spec.baseOutputDirectory);
+  } catch (const vertex::ApiError& e) {
+    if (e.notFound()) {
+      o.outputBucketMissing = checkpointListing(o.run->spec.baseOutputDirectory).bucket;
+      return;
+    }
+    if (e.httpStatus() != 403) throw;  // retried with backoff
+  }
+  auto directory = crd::checkpointDirectoryOf(o.run->spec);
+  try {
+    look(directory);
+    o.checkpointListed = true;
+  } catch (const vertex::ApiError& e) {
+    if (e.notFound()) {
+      o.outputBucketMissing = checkpointListing(directory).bucket;
+    } else if (e.httpStatus() == 403) {
+      o.checkpointListError = e.what();
+      o.checkpointsForbidden = true;
+    } else {
+      throw;
+    }
+  }
 }
 
 std::optional<CachedJob> TrainingRunReconciler::readJob(const std::string& jobName,
@@ -141,8 +223,12 @@ void TrainingRunReconciler::observeCheckpoint(Observed& o) {
     o.checkpoint = findLatestCheckpoint(gcs_, directory, clock_).latest;
     o.checkpointListed = true;
   } catch (const std::exception& e) {
-    // Status is still right without it; a resume waits for it (decide retries), a running run looks again later.
+    // Status is still right without it; a resume waits for it (decide retries), a running run looks again
+    // later. Either way CheckpointsReadable=False tells the user.
     spdlog::warn("{}/{}: cannot list checkpoints: {}", o.metadata.namespace_, o.metadata.name, e.what());
+    o.checkpointListError = e.what();
+    const auto* api = dynamic_cast<const vertex::ApiError*>(&e);
+    o.checkpointsForbidden = api != nullptr && api->httpStatus() == 403;
   }
 }
 
@@ -201,6 +287,7 @@ Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& 
     }
   }
   if (plan.terminal) throw controller::TerminalError(*plan.terminal);
+  if (plan.retryAfterWrite) throw std::runtime_error(*plan.retryAfterWrite);
   return Result{plan.requeueAfter};
 }
 

@@ -46,6 +46,10 @@ struct TrainingRunReconcilerOptions {
   // its target's first full list rather than read by GET, so that a start with many runs costs a
   // few lists, not a GET per run. Bounded, so that a run no poll covers is never left waiting.
   Clock::duration awaitFirstPoll = Clock::duration::zero();
+  // Tenant guardrails (vto run --config); empty: everything is allowed.
+  crd::TenancyRules tenancy;
+  // How soon a run queued by its tenant's maxAccelerators looks again for free capacity.
+  Clock::duration quotaRecheckPeriod = std::chrono::seconds(30);
 };
 
 class TrainingRunReconciler final : public controller::Reconciler {
@@ -70,6 +74,11 @@ class TrainingRunReconciler final : public controller::Reconciler {
   // pass adopts the same one should two ever exist).
   std::optional<vertex::Job> findByLabels(const Observed& observed, const PollTarget& target, int attempt);
   void observeCheckpoint(Observed& observed);
+  // Before attempt 1: one listing each of the output prefix and the checkpoint directory.
+  void observeBuckets(Observed& observed);
+  // The tenancy inputs: this run's namespace and the other runs' accelerator claims (informer cache).
+  void observeTenancy(Observed& observed);
+  crd::NamespaceInfo namespaceInfo(const std::string& name);
   void writeStatus(nlohmann::json& object, const crd::TrainingRunStatus& status);
 
   const controller::ObjectCache& runs_;

@@ -64,7 +64,8 @@ say "fake-gcs-server on http://127.0.0.1:$GCS_PORT"
 echo "export STORAGE_EMULATOR_HOST=http://127.0.0.1:$GCS_PORT" >>"$STATE/env"
 
 # Every bucket the samples name, as a user would create them on Google Cloud: the training code
-# writes its checkpoints there (and the emulator fails a job whose bucket is missing).
+# writes its checkpoints there (the emulator fails a job whose bucket is missing, and vto holds a run
+# whose output bucket is missing in OutputBucketNotFound).
 for bucket in $(grep -ho 'gs://[a-z0-9][a-z0-9._-]*' config/samples/*.yaml | sort -u | cut -c6-); do
   curl -sf -X POST -H 'Content-Type: application/json' -d "{\"name\": \"$bucket\"}" \
     "http://127.0.0.1:$GCS_PORT/storage/v1/b?project=demo-project" >/dev/null

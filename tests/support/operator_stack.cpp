@@ -29,6 +29,10 @@ OperatorStack::OperatorStack(std::vector<std::string> emulatorFlags)
   options.endpoint = emulator_->url();
   options.limits.requestsPerMinute = 100000;
   vertex_ = std::make_unique<vertex::RestVertexClient>(http_, *tokens_, clock_, options);
+  // The operator checks the output bucket before a run's first job: the runs' bucket exists, as it
+  // would in a real project (tests of a missing bucket use another name).
+  gcsClient_ = std::make_unique<vertex::RestGcsClient>(http_, gcs_->url(), nullptr);
+  gcsClient_->ensureBucket("test-bucket", "vto");
 }
 
 OperatorStack::~OperatorStack() {

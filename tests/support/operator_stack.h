@@ -11,6 +11,7 @@
 #include "tests/support/subprocess.h"
 #include "tests/support/test_cluster.h"
 #include "vertex/auth.h"
+#include "vertex/gcs_client.h"
 #include "vertex/vertex_client.h"
 
 namespace vto::testing {
@@ -59,6 +60,7 @@ class OperatorStack {
   // with an injected fault (429, 503) is asked for again, up to a deadline, as the work queue would.
   std::vector<vertex::Job> listJobs(const std::string& filter, vertex::JobKind kind = vertex::JobKind::Custom);
   vertex::VertexClient& vertex() { return *vertex_; }
+  vertex::GcsClient& gcsClient() { return *gcsClient_; }  // fake-gcs-server, as the operator reads it
   void createNamespace(const std::string& ns);
 
  private:
@@ -74,6 +76,7 @@ class OperatorStack {
   RealClock clock_;
   std::unique_ptr<vertex::CachedTokenSource> tokens_;
   std::unique_ptr<vertex::RestVertexClient> vertex_;
+  std::unique_ptr<vertex::RestGcsClient> gcsClient_;
 };
 
 // A TrainingRun manifest on a small CPU machine; `extraSpec` is YAML appended under `spec:` (indented).

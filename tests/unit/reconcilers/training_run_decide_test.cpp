@@ -221,11 +221,17 @@ TEST(DecideTest, FailuresResumeFromTheNewestCheckpointWithinTheBudget) {
          EXPECT_EQ(p.status->lastCheckpoint->uri, "gs://bucket/r/checkpoints/ckpt-10");
          EXPECT_EQ(p.resumedAfter, "Preemption");
        }},
-      {"the checkpoint listing failed: retried, never guessed",
-       [&] { return preempted(0, seconds(30)); }, std::nullopt, {},
+      {"the checkpoint listing failed: retried, never guessed, and CheckpointsReadable=False says so",
+       [&] {
+         auto o = preempted(0, seconds(30));
+         o.checkpointListError = "503 backend error";
+         return o;
+       },
+       crd::Phase::Running, {"CheckpointsUnreadable"},
        [](const Plan& p) {
-         EXPECT_TRUE(p.retry.has_value());
+         EXPECT_TRUE(p.retryAfterWrite.has_value());
          EXPECT_FALSE(p.createJob.has_value());
+         EXPECT_EQ(conditionReason(*p.status, "CheckpointsReadable"), "False/CheckpointListFailed");
        }},
       {"the budget is spent",
        [&] {
@@ -491,5 +497,159 @@ TEST(DecideTest, ACreatedJobIsRecordedAtOnceWithItsState) {
   EXPECT_TRUE(adopted.events.empty()) << "an adopted job was not created now";
 }
 
+
+// Tenancy: one rule for namespace "ns"; the run is in "ns" and uses project "proj" by default.
+crd::TenancyRules rulesFor(const std::string& rule) {
+  return crd::parseTenancyRules(json::parse("[" + rule + "]"));
+}
+
+TEST(DecideTest, ATenancyViolationIsRefusedBeforeAnyJob) {
+  static const auto otherProject = rulesFor(R"({"namespaces": ["ns"], "projects": ["team-b-proj"]})");
+  static const auto otherNamespace = rulesFor(R"({"namespaces": ["team-b"]})");
+  static const auto allowed = rulesFor(R"({"namespaces": ["ns"], "projects": ["test-project"]})");
+  auto with = [](const crd::TenancyRules& rules) {
+    auto o = fresh();
+    o.tenancy = &rules;
+    o.namespaceInfo = {"ns", std::nullopt};
+    return o;
+  };
+  runTable({
+      {"another team's project: Invalid, TenantPolicyViolation naming the field and the rule, no job",
+       [&] { return with(otherProject); }, crd::Phase::Invalid, {"TenantPolicyViolation"},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.createJob.has_value());
+         EXPECT_FALSE(p.addFinalizer);
+         EXPECT_FALSE(p.retry.has_value());
+         EXPECT_EQ(conditionReason(*p.status, "Valid"), "False/TenantPolicyViolation");
+         EXPECT_NE(p.status->message.find("spec.project"), std::string::npos) << p.status->message;
+         EXPECT_NE(p.status->message.find("tenancy[0]"), std::string::npos) << p.status->message;
+       }},
+      {"a namespace no rule matches: refused",
+       [&] { return with(otherNamespace); }, crd::Phase::Invalid, {"TenantPolicyViolation"},
+       [](const Plan& p) { EXPECT_FALSE(p.createJob.has_value()); }},
+      {"already told: no second Event",
+       [&] {
+         auto o = with(otherProject);
+         auto first = decide(o);
+         o.status = *first.status;
+         o.statusStored = true;
+         return o;
+       },
+       std::nullopt, {}, [](const Plan& p) { EXPECT_FALSE(p.createJob.has_value()); }},
+      {"allowed by its rule: created", [&] { return with(allowed); }, crd::Phase::Submitted, {},
+       [](const Plan& p) {
+         ASSERT_TRUE(p.createJob.has_value());
+         EXPECT_EQ(conditionReason(*p.status, "Valid"), "True/SpecValid");
+       }},
+  });
+}
+
+TEST(DecideTest, TheAcceleratorCapQueuesRunsFirstCreatedFirstServed) {
+  static const auto capped = rulesFor(R"({"namespaces": ["ns"], "maxAccelerators": 4})");
+  const std::string gpus = R"({"resources": {"machineType": "n1-standard-8", "acceleratorType": "NVIDIA_TESLA_T4",
+                                             "acceleratorCount": 4}})";
+  auto claim = [](const std::string& created, bool holding, size_t rule = 0) {
+    return std::pair<size_t, crd::AcceleratorClaim>{rule, crd::AcceleratorClaim{"ns/other-" + created, created, 4, holding}};
+  };
+  auto with = [&](std::vector<std::pair<size_t, crd::AcceleratorClaim>> others) {
+    auto o = fresh();
+    o.run = runWith(gpus);
+    o.run->metadata.creationTimestamp = "2026-03-01T11:00:00Z";
+    o.metadata = o.run->metadata;
+    o.tenancy = &capped;
+    o.namespaceInfo = {"ns", std::nullopt};
+    o.otherClaims = std::move(others);
+    return o;
+  };
+  runTable({
+      {"another run holds the 4: Queued, Ready=False TenantQuotaExceeded, no job, looks again",
+       [&] { return with({claim("2026-03-01T11:30:00Z", true)}); }, crd::Phase::Queued, {"TenantQuotaExceeded"},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.createJob.has_value());
+         EXPECT_EQ(conditionReason(*p.status, "Ready"), "False/TenantQuotaExceeded");
+         EXPECT_EQ(p.requeueAfter, seconds(30));
+       }},
+      {"an older run waits for them: it goes first",
+       [&] { return with({claim("2026-03-01T10:00:00Z", false)}); }, crd::Phase::Queued, {"TenantQuotaExceeded"},
+       [](const Plan& p) { EXPECT_FALSE(p.createJob.has_value()); }},
+      {"a younger waiting run does not block it",
+       [&] { return with({claim("2026-03-01T11:30:00Z", false)}); }, crd::Phase::Submitted, {},
+       [](const Plan& p) { EXPECT_TRUE(p.createJob.has_value()); }},
+      {"a run under another rule does not count",
+       [&] { return with({claim("2026-03-01T10:00:00Z", true, 1)}); }, crd::Phase::Submitted, {},
+       [](const Plan& p) { EXPECT_TRUE(p.createJob.has_value()); }},
+      {"capacity freed: created, and the quota condition goes",
+       [&] {
+         auto o = with({claim("2026-03-01T11:30:00Z", true)});
+         auto queued = decide(o);
+         o.status = *queued.status;
+         o.statusStored = true;
+         o.otherClaims.clear();  // the holder finished
+         return o;
+       },
+       crd::Phase::Submitted, {},
+       [](const Plan& p) {
+         ASSERT_TRUE(p.createJob.has_value());
+         EXPECT_EQ(conditionReason(*p.status, "Ready"), "");
+       }},
+  });
+}
+
+TEST(DecideTest, BucketsAreCheckedBeforeAttemptOne) {
+  runTable({
+      {"a missing output bucket: no job, Ready=False OutputBucketNotFound, a Warning naming it, retried",
+       [] {
+         auto o = fresh();
+         o.outputBucketMissing = "bucket";
+         return o;
+       },
+       crd::Phase::Pending, {"OutputBucketNotFound"},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.createJob.has_value());
+         EXPECT_TRUE(p.retryAfterWrite.has_value());
+         EXPECT_EQ(conditionReason(*p.status, "Ready"), "False/OutputBucketNotFound");
+         EXPECT_NE(p.events.at(0).message.find("gs://bucket"), std::string::npos);
+       }},
+      {"the bucket was created: the job is, and the condition goes",
+       [] {
+         auto o = fresh();
+         o.outputBucketMissing = "bucket";
+         auto waiting = decide(o);
+         o.status = *waiting.status;
+         o.statusStored = true;
+         o.outputBucketMissing.reset();
+         o.checkpointListed = true;
+         return o;
+       },
+       crd::Phase::Submitted, {},
+       [](const Plan& p) {
+         ASSERT_TRUE(p.createJob.has_value());
+         EXPECT_EQ(conditionReason(*p.status, "Ready"), "");
+         EXPECT_EQ(conditionReason(*p.status, "CheckpointsReadable"), "True/CheckpointsListed");
+       }},
+      {"checkpoints forbidden (403): submitted anyway, CheckpointsReadable=False and a Warning",
+       [] {
+         auto o = fresh();
+         o.checkpointListError = "403 forbidden";
+         o.checkpointsForbidden = true;
+         return o;
+       },
+       crd::Phase::Submitted, {"CheckpointsUnreadable"},
+       [](const Plan& p) {
+         EXPECT_TRUE(p.createJob.has_value());
+         EXPECT_EQ(conditionReason(*p.status, "CheckpointsReadable"), "False/CheckpointsForbidden");
+         EXPECT_NE(p.events.at(0).message.find("from scratch"), std::string::npos);
+       }},
+      {"a running run's periodic listing fails: CheckpointsReadable=False",
+       [] {
+         auto o = submitted(crd::Phase::Running);
+         o.job = jobIn(JobState::Running);
+         o.checkpointListError = "500 backend error";
+         return o;
+       },
+       crd::Phase::Running, {"CheckpointsUnreadable"},
+       [](const Plan& p) { EXPECT_EQ(conditionReason(*p.status, "CheckpointsReadable"), "False/CheckpointListFailed"); }},
+  });
+}
 }  // namespace
 }  // namespace vto::reconcilers

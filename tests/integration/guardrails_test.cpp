@@ -1,0 +1,215 @@
+// Guardrails checked before a run's first job, end to end (kubectl -> API server -> vto run ->
+// emulator and fake-gcs-server): tenancy rules from `vto run --config` and the output bucket.
+#include <cpprest/http_listener.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "tests/support/operator_stack.h"
+#include "tests/support/ports.h"
+#include "tests/support/wait.h"
+#include "vertex/http_transport.h"
+
+namespace vto::testing {
+namespace {
+
+using std::chrono::seconds;
+
+// A GCS endpoint stub in front of fake-gcs-server: object listings whose prefix contains "forbidden"
+// get 403 PERMISSION_DENIED, everything else is forwarded. Why a stub and not fake-gcs-server alone:
+// it cannot answer 403. Why at the HTTP level and not a TCP proxy: the 403 depends on the request's
+// path and query. Every other call still reaches the real server, and the operator keeps its real
+// RestGcsClient and error parsing; only `--gcs-endpoint` points here.
+class ForbiddingGcsStub {
+ public:
+  explicit ForbiddingGcsStub(std::string upstream)
+      : upstream_(std::move(upstream)),
+        url_("http://127.0.0.1:" + std::to_string(freeLoopbackPort())),
+        listener_(web::uri(url_)) {
+    listener_.support([this](web::http::http_request request) { handle(std::move(request)); });
+    listener_.open().wait();
+  }
+  ~ForbiddingGcsStub() { listener_.close().wait(); }
+  const std::string& url() const { return url_; }
+
+ private:
+  void handle(web::http::http_request request) {
+    std::string target = request.relative_uri().to_string();
+    if (target.find("/o?") != std::string::npos && target.find("forbidden") != std::string::npos) {
+      request.reply(403, R"({"error": {"code": 403, "status": "PERMISSION_DENIED", "message": "vto@test-project.iam.gserviceaccount.com does not have storage.objects.list access"}})",
+                    "application/json");
+      return;
+    }
+    vertex::HttpRequest forward;
+    forward.method = request.method();
+    forward.url = upstream_ + target;
+    forward.body = request.extract_string().get();
+    if (request.headers().has("Content-Type")) forward.headers["Content-Type"] = request.headers().content_type();
+    try {
+      auto response = http_.send(forward);
+      web::http::http_response reply(static_cast<web::http::status_code>(response.status));
+      reply.set_body(response.body, "application/json");
+      request.reply(reply);
+    } catch (const std::exception& e) {
+      request.reply(502, e.what());
+    }
+  }
+
+  std::string upstream_;
+  std::string url_;
+  vertex::CppRestTransport http_;
+  web::http::experimental::listener::http_listener listener_;
+};
+
+// team-a may use only its own project, bucket and service account; team-cap may hold 4 accelerators
+// at once; "buckets" may use anything. Jobs queue 1 s and train 6 steps of 1 s.
+OperatorStack& stack() {
+  static OperatorStack shared({"--queue-time", "1s", "--steps", "6", "--step-time", "1s"});
+  static bool started = [] {
+    std::string config = shared.dir() + "/vto-config.yaml";
+    std::ofstream(config) << "tenancy:\n"
+                             "  - namespaces: [team-a]\n"
+                             "    projects: [test-project]\n"
+                             "    bucketPrefixes: [gs://test-bucket/team-a/]\n"
+                             "    serviceAccounts: [trainer@test-project.iam.gserviceaccount.com]\n"
+                             "  - namespaces: [team-cap]\n"
+                             "    maxAccelerators: 4\n"
+                             "  - namespaces: [buckets]\n";
+    // Destroyed before `shared` stops the operator: its last GCS calls at exit may fail; nothing asserts on them.
+    static ForbiddingGcsStub gcs(shared.gcs().url());
+    shared.startOperator({"--config", config, "--gcs-endpoint", gcs.url()});
+    return true;
+  }();
+  (void)started;
+  return shared;
+}
+
+void apply(const std::string& yaml) {
+  std::string path = stack().dir() + "/manifest-" + std::to_string(std::hash<std::string>{}(yaml)) + ".yaml";
+  std::ofstream(path) << yaml;
+  stack().kubectlOk("apply -f '" + path + "'");
+}
+
+std::string condition(const std::string& ns, const std::string& name, const std::string& type) {
+  auto run = stack().getRun(ns, name);
+  if (!run.is_object()) return "";
+  for (const auto& c : run.value("status", nlohmann::json::object()).value("conditions", nlohmann::json::array())) {
+    if (c.value("type", "") == type) return c.value("status", "") + "/" + c.value("reason", "");
+  }
+  return "";
+}
+
+std::string uidOf(const std::string& ns, const std::string& name) {
+  return stack().getRun(ns, name)["metadata"].value("uid", "");
+}
+
+// Jobs the emulator has created so far (GET /emulator/v1/stats).
+int64_t jobsCreated() {
+  vertex::CppRestTransport http;
+  auto response = http.send({"GET", stack().emulator().url() + "/emulator/v1/stats", {}, "", seconds(5)});
+  return nlohmann::json::parse(response.body).value("created", int64_t{0});
+}
+
+TEST(Guardrails, ARunOutsideItsTenantsRuleIsRefusedBeforeAnyVertexCall) {
+  const std::string ns = "team-a";
+  stack().createNamespace(ns);
+  // An allowed run first: the rules let team-a's own runs through.
+  const std::string ownAccount = "  serviceAccount: trainer@test-project.iam.gserviceaccount.com\n";
+  apply(simpleRunManifest(ns, "allowed", ownAccount));  // gs://test-bucket/team-a/allowed
+  ASSERT_TRUE(stack().waitForPhase(ns, "allowed", "Succeeded", seconds(120)))
+      << stack().getRun(ns, "allowed")["status"].dump() << "\n" << stack().operatorLog();
+
+  auto createdBefore = jobsCreated();
+  struct Case {
+    std::string name, extraSpec, field;
+  };
+  std::vector<Case> cases = {
+      {"other-project", ownAccount + "  project: team-b-project\n", "spec.project"},
+      {"other-bucket", ownAccount + "  checkpointing:\n    directory: gs://team-b-bucket/ckpt\n",
+       "spec.checkpointing.directory"},
+      {"other-sa", "  serviceAccount: trainer@team-b.iam.gserviceaccount.com\n", "spec.serviceAccount"},
+  };
+  for (const auto& c : cases) apply(simpleRunManifest(ns, c.name, c.extraSpec));
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    ASSERT_TRUE(stack().waitForPhase(ns, c.name, "Invalid", seconds(60))) << stack().operatorLog();
+    EXPECT_EQ(condition(ns, c.name, "Valid"), "False/TenantPolicyViolation");
+    std::string message = stack().getRun(ns, c.name)["status"].value("message", "");
+    EXPECT_NE(message.find(c.field), std::string::npos) << message;
+    EXPECT_NE(message.find("tenancy[0]"), std::string::npos) << message;
+    EXPECT_TRUE(stack().jobsOfRun(uidOf(ns, c.name)).empty());
+    auto events = stack().kubectlOk("-n " + ns + " get events --field-selector involvedObject.name=" + c.name +
+                                    " -o jsonpath='{.items[*].reason}'");
+    EXPECT_NE(events.find("TenantPolicyViolation"), std::string::npos) << events;
+  }
+  EXPECT_EQ(jobsCreated(), createdBefore);  // the emulator was never asked to create a job for them
+}
+
+TEST(Guardrails, TheAcceleratorCapQueuesASecondRunUntilTheFirstFinishes) {
+  const std::string ns = "team-cap";
+  stack().createNamespace(ns);
+  const std::string gpus = "  resources:\n    machineType: n1-standard-16\n    acceleratorType: NVIDIA_TESLA_T4\n"
+                           "    acceleratorCount: 4\n";
+  auto manifest = [&](const std::string& name) {
+    auto yaml = simpleRunManifest(ns, name);
+    return yaml.replace(yaml.find("  resources:\n    machineType: n1-standard-4\n"),
+                        std::string("  resources:\n    machineType: n1-standard-4\n").size(), gpus);
+  };
+  apply(manifest("first"));
+  ASSERT_TRUE(waitFor([&] { return !stack().getRun(ns, "first")["status"]["job"].is_null(); }, seconds(60)))
+      << stack().operatorLog();
+  apply(manifest("second"));
+  ASSERT_TRUE(waitFor([&] { return condition(ns, "second", "Ready") == "False/TenantQuotaExceeded"; }, seconds(60)))
+      << stack().operatorLog();
+  EXPECT_EQ(stack().phaseOf(ns, "second"), "Queued");
+  EXPECT_TRUE(stack().jobsOfRun(uidOf(ns, "second")).empty());
+
+  ASSERT_TRUE(stack().waitForPhase(ns, "first", "Succeeded", seconds(120))) << stack().operatorLog();
+  ASSERT_TRUE(stack().waitForPhase(ns, "second", "Succeeded", seconds(180))) << stack().operatorLog();
+  auto first = stack().jobsOfRun(uidOf(ns, "first"));
+  auto second = stack().jobsOfRun(uidOf(ns, "second"));
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(second.size(), 1u);
+  // Never both at once: the second job was created after the first ended.
+  ASSERT_TRUE(first[0].endTime && second[0].createTime);
+  EXPECT_LE(*first[0].endTime, *second[0].createTime);
+  EXPECT_EQ(condition(ns, "second", "Ready"), "");
+}
+
+TEST(Guardrails, ARunWhoseBucketIsMissingWaitsWithoutAJobAndStartsOnceItExists) {
+  const std::string ns = "buckets";
+  stack().createNamespace(ns);
+  auto yaml = simpleRunManifest(ns, "late");
+  yaml.replace(yaml.find("gs://test-bucket/"), std::string("gs://test-bucket/").size(), "gs://late-bucket/");
+  apply(yaml);
+  ASSERT_TRUE(waitFor([&] { return condition(ns, "late", "Ready") == "False/OutputBucketNotFound"; }, seconds(60)))
+      << stack().operatorLog();
+  EXPECT_TRUE(stack().jobsOfRun(uidOf(ns, "late")).empty());
+  auto events = stack().kubectlOk("-n " + ns + " get events --field-selector involvedObject.name=late,reason=OutputBucketNotFound"
+                                  " -o jsonpath='{.items[*].message}'");
+  EXPECT_NE(events.find("gs://late-bucket"), std::string::npos) << events;
+
+  stack().gcsClient().ensureBucket("late-bucket");
+  ASSERT_TRUE(stack().waitForPhase(ns, "late", "Succeeded", seconds(120))) << stack().operatorLog();
+  EXPECT_EQ(stack().jobsOfRun(uidOf(ns, "late")).size(), 1u);
+  EXPECT_EQ(condition(ns, "late", "Ready"), "");
+  EXPECT_EQ(condition(ns, "late", "CheckpointsReadable"), "True/CheckpointsListed");
+}
+
+TEST(Guardrails, ForbiddenCheckpointsStillSubmitTheJobAndSaySoInACondition) {
+  const std::string ns = "buckets";
+  stack().createNamespace(ns);
+  apply(simpleRunManifest(ns, "forbidden-ckpt"));  // its checkpoint listing gets 403 from the stub
+  ASSERT_TRUE(waitFor([&] { return condition(ns, "forbidden-ckpt", "CheckpointsReadable") == "False/CheckpointsForbidden"; },
+                      seconds(60)))
+      << stack().getRun(ns, "forbidden-ckpt")["status"].dump() << "\n" << stack().operatorLog();
+  ASSERT_TRUE(stack().waitForPhase(ns, "forbidden-ckpt", "Succeeded", seconds(120))) << stack().operatorLog();
+  EXPECT_EQ(stack().jobsOfRun(uidOf(ns, "forbidden-ckpt")).size(), 1u);
+  EXPECT_EQ(condition(ns, "forbidden-ckpt", "CheckpointsReadable"), "False/CheckpointsForbidden");
+  auto events = stack().kubectlOk("-n " + ns + " get events --field-selector involvedObject.name=forbidden-ckpt,"
+                                  "reason=CheckpointsUnreadable -o jsonpath='{.items[*].message}'");
+  EXPECT_NE(events.find("from scratch"), std::string::npos) << events;
+}
+
+}  // namespace
+}  // namespace vto::testing
