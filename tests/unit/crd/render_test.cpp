@@ -96,7 +96,8 @@ TEST(Render, ARetrainingRunsTriggerAnnotationsBecomeEnvOnEveryPool) {
                               {kTriggerTimeAnnotation, "2026-12-01T03:00:00Z"},
                               {kWarmStartFromAnnotation, "gs://m/fraud-1/model/"},
                               {"unrelated", "x"}};
-  for (const auto& pool : renderCustomJob(run, 1, "")["jobSpec"]["workerPoolSpecs"]) {
+  auto job = renderCustomJob(run, 1, "");  // a named job: a loop over a temporary's member dangles
+  for (const auto& pool : job["jobSpec"]["workerPoolSpecs"]) {
     EXPECT_EQ(envValue(pool, "VTO_TRIGGER_REASON"), "Schedule");
     EXPECT_EQ(envValue(pool, "VTO_TRIGGER_TIME"), "2026-12-01T03:00:00Z");
     EXPECT_EQ(envValue(pool, "VTO_WARM_START_FROM"), "gs://m/fraud-1/model/");
