@@ -544,6 +544,8 @@ controller::Result RetrainingPolicyReconciler::reconcile(const controller::Objec
   auto cached = policies_.get(key);
   if (!cached) {
     if (metrics_) metrics_->forgetPolicy(key.ns, key.name);
+    std::lock_guard guard(countedMutex_);
+    countedUnseen_.erase(key);
     return {};  // deleted: the garbage collector removes the runs it owned
   }
   const auto& meta = (*cached)["metadata"];
@@ -552,11 +554,43 @@ controller::Result RetrainingPolicyReconciler::reconcile(const controller::Objec
   for (auto& run : runs_.byLabel(key.name)) {
     if (run["metadata"].value("namespace", "") == key.ns) observed.children.push_back(std::move(run));
   }
+  overlayCounted(key, observed.children);
   auto plan = decideRetraining(observed);
+  spdlog::debug("retrainingpolicy {}: at {} {} run(s) to create, {} to delete, requeue in {} ms", key.str(),
+                timeText(observed.now), plan.create.size(), plan.remove.size(),
+                std::chrono::duration_cast<std::chrono::milliseconds>(plan.requeueAfter).count());
   act(*cached, plan);
+  rememberCounted(key, plan.markCounted);
   controller::Result result;
   result.requeueAfter = plan.requeueAfter;
   return result;
+}
+
+void RetrainingPolicyReconciler::overlayCounted(const controller::ObjectKey& policy,
+                                                std::vector<json>& children) {
+  std::lock_guard guard(countedMutex_);
+  auto found = countedUnseen_.find(policy);
+  if (found == countedUnseen_.end()) return;
+  std::set<std::string> stillUnseen;
+  for (auto& run : children) {
+    std::string name = run["metadata"].value("name", "");
+    if (!found->second.count(name) || !annotationOf(run, kCountedAnnotation).empty()) continue;
+    run["metadata"]["annotations"][kCountedAnnotation] = "true";
+    stillUnseen.insert(name);
+  }
+  // Runs the cache shows marked, or no longer shows at all, need no overlay any more.
+  if (stillUnseen.empty()) {
+    countedUnseen_.erase(found);
+  } else {
+    found->second = stillUnseen;
+  }
+}
+
+void RetrainingPolicyReconciler::rememberCounted(const controller::ObjectKey& policy,
+                                                 const std::vector<std::string>& names) {
+  if (names.empty()) return;
+  std::lock_guard guard(countedMutex_);
+  countedUnseen_[policy].insert(names.begin(), names.end());
 }
 
 void RetrainingPolicyReconciler::act(const json& cached, RetrainingPlan& plan) {

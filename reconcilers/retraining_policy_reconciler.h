@@ -11,7 +11,9 @@
 // (last schedule slot, handled manual request, last success) are carried forward in status and on
 // the runs' annotations, so deleting history never replays a trigger.
 #include <map>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -123,12 +125,19 @@ class RetrainingPolicyReconciler final : public controller::Reconciler {
   void act(const nlohmann::json& policy, RetrainingPlan& plan);
   void recordMetrics(const nlohmann::json& policy, const RetrainingPlan& plan);
 
+  // Runs this process marked counted that its cache has not shown marked yet: observe lays the mark
+  // over the cached run, so a pass that runs before the informer catches up does not count them twice.
+  void overlayCounted(const controller::ObjectKey& policy, std::vector<nlohmann::json>& children);
+  void rememberCounted(const controller::ObjectKey& policy, const std::vector<std::string>& names);
+
   const controller::ObjectCache& policies_;
   const controller::ObjectCache& runs_;
   controller::KubeClient& kube_;
   controller::EventRecorder& events_;
   const Clock& clock_;
   metrics::RetrainingMetrics* metrics_;
+  std::mutex countedMutex_;
+  std::map<controller::ObjectKey, std::set<std::string>> countedUnseen_;
 };
 
 }  // namespace vto::reconcilers

@@ -74,7 +74,13 @@ class RetrainingPolicyTest : public ::testing::Test {
   }
   void startOperator() {
     stack().startOperator({"--clock-offset-file", stack().dir() + "/clock-offset", "--metrics-bind-address",
-                           "127.0.0.1:" + std::to_string(metricsPort)});
+                           "127.0.0.1:" + std::to_string(metricsPort), "--log-level", "debug"});
+  }
+  // What a failing test prints: the policies, their runs, the Events and the operator's log.
+  std::string diagnose() {
+    return stack().cluster().kubectl("-n " + ns + " get rtp -o yaml").output +
+           stack().cluster().kubectl("-n " + ns + " get trainingruns").output +
+           stack().cluster().kubectl("-n " + ns + " get events").output + stack().operatorLog();
   }
   std::string scrapeMetrics() {
     return runShell("curl -sf http://127.0.0.1:" + std::to_string(metricsPort) + "/metrics").output;
@@ -110,7 +116,8 @@ class RetrainingPolicyTest : public ::testing::Test {
     auto out = stack().cluster().kubectl("-n " + ns + " get trainingruns -l vto.dev/retraining-policy=" + name + " -o json");
     std::map<std::string, json> byName;
     if (out.exitCode != 0) return byName;
-    for (const auto& run : json::parse(out.output)["items"]) byName[run["metadata"]["name"]] = run;
+    json list = json::parse(out.output);
+    for (const auto& run : list["items"]) byName[run["metadata"]["name"].get<std::string>()] = run;
     return byName;
   }
   static std::string runName(const std::string& policy, Clock::time_point slot) {
@@ -147,7 +154,7 @@ TEST_F(RetrainingPolicyTest, EveryMinuteCreatesOneRunPerSlotNamedBySlot) {
   for (int i = 0; i < 3; ++i) {
     auto slot = clock->jumpPastNextMinute();
     expected.insert(runName("minutely", slot));
-    ASSERT_TRUE(waitForRun("minutely", runName("minutely", slot))) << stack().operatorLog();
+    ASSERT_TRUE(waitForRun("minutely", runName("minutely", slot))) << diagnose();
     ASSERT_TRUE(waitForLastSchedule("minutely", slot));
   }
   auto all = runs("minutely");
@@ -185,10 +192,10 @@ TEST_F(RetrainingPolicyTest, ForbidSkipsASlotWhileARunIsActiveAndDoesNotRunItLat
   // Runs are created suspended, so the first stays active until the test lets it go.
   applyPolicy("forbid", "  triggers:\n    schedule: {cron: \"* * * * *\"}\n", "      suspend: true\n");
   auto first = clock->jumpPastNextMinute();
-  ASSERT_TRUE(waitForRun("forbid", runName("forbid", first))) << stack().operatorLog();
+  ASSERT_TRUE(waitForRun("forbid", runName("forbid", first))) << diagnose();
   ASSERT_TRUE(stack().waitForPhase(ns, runName("forbid", first), "Suspended"));
   auto skipped = clock->jumpPastNextMinute();
-  ASSERT_TRUE(waitForLastSchedule("forbid", skipped)) << stack().operatorLog();
+  ASSERT_TRUE(waitForLastSchedule("forbid", skipped)) << diagnose();
   EXPECT_EQ(runs("forbid").count(runName("forbid", skipped)), 0u);
   EXPECT_EQ(policy("forbid")["status"].value("missedSchedules", 0), 1);
   auto events = stack().kubectlOk("-n " + ns + " get events --field-selector reason=RunAlreadyActive -o name");
@@ -198,7 +205,7 @@ TEST_F(RetrainingPolicyTest, ForbidSkipsASlotWhileARunIsActiveAndDoesNotRunItLat
                     " --type=merge -p '{\"spec\":{\"suspend\":false}}'");
   ASSERT_TRUE(stack().waitForPhase(ns, runName("forbid", first), "Succeeded", seconds(120)));
   auto third = clock->jumpPastNextMinute();
-  ASSERT_TRUE(waitForRun("forbid", runName("forbid", third))) << stack().operatorLog();
+  ASSERT_TRUE(waitForRun("forbid", runName("forbid", third))) << diagnose();
   EXPECT_EQ(runs("forbid").size(), 2u);
 }
 
@@ -206,13 +213,13 @@ TEST_F(RetrainingPolicyTest, ReplaceCancelsTheOldJob) {
   applyPolicy("replace", "  triggers:\n    schedule: {cron: \"* * * * *\"}\n  concurrencyPolicy: Replace\n");
   auto first = clock->jumpPastNextMinute();
   const std::string oldName = runName("replace", first);
-  ASSERT_TRUE(waitForRun("replace", oldName)) << stack().operatorLog();
-  ASSERT_TRUE(stack().waitForPhase(ns, oldName, "Running")) << stack().operatorLog();
+  ASSERT_TRUE(waitForRun("replace", oldName)) << diagnose();
+  ASSERT_TRUE(stack().waitForPhase(ns, oldName, "Running")) << diagnose();
   auto old = runs("replace").at(oldName);
   auto second = clock->jumpPastNextMinute();
-  ASSERT_TRUE(waitForRun("replace", runName("replace", second))) << stack().operatorLog();
+  ASSERT_TRUE(waitForRun("replace", runName("replace", second))) << diagnose();
   // The old run's finalizer cancelled its job before the run went away.
-  ASSERT_TRUE(waitFor([&] { return runs("replace").count(oldName) == 0; }, seconds(60))) << stack().operatorLog();
+  ASSERT_TRUE(waitFor([&] { return runs("replace").count(oldName) == 0; }, seconds(60))) << diagnose();
   auto jobs = jobsOf(old);
   ASSERT_EQ(jobs.size(), 1u);
   EXPECT_EQ(jobs[0].state, vertex::JobState::Cancelled);
@@ -233,19 +240,19 @@ TEST_F(RetrainingPolicyTest, SigkillDuringABurstLeavesOneRunPerTriggerAndOneJobP
     }
     clock->jumpTo(clock->nextMinute() + minutes(2) + seconds(2));
     ASSERT_TRUE(waitFor([&] { return runs("burst").size() > before; }, seconds(60), std::chrono::milliseconds(20)))
-        << stack().operatorLog();
+        << diagnose();
     EXPECT_EQ(stack().stopOperator(SIGKILL), 128 + SIGKILL);
     ++kills;
     startOperator();
   }
-  ASSERT_TRUE(waitFor([&] { return runs("burst").size() >= expected.size(); }, seconds(120))) << stack().operatorLog();
+  ASSERT_TRUE(waitFor([&] { return runs("burst").size() >= expected.size(); }, seconds(120))) << diagnose();
   auto all = runs("burst");
   std::set<std::string> names;
   for (const auto& [name, run] : all) names.insert(name);
   EXPECT_EQ(names, expected);
   size_t jobs = 0;
   for (const auto& [name, run] : all) {
-    ASSERT_TRUE(stack().waitForPhase(ns, name, "Succeeded", seconds(180))) << name << "\n" << stack().operatorLog();
+    ASSERT_TRUE(stack().waitForPhase(ns, name, "Succeeded", seconds(180))) << name << "\n" << diagnose();
     auto runJobs = jobsOf(run);
     EXPECT_EQ(runJobs.size(), 1u) << name;
     jobs += runJobs.size();
@@ -259,7 +266,7 @@ TEST_F(RetrainingPolicyTest, AManualRequestCreatesOneRun) {
   stack().kubectlOk("-n " + ns + " annotate rtp/button vto.dev/retrain-requested=first --overwrite");
   ASSERT_TRUE(waitFor([&] { return policy("button")["status"].value("lastHandledRetrainRequest", "") == "first"; },
                       seconds(60)))
-      << stack().operatorLog();
+      << diagnose();
   auto all = runs("button");
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all.begin()->second["metadata"]["annotations"]["vto.dev/trigger-reason"], "Manual");
@@ -267,14 +274,14 @@ TEST_F(RetrainingPolicyTest, AManualRequestCreatesOneRun) {
   stack().kubectlOk("-n " + ns + " annotate rtp/button vto.dev/retrain-requested=second --overwrite");
   ASSERT_TRUE(waitFor([&] { return policy("button")["status"].value("lastHandledRetrainRequest", "") == "second"; },
                       seconds(60)))
-      << stack().operatorLog();
+      << diagnose();
   EXPECT_EQ(runs("button").size(), 2u);
 }
 
 TEST_F(RetrainingPolicyTest, TheSecondRunWarmStartsFromTheFirstRunsModel) {
   applyPolicy("warm", "  triggers: {}\n  warmStart: true\n");
   stack().kubectlOk("-n " + ns + " annotate rtp/warm vto.dev/retrain-requested=1 --overwrite");
-  ASSERT_TRUE(waitFor([&] { return runs("warm").size() == 1; }, seconds(60))) << stack().operatorLog();
+  ASSERT_TRUE(waitFor([&] { return runs("warm").size() == 1; }, seconds(60))) << diagnose();
   auto first = runs("warm").begin()->second;
   const std::string firstName = first["metadata"]["name"];
   ASSERT_TRUE(stack().waitForPhase(ns, firstName, "Succeeded", seconds(120)));
@@ -285,11 +292,11 @@ TEST_F(RetrainingPolicyTest, TheSecondRunWarmStartsFromTheFirstRunsModel) {
   }, seconds(60)));
   EXPECT_EQ(envOfJob(jobsOf(first).front(), "VTO_WARM_START_FROM"), "");
   stack().kubectlOk("-n " + ns + " annotate rtp/warm vto.dev/retrain-requested=2 --overwrite");
-  ASSERT_TRUE(waitFor([&] { return runs("warm").size() == 2; }, seconds(60))) << stack().operatorLog();
+  ASSERT_TRUE(waitFor([&] { return runs("warm").size() == 2; }, seconds(60))) << diagnose();
   json second;
   for (const auto& [name, run] : runs("warm"))
     if (name != firstName) second = run;
-  ASSERT_TRUE(waitFor([&] { return !jobsOf(second).empty(); }, seconds(60))) << stack().operatorLog();
+  ASSERT_TRUE(waitFor([&] { return !jobsOf(second).empty(); }, seconds(60))) << diagnose();
   EXPECT_EQ(envOfJob(jobsOf(second).front(), "VTO_WARM_START_FROM"), model);
   EXPECT_EQ(envOfJob(jobsOf(second).front(), "VTO_TRIGGER_REASON"), "Manual");
 }
@@ -302,8 +309,8 @@ TEST_F(RetrainingPolicyTest, HistoryLimitsHold) {
   ASSERT_TRUE(waitFor([&] {
     auto status = policy("history").value("status", json::object());
     return status.value("counts", json::object()).value("succeeded", 0) == 4;
-  }, seconds(180))) << stack().operatorLog();
-  ASSERT_TRUE(waitFor([&] { return runs("history").size() == 2; }, seconds(60))) << stack().operatorLog();
+  }, seconds(180))) << diagnose();
+  ASSERT_TRUE(waitFor([&] { return runs("history").size() == 2; }, seconds(60))) << diagnose();
   for (const auto& [name, run] : runs("history")) EXPECT_EQ(run["status"].value("phase", ""), "Succeeded") << name;
   EXPECT_FALSE(stack().kubectlOk("-n " + ns + " get events --field-selector reason=SuccessfulDelete -o name").empty());
 }
@@ -311,7 +318,7 @@ TEST_F(RetrainingPolicyTest, HistoryLimitsHold) {
 TEST_F(RetrainingPolicyTest, SuspendAndUnsuspendFireNothingMissed) {
   applyPolicy("pausable", "  triggers:\n    schedule: {cron: \"* * * * *\"}\n  concurrencyPolicy: Allow\n  maxActiveRuns: 10\n");
   auto first = clock->jumpPastNextMinute();
-  ASSERT_TRUE(waitForRun("pausable", runName("pausable", first))) << stack().operatorLog();
+  ASSERT_TRUE(waitForRun("pausable", runName("pausable", first))) << diagnose();
   stack().kubectlOk("-n " + ns + " patch rtp pausable --type=merge -p '{\"spec\":{\"suspend\":true}}'");
   stack().kubectlOk("-n " + ns + " wait --for=condition=Suspended rtp/pausable --timeout=60s");
   clock->jumpTo(clock->nextMinute() + minutes(10));  // ten slots pass while suspended
@@ -320,10 +327,10 @@ TEST_F(RetrainingPolicyTest, SuspendAndUnsuspendFireNothingMissed) {
   auto next = clock->nextMinute();
   ASSERT_TRUE(waitFor([&] {
     return policy("pausable").value("status", json::object()).value("nextScheduleTime", "") == crd::formatTimestamp(next);
-  }, seconds(60))) << stack().operatorLog();
+  }, seconds(60))) << diagnose();
   EXPECT_EQ(runs("pausable").size(), 1u) << "a slot missed while suspended was fired";
   auto after = clock->jumpPastNextMinute();
-  ASSERT_TRUE(waitForRun("pausable", runName("pausable", after))) << stack().operatorLog();
+  ASSERT_TRUE(waitForRun("pausable", runName("pausable", after))) << diagnose();
   EXPECT_EQ(runs("pausable").size(), 2u);
 }
 
@@ -341,7 +348,7 @@ TEST_F(RetrainingPolicyTest, AnInvalidPolicyIsReportedAndCreatesNoRun) {
   // A due slot and a manual request: the operator looks again (the Warning repeats) and starts nothing.
   clock->jumpPastNextMinute();
   stack().kubectlOk("-n " + ns + " annotate rtp/broken vto.dev/retrain-requested=1 --overwrite");
-  ASSERT_TRUE(waitFor([&] { return eventCount() >= 2; }, seconds(60))) << stack().operatorLog();
+  ASSERT_TRUE(waitFor([&] { return eventCount() >= 2; }, seconds(60))) << diagnose();
   EXPECT_TRUE(runs("broken").empty());
 }
 

@@ -1,0 +1,160 @@
+// The RetrainingPolicy reconciler's act against the fake API server and a simulated clock: a run that
+// exists already is a success when this policy owns it and a reported conflict when it does not, and a
+// pass that sees stale caches counts nothing twice.
+#include "reconcilers/retraining_policy_reconciler.h"
+
+#include <gtest/gtest.h>
+
+#include "crd/timestamp.h"
+#include "reconcilers/training_run_reconciler.h"
+#include "tests/fakes/clock_fake.h"
+#include "tests/fakes/kube_client_fake.h"
+
+namespace vto::reconcilers {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+
+class RecordingEvents final : public controller::EventRecorder {
+ public:
+  void event(const json&, controller::EventType type, const std::string& reason, const std::string&) override {
+    reasons.push_back((type == controller::EventType::Warning ? "Warning/" : "Normal/") + reason);
+  }
+  bool has(const std::string& reason) const { return std::find(reasons.begin(), reasons.end(), reason) != reasons.end(); }
+  std::vector<std::string> reasons;
+};
+
+const Clock::time_point T0 = crd::parseTimestamp("2026-12-01T00:00:00Z");
+constexpr const char* kUid = "7d1e0c5a-0000-1111-2222-333344445555";
+
+class PolicyReconcilerTest : public ::testing::Test {
+ protected:
+  PolicyReconcilerTest()
+      : runs(crd::kRetrainingPolicyLabel), clock(T0), reconciler(policies, runs, kube, events, clock) {
+    json policy = {{"apiVersion", "vto.dev/v1alpha1"},
+                   {"kind", "RetrainingPolicy"},
+                   {"metadata", {{"name", "fraud"}, {"namespace", "risk"}, {"uid", kUid}, {"generation", 1},
+                                 {"creationTimestamp", crd::formatTimestamp(T0)}}},
+                   {"spec", json::parse(R"({
+                     "template": {"spec": {"trainer": {"container": {"imageUri": "us-docker.pkg.dev/p/r/i:1"}},
+                                           "resources": {"machineType": "n1-standard-4"},
+                                           "baseOutputDirectory": "gs://bucket/fraud"}},
+                     "triggers": {"schedule": {"cron": "* * * * *"}}})")}};
+    kube.create(retrainingPolicyResource(), "risk", policy);
+    sync();
+  }
+  // What the informers would show after our writes.
+  void sync() {
+    policies.upsert(kube.get(retrainingPolicyResource(), "risk", "fraud"));
+    for (const auto& run : kube.list(trainingRunResource(), "risk", {}).items) runs.upsert(run);
+  }
+  json status() { return kube.get(retrainingPolicyResource(), "risk", "fraud")["status"]; }
+  std::string readyReason() {
+    json current = status();
+    for (const auto& c : current["conditions"])
+      if (c["type"] == "Ready") return c["status"].get<std::string>() + "/" + c["reason"].get<std::string>();
+    return "";
+  }
+
+  testing::FakeKubeClient kube;
+  controller::ObjectCache policies;
+  controller::ObjectCache runs;
+  testing::FakeClock clock;
+  RecordingEvents events;
+  RetrainingPolicyReconciler reconciler;
+};
+
+TEST_F(PolicyReconcilerTest, CreatesTheSlotsRunAndRequeuesAtTheNextSlot) {
+  clock.advance(seconds(61));
+  auto result = reconciler.reconcile({"risk", "fraud"});
+  EXPECT_EQ(result.requeueAfter, seconds(59));
+  auto run = kube.get(trainingRunResource(), "risk", "fraud-1796083260");
+  EXPECT_EQ(run["metadata"]["annotations"]["vto.dev/trigger-reason"], "Schedule");
+  EXPECT_TRUE(events.has("Normal/SuccessfulCreate"));
+  EXPECT_EQ(status()["lastScheduleTime"], "2026-12-01T00:01:00Z");
+  EXPECT_EQ(readyReason(), "True/Reconciled");
+}
+
+TEST_F(PolicyReconcilerTest, ARunItOwnsAlreadyIsASuccess) {
+  clock.advance(seconds(61));
+  reconciler.reconcile({"risk", "fraud"});
+  // A crash before the status write: the next process sees neither status nor run in its caches.
+  kube.updateStatus(retrainingPolicyResource(), "risk",
+                    [&] { auto p = kube.get(retrainingPolicyResource(), "risk", "fraud"); p.erase("status"); return p; }());
+  policies.upsert(kube.get(retrainingPolicyResource(), "risk", "fraud"));
+  RecordingEvents restartedEvents;
+  RetrainingPolicyReconciler restarted(policies, runs, kube, restartedEvents, clock);
+  EXPECT_NO_THROW(restarted.reconcile({"risk", "fraud"}));
+  EXPECT_FALSE(restartedEvents.has("Normal/SuccessfulCreate"));
+  EXPECT_EQ(kube.list(trainingRunResource(), "risk", {}).items.size(), 1u);
+  EXPECT_EQ(status()["lastScheduleTime"], "2026-12-01T00:01:00Z");
+}
+
+TEST_F(PolicyReconcilerTest, AForeignRunOfTheSameNameIsAWarningAndACondition) {
+  kube.create(trainingRunResource(), "risk",
+              {{"apiVersion", "vto.dev/v1alpha1"}, {"kind", "TrainingRun"},
+               {"metadata", {{"name", "fraud-1796083260"}, {"namespace", "risk"}, {"uid", "someone-elses"}}}});
+  clock.advance(seconds(61));
+  EXPECT_NO_THROW(reconciler.reconcile({"risk", "fraud"}));
+  EXPECT_TRUE(events.has("Warning/RunNameConflict"));
+  EXPECT_EQ(readyReason(), "False/RunNameConflict");
+  EXPECT_TRUE(status()["active"].empty());
+  // The condition stays until a run is created again.
+  sync();
+  clock.advance(seconds(10));
+  reconciler.reconcile({"risk", "fraud"});
+  EXPECT_EQ(readyReason(), "False/RunNameConflict");
+  sync();
+  clock.advance(seconds(50));
+  reconciler.reconcile({"risk", "fraud"});
+  EXPECT_EQ(readyReason(), "True/Reconciled");
+}
+
+TEST_F(PolicyReconcilerTest, AStaleRunCacheDoesNotCountARunTwice) {
+  clock.advance(seconds(61));
+  reconciler.reconcile({"risk", "fraud"});
+  auto run = kube.get(trainingRunResource(), "risk", "fraud-1796083260");
+  run["status"] = {{"phase", "Succeeded"}, {"completionTime", "2026-12-01T00:01:30Z"}};
+  kube.updateStatus(trainingRunResource(), "risk", run);
+  sync();
+  clock.advance(seconds(30));
+  reconciler.reconcile({"risk", "fraud"});
+  EXPECT_EQ(status()["counts"]["succeeded"], 1);
+  EXPECT_EQ(kube.get(trainingRunResource(), "risk", "fraud-1796083260")["metadata"]["annotations"][kCountedAnnotation],
+            "true");
+  // The policy's cache has the new status; the run's cache has not seen the mark yet.
+  policies.upsert(kube.get(retrainingPolicyResource(), "risk", "fraud"));
+  reconciler.reconcile({"risk", "fraud"});
+  EXPECT_EQ(status()["counts"]["succeeded"], 1);
+  sync();
+  reconciler.reconcile({"risk", "fraud"});
+  EXPECT_EQ(status()["counts"]["succeeded"], 1);
+}
+
+TEST_F(PolicyReconcilerTest, HistoryBeyondTheLimitIsDeleted) {
+  auto policy = kube.get(retrainingPolicyResource(), "risk", "fraud");
+  policy["spec"]["successfulRunsHistoryLimit"] = 0;
+  kube.update(retrainingPolicyResource(), "risk", policy);
+  sync();
+  clock.advance(seconds(61));
+  reconciler.reconcile({"risk", "fraud"});
+  auto run = kube.get(trainingRunResource(), "risk", "fraud-1796083260");
+  run["status"] = {{"phase", "Succeeded"}, {"completionTime", "2026-12-01T00:01:30Z"}};
+  kube.updateStatus(trainingRunResource(), "risk", run);
+  sync();
+  reconciler.reconcile({"risk", "fraud"});
+  EXPECT_TRUE(kube.list(trainingRunResource(), "risk", {}).items.empty());
+  EXPECT_TRUE(events.has("Normal/SuccessfulDelete"));
+  EXPECT_EQ(status()["lastSuccessfulRun"]["modelUri"], "gs://bucket/fraud/fraud-1796083260/model/");
+}
+
+TEST_F(PolicyReconcilerTest, ADeletedPolicyIsForgotten) {
+  kube.remove(retrainingPolicyResource(), "risk", "fraud");
+  policies.erase({"risk", "fraud"});
+  auto result = reconciler.reconcile({"risk", "fraud"});
+  EXPECT_EQ(result.requeueAfter, Clock::duration::zero());
+}
+
+}  // namespace
+}  // namespace vto::reconcilers
