@@ -1,5 +1,6 @@
 #include "vertex/gcs_client.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -18,6 +19,7 @@ GcsObject decodeObject(const json& item) {
   if (item.contains("size")) object.size = std::stoll(item["size"].is_string() ? item["size"].get<std::string>()
                                                                                : item["size"].dump());
   object.updated = item.value("updated", std::string());
+  object.timeCreated = item.value("timeCreated", std::string());
   if (item.contains("generation")) {
     object.generation = item["generation"].is_string() ? item["generation"].get<std::string>() : item["generation"].dump();
   }
@@ -61,6 +63,43 @@ std::vector<GcsObject> RestGcsClient::listObjects(const std::string& bucket, con
     pageToken = page.value("nextPageToken", std::string());
   } while (!pageToken.empty());
   return objects;
+}
+
+void PageTokenGuard::next(const std::string& token) {
+  if (std::find(seen_.begin(), seen_.end(), token) != seen_.end()) {
+    throw ApiError(200, "INTERNAL", what_ + ": the server repeated a page token it had already sent");
+  }
+  seen_.push_back(token);
+}
+
+ObjectPage RestGcsClient::listObjectsPage(const std::string& bucket, const std::string& prefix,
+                                          const std::string& pageToken, const ListObjectsOptions& options) {
+  HttpRequest request;
+  request.url = endpoint_ + "/storage/v1/b/" + urlEncode(bucket) + "/o?prefix=" + urlEncode(prefix);
+  if (!options.delimiter.empty()) request.url += "&delimiter=" + urlEncode(options.delimiter);
+  if (!options.fields.empty()) request.url += "&fields=" + urlEncode(options.fields);
+  if (options.maxResults > 0) request.url += "&maxResults=" + std::to_string(options.maxResults);
+  if (!options.matchGlob.empty()) request.url += "&matchGlob=" + urlEncode(options.matchGlob);
+  if (!pageToken.empty()) request.url += "&pageToken=" + urlEncode(pageToken);
+  auto response = send(request);
+  if (response.status != 200) throw parseApiError(response.status, response.body);
+  auto body = json::parse(response.body, nullptr, /*allow_exceptions=*/false);
+  if (!body.is_object()) throw ApiError(200, "INTERNAL", "the object listing is not a JSON object");
+  ObjectPage page;
+  if (auto items = body.find("items"); items != body.end() && items->is_array()) {
+    for (const auto& item : *items) {
+      if (item.is_object()) page.objects.push_back(decodeObject(item));
+    }
+  }
+  if (auto prefixes = body.find("prefixes"); prefixes != body.end() && prefixes->is_array()) {
+    for (const auto& p : *prefixes) {
+      if (p.is_string()) page.prefixes.push_back(p.get<std::string>());
+    }
+  }
+  if (auto token = body.find("nextPageToken"); token != body.end() && token->is_string()) {
+    page.nextPageToken = token->get<std::string>();
+  }
+  return page;
 }
 
 std::optional<GcsObject> RestGcsClient::getObject(const std::string& bucket, const std::string& name) {

@@ -15,8 +15,9 @@ struct GcsObject {
   std::string bucket;
   std::string name;
   std::int64_t size = 0;
-  std::string updated;     // RFC 3339
+  std::string updated;      // RFC 3339; moves on any metadata edit
   std::string generation;
+  std::string timeCreated;  // RFC 3339; set once, when this generation was written
 };
 
 // gs://bucket/some/prefix -> {bucket, "some/prefix"}.
@@ -27,8 +28,38 @@ struct GcsUri {
 // Throws std::invalid_argument with the expected form when `uri` is not gs://BUCKET[/PATH].
 GcsUri parseGcsUri(const std::string& uri);
 
+// One page of objects.list (the same shape as the security branch's bounded listing).
+struct ListObjectsOptions {
+  std::string delimiter;  // "" or "/"
+  // The partial response to ask for, e.g. "items(name,timeCreated),nextPageToken"; "" for all.
+  std::string fields;
+  int maxResults = 0;     // 0: the server's default (1000)
+  std::string matchGlob;  // "" or a glob the server filters names by, e.g. "**.parquet"
+};
+
+struct ObjectPage {
+  std::vector<GcsObject> objects;
+  std::vector<std::string> prefixes;
+  std::string nextPageToken;  // empty on the last page
+};
+
+// Tracks the page tokens of one listing: a server that hands back a token it gave before would
+// otherwise be followed forever. Throws ApiError on a repeat.
+class PageTokenGuard {
+ public:
+  explicit PageTokenGuard(std::string what) : what_(std::move(what)) {}
+  void next(const std::string& token);
+
+ private:
+  std::string what_;
+  std::vector<std::string> seen_;  // bounded by the page cap of the listing
+};
+
 class GcsClient {
  public:
+  // One page under `prefix`, starting at `pageToken` ("" for the first).
+  virtual ObjectPage listObjectsPage(const std::string& bucket, const std::string& prefix, const std::string& pageToken,
+                                     const ListObjectsOptions& options) = 0;
   virtual ~GcsClient() = default;
   // Every object whose name starts with `prefix`, following nextPageToken.
   virtual std::vector<GcsObject> listObjects(const std::string& bucket, const std::string& prefix) = 0;
@@ -47,6 +78,8 @@ class RestGcsClient final : public GcsClient {
   RestGcsClient(HttpTransport& http, std::string endpoint, TokenSource* tokens);
 
   std::vector<GcsObject> listObjects(const std::string& bucket, const std::string& prefix) override;
+  ObjectPage listObjectsPage(const std::string& bucket, const std::string& prefix, const std::string& pageToken,
+                             const ListObjectsOptions& options) override;
   std::optional<GcsObject> getObject(const std::string& bucket, const std::string& name) override;
   GcsObject upload(const std::string& bucket, const std::string& name, const std::string& content,
                    const std::string& contentType) override;

@@ -17,6 +17,33 @@ class FakeGcsClient final : public vertex::GcsClient {
     }
     return found;
   }
+  // Pages of options.maxResults (default 1000) in name order; the page token is the next name.
+  // matchGlob is not applied (the real server's is tested against fake-gcs-server).
+  vertex::ObjectPage listObjectsPage(const std::string& bucket, const std::string& prefix, const std::string& pageToken,
+                                     const vertex::ListObjectsOptions& options) override {
+    std::lock_guard lock(mutex_);
+    ++pageCalls;
+    vertex::ObjectPage page;
+    const size_t limit = options.maxResults > 0 ? static_cast<size_t>(options.maxResults) : 1000;
+    for (auto it = objects_.lower_bound({bucket, pageToken.empty() || pageToken == repeatToken ? prefix : pageToken}); it != objects_.end(); ++it) {
+      if (it->first.first != bucket || it->first.second.rfind(prefix, 0) != 0) break;
+      if (page.objects.size() == limit) {
+        page.nextPageToken = repeatToken.empty() ? it->first.second : repeatToken;
+        break;
+      }
+      page.objects.push_back(it->second);
+    }
+    return page;
+  }
+  // Adds an object as if written at `timeCreated` (RFC 3339).
+  void put(const std::string& bucket, const std::string& name, std::int64_t size, const std::string& timeCreated) {
+    std::lock_guard lock(mutex_);
+    vertex::GcsObject object{bucket, name, size, timeCreated, std::to_string(++generation_), timeCreated};
+    objects_[{bucket, name}] = object;
+  }
+  int pageCalls = 0;
+  std::string repeatToken;  // set: every page names this token as the next (a broken server)
+
   std::optional<vertex::GcsObject> getObject(const std::string& bucket, const std::string& name) override {
     std::lock_guard lock(mutex_);
     auto found = objects_.find({bucket, name});
