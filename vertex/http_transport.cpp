@@ -35,7 +35,15 @@ HttpResponse CppRestTransport::send(const HttpRequest& request) {
       std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
       result.headers[lower] = value;
     }
+    auto tooBig = [&](std::size_t bytes) {
+      return TransportError(request.method + " " + request.url + ": the answer has " + std::to_string(bytes) +
+                            " bytes, more than the " + std::to_string(request.maxBodyBytes) + " allowed");
+    };
+    if (request.maxBodyBytes > 0 && response.headers().content_length() > request.maxBodyBytes) {
+      throw tooBig(response.headers().content_length());
+    }
     result.body = response.extract_utf8string(true).get();
+    if (request.maxBodyBytes > 0 && result.body.size() > request.maxBodyBytes) throw tooBig(result.body.size());
     return result;
   } catch (const web::http::http_exception& error) {
     throw TransportError(request.method + " " + request.url + ": " + error.what());

@@ -2,6 +2,7 @@
 // One HTTP exchange, behind an interface so the client's retry, pacing and auth logic can be unit
 // tested against a scripted fake (tests/fakes/vertex_fake_transport.h).
 #include <chrono>
+#include <cstddef>
 #include <map>
 #include <string>
 
@@ -13,6 +14,8 @@ struct HttpRequest {
   std::map<std::string, std::string> headers;
   std::string body;
   std::chrono::milliseconds timeout{30000};
+  // 0: any size. Else an answer whose Content-Length, or body, is larger is a TransportError.
+  std::size_t maxBodyBytes = 0;
 };
 
 struct HttpResponse {
