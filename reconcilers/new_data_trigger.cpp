@@ -42,6 +42,7 @@ std::optional<DataState> parseDataState(const std::string& text) {
   }
   state.overlapSince = timeOrNone(value.value("overlapSince", json()));
   state.lastGrowth = timeOrNone(value.value("lastGrowth", json()));
+  if (value.contains("pollError") && value["pollError"].is_string()) state.pollError = value["pollError"];
   for (const auto& entry : value.value("remembered", json::array())) {
     if (entry.is_array() && entry.size() == 2 && entry[0].is_string() && entry[1].is_string() &&
         state.remembered.size() < kDataOverlapMaxObjects) {
@@ -59,6 +60,7 @@ std::string formatDataState(const DataState& state) {
   }
   if (state.overlapSince) value["overlapSince"] = crd::formatTimestamp(*state.overlapSince);
   if (state.lastGrowth) value["lastGrowth"] = crd::formatTimestamp(*state.lastGrowth);
+  if (!state.pollError.empty()) value["pollError"] = state.pollError;
   json remembered = json::array();
   for (const auto& [name, generation] : state.remembered) remembered.push_back({name, generation});
   value["remembered"] = remembered;

@@ -54,6 +54,7 @@ struct DataState {
   // The operator's clock when a poll last found more pending data than the poll before (quietPeriod
   // counts from here, so GCS's clock and the operator's never need to agree).
   std::optional<Clock::time_point> lastGrowth;
+  std::string pollError;  // the last poll's failure, "" when it worked (TriggersHealthy)
   bool operator==(const DataState&) const = default;
 };
 std::optional<DataState> parseDataState(const std::string& text);  // nullopt when unreadable

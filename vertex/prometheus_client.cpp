@@ -10,6 +10,14 @@ HttpResponse PrometheusClient::instantQuery(const std::string& baseUrl, const st
     throw std::invalid_argument("prometheusUrl \"" + baseUrl +
                                 "\" is not an http:// or https:// URL; write e.g. http://prometheus.monitoring:9090");
   }
+  if (!bearerToken.empty() && !allowInsecure_ && baseUrl.rfind("http://", 0) == 0) {
+    auto host = baseUrl.substr(7, baseUrl.find_first_of(":/", 7) - 7);
+    if (host != "127.0.0.1" && host != "localhost" && host != "[::1]") {
+      throw std::invalid_argument("prometheusUrl \"" + baseUrl +
+                                  "\" is plain http and bearerTokenSecret is set: the token would travel "
+                                  "unencrypted; use https://");
+    }
+  }
   std::string base = baseUrl;
   while (!base.empty() && base.back() == '/') base.pop_back();
   HttpRequest request;

@@ -21,6 +21,9 @@ TEST(PrometheusClient, AnInstantQueryWithBoundsAndAnOptionalToken) {
   EXPECT_EQ(requests[0].maxBodyBytes, kPrometheusMaxBody);
   EXPECT_EQ(requests[1].headers.at("Authorization"), "Bearer s3cret");
   EXPECT_THROW(client.instantQuery("prom:9090", "up", ""), std::invalid_argument);
+  EXPECT_THROW(client.instantQuery("http://prom.monitoring:9090", "up", "s3cret"), std::invalid_argument);
+  transport.enqueue(200, "{}");
+  EXPECT_EQ(client.instantQuery("http://127.0.0.1:9090", "up", "s3cret").status, 200);  // loopback
 }
 
 }  // namespace
