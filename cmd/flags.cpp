@@ -1,12 +1,29 @@
 #include "cmd/flags.h"
 
-#include <yaml-cpp/yaml.h>
+#include <fstream>
+
+#include "crd/yaml_json.h"
 
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
 
 namespace vto::cmd {
+
+namespace {
+// A config file is small: refuse anything larger than 1 MiB instead of reading it whole.
+std::string readConfigText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open the file; check the path");
+  std::string text;
+  char chunk[65536];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+    text.append(chunk, static_cast<size_t>(in.gcount()));
+    if (text.size() > 1024 * 1024) throw std::runtime_error("larger than 1 MiB; a config file is a few lines of YAML");
+  }
+  return text;
+}
+}  // namespace
 
 Flags::Flags(std::string command, std::string about, std::vector<FlagSpec> specs)
     : command_(std::move(command)), about_(std::move(about)), specs_(std::move(specs)) {
@@ -69,24 +86,53 @@ bool Flags::parse(const Args& args) {
     }
     set(name, value, false);
   }
-  if (!configPath.empty()) loadConfigFile(configPath);
+  if (!configPath.empty()) {
+    values_["config"] = {configPath};
+    loadConfigFile(configPath);
+  }
   return true;
 }
 
+void Flags::allowConfigSection(const std::string& key) { sections_[key] = nullptr; }
+
+const nlohmann::json& Flags::configSection(const std::string& key) const {
+  static const nlohmann::json none;
+  auto found = sections_.find(key);
+  return found == sections_.end() ? none : found->second;
+}
+
+namespace {
+// A flag value written in YAML: text as it is, numbers and booleans as they print.
+std::string flagText(const nlohmann::json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_null()) return "";
+  return value.dump();
+}
+}  // namespace
+
 void Flags::loadConfigFile(const std::string& path) {
-  YAML::Node root;
+  std::vector<nlohmann::json> documents;
   try {
-    root = YAML::LoadFile(path);
+    // The manifest reader: aliases budgeted, duplicate keys refused, invalid UTF-8 refused.
+    documents = crd::parseYamlDocuments(readConfigText(path));
   } catch (const std::exception& e) {
     throw UsageError("--config " + path + ": " + e.what());
   }
-  if (!root.IsMap()) throw UsageError("--config " + path + ": must be a YAML map of flag names to values");
-  for (const auto& entry : root) {
-    auto name = entry.first.as<std::string>();
-    if (entry.second.IsSequence()) {
-      for (const auto& item : entry.second) set(name, item.as<std::string>(), true);
+  if (documents.size() > 1) throw UsageError("--config " + path + ": must be one YAML document, not " + std::to_string(documents.size()));
+  if (documents.empty()) return;
+  const auto& root = documents[0];
+  if (!root.is_object()) throw UsageError("--config " + path + ": must be a YAML map of flag names to values");
+  for (const auto& [name, value] : root.items()) {
+    if (name == "config") throw UsageError("--config " + path + ": a config file cannot name another with `config:`");
+    if (auto section = sections_.find(name); section != sections_.end()) {
+      section->second = value;
+      continue;
+    }
+    if (value.is_object()) throw UsageError("--config " + path + ": " + name + " takes a value or a list, not a map");
+    if (value.is_array()) {
+      for (const auto& item : value) set(name, flagText(item), true);
     } else {
-      set(name, entry.second.as<std::string>(), true);
+      set(name, flagText(value), true);
     }
   }
 }

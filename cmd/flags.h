@@ -3,6 +3,7 @@
 // flags, and a YAML config file (`--config FILE`) whose keys are the flag names, so a Helm chart can
 // mount one. Flags on the command line win over the file.
 #include <map>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -39,6 +40,10 @@ class Flags {
   bool getBool(const std::string& name) const;
   int getInt(const std::string& name) const;
   std::string usage() const;
+  // A structured key the --config file may hold beside the flags (e.g. "tenancy"); call before
+  // parse(). Its value is kept as JSON, null when the file has none.
+  void allowConfigSection(const std::string& key);
+  const nlohmann::json& configSection(const std::string& key) const;
 
  private:
   const FlagSpec& spec(const std::string& name) const;
@@ -50,6 +55,7 @@ class Flags {
   std::vector<FlagSpec> specs_;
   std::map<std::string, std::vector<std::string>> values_;
   std::map<std::string, bool> fromCommandLine_;
+  std::map<std::string, nlohmann::json> sections_;
 };
 
 }  // namespace vto::cmd

@@ -3,6 +3,6 @@
 #include <string>
 
 namespace vto::cmd {
-// The whole text of `path`, or of stdin for "-"; throws std::runtime_error naming the file.
+// The whole text of `path`, or of stdin for "-", up to 16 MiB; throws std::runtime_error naming the file.
 std::string readManifestInput(const std::string& path);
 }  // namespace vto::cmd

@@ -14,6 +14,7 @@
 #include "cmd/file_clock.h"
 #include "cmd/flags.h"
 #include "cmd/logging.h"
+#include "cmd/tenancy_config.h"
 #include "controller/event_recorder.h"
 #include "controller/informer.h"
 #include "controller/kube_client.h"
@@ -24,7 +25,13 @@
 #include "reconcilers/retraining_policy_reconciler.h"
 #include "reconcilers/training_run_reconciler.h"
 #include "metrics/retraining_metrics.h"
+#include "metrics/api_request_metrics.h"
 #include "metrics/trainingrun_metrics.h"
+#include "metrics/process_metrics.h"
+#include "metrics/trainingrun_observer.h"
+#include "reconcilers/trainingrun_snapshot.h"
+#include "cmd/version.h"
+#include "vertex/request_observer.h"
 #include "vertex/auth.h"
 #include "vertex/gcs_client.h"
 #include "vertex/prometheus_client.h"
@@ -44,8 +51,9 @@ Flags runFlags() {
       {"gcs-endpoint", 0, "", "Cloud Storage base URL (default $STORAGE_EMULATOR_HOST, else storage.googleapis.com)"},
       {"default-project", 0, "", "GCP project for TrainingRuns that name none"},
       {"default-location", 0, "", "Vertex AI location for TrainingRuns that name none"},
-      {"metrics-bind-address", 0, ":8080", "address of the Prometheus /metrics endpoint"},
-      {"health-probe-bind-address", 0, ":8081", "address of /healthz and /readyz"},
+      // Loopback by default: only the chart (or an admin) opens them to the pod network.
+      {"metrics-bind-address", 0, "127.0.0.1:8080", "address of the Prometheus /metrics endpoint (\":8080\": every interface)"},
+      {"health-probe-bind-address", 0, "127.0.0.1:8081", "address of /healthz and /readyz (\":8081\": every interface, as kubelet probes need)"},
       {"leader-elect", 0, "false", "elect one active replica through a Lease", true},
       {"leader-election-namespace", 0, "", "namespace of the Lease (default: the kubeconfig's namespace)"},
       {"max-concurrent-reconciles", 0, "4", "TrainingRuns reconciled at once"},
@@ -90,8 +98,11 @@ std::set<reconcilers::PollTarget> pollTargets(const controller::ObjectCache& run
 
 int run(const Args& args) {
   auto flags = runFlags();
+  allowTenancySection(flags);
   if (!flags.parse(args)) return 0;
   setupLogging(flags.get("log-format"), flags.get("log-level"));
+  // Parsed before anything starts, so a bad rule stops the operator with the field named.
+  [[maybe_unused]] auto tenancy = tenancyRulesFromConfig(flags);  // for the reconciler's tenancy check
   controller::ShutdownSignals signals;  // before any thread starts, so only its watcher gets them
 
   RealClock realClock;
@@ -122,9 +133,36 @@ int run(const Args& args) {
   vertexOptions.limits.createsPerMinute = flags.getInt("vertex-creates-per-minute");
   vertexOptions.limits.requestsPerMinute = flags.getInt("vertex-requests-per-minute");
   if (!vertexOptions.endpoint.empty()) vertex::validateEndpoint(vertexOptions.endpoint, vertexOptions.allowInsecure);
-  vertex::RestVertexClient vertexClient(http, *tokens, clock, sleeper, vertexOptions);
+  // --- Observability (issue 13): request metrics for Vertex AI and Cloud Storage, build info. ---
+  // Each client sends through an ObservedTransport that counts and times every HTTP exchange; the
+  // Vertex client also reports its pacer waits. The token source keeps the bare transport.
+  metrics::registerBuildInfo(*registry, buildinfo::kVersion, buildinfo::kGitRevision);
+  metrics::ApiRequestMetrics apiMetrics(*registry);
+  struct VertexRequests final : vertex::RequestObserver {
+    metrics::ApiRequestMetrics& to;
+    explicit VertexRequests(metrics::ApiRequestMetrics& m) : to(m) {}
+    void requestDone(const std::string& method, const std::string& code, Clock::duration took) override {
+      to.vertexRequest(method, code, std::chrono::duration<double>(took).count());
+    }
+    void quotaWaited(Clock::duration waited) override {
+      to.vertexQuotaWait(std::chrono::duration<double>(waited).count());
+    }
+  } vertexRequests(apiMetrics);
+  struct GcsRequests final : vertex::RequestObserver {
+    metrics::ApiRequestMetrics& to;
+    explicit GcsRequests(metrics::ApiRequestMetrics& m) : to(m) {}
+    void requestDone(const std::string& method, const std::string& code, Clock::duration) override {
+      to.gcsRequest(method, code);
+    }
+    void quotaWaited(Clock::duration) override {}
+  } gcsRequests(apiMetrics);
+  vertex::ObservedTransport vertexHttp(http, clock, vertexRequests, vertex::vertexMethodOf);
+  vertex::ObservedTransport gcsHttp(http, clock, gcsRequests, vertex::gcsMethodOf);
+  vertexOptions.observer = &vertexRequests;
+  // --- end observability ---
+  vertex::RestVertexClient vertexClient(vertexHttp, *tokens, clock, sleeper, vertexOptions);
   auto gcsFlag = flags.get("gcs-endpoint");
-  vertex::RestGcsClient gcs(http, vertex::gcsEndpoint(gcsFlag.empty() ? std::nullopt : std::optional(gcsFlag)),
+  vertex::RestGcsClient gcs(gcsHttp, vertex::gcsEndpoint(gcsFlag.empty() ? std::nullopt : std::optional(gcsFlag)),
                             tokens.get());
   metrics::TrainingRunMetrics trainingRunMetrics(*registry);
 
@@ -163,6 +201,33 @@ int run(const Args& args) {
     auto policy = meta.value("labels", nlohmann::json::object()).value(crd::kRetrainingPolicyLabel, "");
     if (!policy.empty()) policyQueue.add({meta.value("namespace", ""), policy});
   });
+
+  // --- Observability (issue 13): TrainingRun metrics derived from the informer cache, like
+  // kube-state-metrics; the reconciler is not involved. Every change of a run goes to the observer;
+  // a run no longer in the cache (same uid) was deleted. Running jobs' accelerator and machine time
+  // is accounted when scraped. The loop runs only on the leader, so only the leader exports them.
+  auto trainingRunObserver = std::make_shared<metrics::TrainingRunObserver>(clock, reconcilers::trainingRunPhases());
+  manager.addCollectable(trainingRunObserver);
+  auto processMetrics = std::make_shared<metrics::ProcessMetrics>();  // held here: the manager keeps weak_ptrs
+  manager.addCollectable(processMetrics);
+  runs.addHandler([&runs, observer = trainingRunObserver.get()](const nlohmann::json& run) {
+    auto uid = run["metadata"].value("uid", "");
+    auto cached = runs.cache().get(controller::keyOf(run));
+    if (!cached || (*cached)["metadata"].value("uid", "") != uid) {
+      observer->forget(uid);
+    } else {
+      observer->observe(reconcilers::trainingRunSnapshot(run));
+    }
+  });
+  manager.addLoop([observer = trainingRunObserver.get()](std::stop_token stop) {
+    observer->setActive(true);
+    std::mutex mutex;
+    std::condition_variable_any wake;
+    std::unique_lock lock(mutex);
+    wake.wait(lock, stop, [] { return false; });
+    observer->setActive(false);
+  });
+  // --- end observability ---
 
   // Vertex has no watch: the poller wakes the runs whose jobs changed, faster while a job is starting.
   reconcilers::JobPoller poller(vertexClient, jobs);

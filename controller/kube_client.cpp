@@ -4,7 +4,10 @@
 #include <cpprest/containerstream.h>
 #include <spdlog/spdlog.h>
 
+#include <condition_variable>
 #include <fstream>
+#include <mutex>
+#include <tuple>
 #include <sstream>
 
 #include "controller/runtime_metrics.h"
@@ -22,6 +25,19 @@ std::string Resource::path(const std::string& ns, const std::string& name,
   if (!subresource.empty()) p += "/" + subresource;
   return p;
 }
+
+namespace {
+thread_local std::optional<std::chrono::steady_clock::time_point> requestDeadline;
+}  // namespace
+
+RequestDeadlineScope::RequestDeadlineScope(std::chrono::steady_clock::time_point deadline)
+    : previous_(requestDeadline) {
+  if (!requestDeadline || deadline < *requestDeadline) requestDeadline = deadline;
+}
+
+RequestDeadlineScope::~RequestDeadlineScope() { requestDeadline = previous_; }
+
+std::optional<std::chrono::steady_clock::time_point> RequestDeadlineScope::current() { return requestDeadline; }
 
 ListPage listAll(KubeClient& client, const Resource& resource, const std::string& ns,
                  ListOptions options) {
@@ -102,6 +118,44 @@ struct RestKubeClient::Impl {
     throw ApiError(Status{0, "", what + ": " + error.what(), {}});
   }
 
+  // The response and its body, or a timeout at `deadline`: the request is cancelled (its
+  // connection closed) rather than waited for.
+  std::pair<http::http_response, std::string> sendBefore(http::http_request& request,
+                                                         std::chrono::steady_clock::time_point deadline) {
+    if (std::chrono::steady_clock::now() >= deadline) throw std::runtime_error("the request deadline has passed");
+    struct Done {
+      std::mutex mutex;
+      std::condition_variable cv;
+      bool done = false;
+    };
+    auto done = std::make_shared<Done>();
+    pplx::cancellation_token_source cancel;
+    auto task = client->request(request, cancel.get_token()).then([](http::http_response response) {
+      return response.extract_utf8string(true).then(
+          [response](std::string text) { return std::make_pair(response, std::move(text)); });
+    });
+    task.then([done](pplx::task<std::pair<http::http_response, std::string>> finished) {
+      // Observe the outcome here: a request abandoned at its deadline fails later, and pplx
+      // terminates the process over an exception nobody observed.
+      try {
+        finished.wait();
+      } catch (...) {
+      }
+      std::lock_guard guard(done->mutex);
+      done->done = true;
+      done->cv.notify_all();
+    });
+    {
+      std::unique_lock lock(done->mutex);
+      if (!done->cv.wait_until(lock, deadline, [&] { return done->done; })) {
+        lock.unlock();
+        cancel.cancel();
+        throw std::runtime_error("no answer before the request deadline");
+      }
+    }
+    return task.get();
+  }
+
   nlohmann::json send(const http::method& method, const std::string& pathAndQuery,
                       const nlohmann::json* body = nullptr,
                       const std::string& contentType = "application/json") {
@@ -110,8 +164,12 @@ struct RestKubeClient::Impl {
     http::http_response response;
     std::string text;
     try {
-      response = client->request(request).get();
-      text = response.extract_utf8string(true).get();
+      if (auto deadline = RequestDeadlineScope::current()) {
+        std::tie(response, text) = sendBefore(request, *deadline);
+      } else {
+        response = client->request(request).get();
+        text = response.extract_utf8string(true).get();
+      }
     } catch (const std::exception& error) {
       count("<error>", method);
       throwTransport(error, method + " " + pathAndQuery);

@@ -4,6 +4,7 @@
 // tests); RestKubeClient talks to a real API server. Failures throw ApiError.
 #include <functional>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <stop_token>
 #include <string>
@@ -59,6 +60,23 @@ struct WatchEvent {
 enum class PatchType {
   Merge,  // application/merge-patch+json
   Apply,  // server-side apply: application/apply-patch+yaml (JSON is valid YAML)
+};
+
+// A deadline for every request this thread sends through a RestKubeClient while the scope lives
+// (scopes nest; the earliest deadline wins). Leader election uses it so that a renew can never
+// outlive the renew deadline, whatever the network does: a request still unanswered at the
+// deadline is cancelled and fails as a timeout (ApiError with code 0).
+class RequestDeadlineScope {
+ public:
+  explicit RequestDeadlineScope(std::chrono::steady_clock::time_point deadline);
+  ~RequestDeadlineScope();
+  RequestDeadlineScope(const RequestDeadlineScope&) = delete;
+  RequestDeadlineScope& operator=(const RequestDeadlineScope&) = delete;
+  // The deadline in force on this thread, if any.
+  static std::optional<std::chrono::steady_clock::time_point> current();
+
+ private:
+  std::optional<std::chrono::steady_clock::time_point> previous_;
 };
 
 class KubeClient {

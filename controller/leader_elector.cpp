@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <stdexcept>
+#include <thread>
 
 #include "controller/runtime_metrics.h"
 #include "controller/time_format.h"
@@ -100,20 +101,64 @@ bool LeaderElector::tryAcquireOrRenew() {
 
 Clock::time_point LeaderElector::step() {
   auto now = clock_.now();
+  Clock::time_point renewBy;
+  {
+    std::lock_guard guard(renewMutex_);
+    // Leading: the renew time left. Not leading: an attempt may take up to a renew deadline too.
+    renewBy = (leading_ ? lastRenew_ : now) + config_.renewDeadline;
+  }
   bool ok = false;
   try {
+    RequestDeadlineScope deadline(std::chrono::steady_clock::now() +
+                                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(renewBy - now));
     ok = tryAcquireOrRenew();
   } catch (const std::exception& error) {
     spdlog::warn("leader election: lease {}/{}: {}", config_.leaseNamespace, config_.leaseName,
                  error.what());
   }
-  if (ok) {
-    lastRenew_ = now;
+  if (ok && !fenced_) {
+    {
+      std::lock_guard guard(renewMutex_);
+      lastRenew_ = now;
+    }
     setLeading(true);
-  } else if (leading_ && now - lastRenew_ >= config_.renewDeadline) {
-    setLeading(false);
+    std::lock_guard guard(renewMutex_);  // so the fencing timer cannot miss the news between check and wait
+    renewed_.notify_all();
+  } else if (leading_) {
+    std::unique_lock lock(renewMutex_);
+    bool expired = clock_.now() - lastRenew_ >= config_.renewDeadline;
+    lock.unlock();
+    if (expired) setLeading(false);
   }
   return now + config_.retryPeriod;
+}
+
+void LeaderElector::fenceAtRenewDeadline(std::stop_token stop) {
+  std::stop_callback wakeOnStop(stop, [this] {
+    std::lock_guard guard(renewMutex_);
+    renewed_.notify_all();
+  });
+  std::unique_lock lock(renewMutex_);
+  while (!stop.stop_requested()) {
+    if (!leading_) {
+      renewed_.wait(lock);  // until step() leads (or stop)
+      continue;
+    }
+    auto fenceAt = lastRenew_ + config_.renewDeadline;
+    if (clock_.now() >= fenceAt) {
+      fenced_ = true;
+      lock.unlock();
+      spdlog::error("leader election: {} could not renew lease {}/{} within {} s: fencing", config_.identity,
+                    config_.leaseNamespace, config_.leaseName, wholeSeconds(config_.renewDeadline));
+      setLeading(false);
+      {
+        std::lock_guard guard(waitMutex_);
+        wake_.notify_all();
+      }
+      return;
+    }
+    clock_.waitUntil(lock, renewed_, fenceAt);
+  }
 }
 
 bool LeaderElector::run(std::stop_token stop) {
@@ -121,14 +166,20 @@ bool LeaderElector::run(std::stop_token stop) {
     std::lock_guard guard(waitMutex_);
     wake_.notify_all();
   });
+  std::jthread fencing([this](std::stop_token fencingStop) { fenceAtRenewDeadline(fencingStop); });
   bool wasLeading = false;
   while (!stop.stop_requested()) {
     auto next = step();
-    if (wasLeading && !leading_) return false;
+    if ((wasLeading || fenced_) && !leading_) {
+      fenced_ = true;
+      return false;
+    }
     wasLeading = leading_;
     std::unique_lock lock(waitMutex_);
-    while (!stop.stop_requested() && clock_.now() < next) clock_.waitUntil(lock, wake_, next);
+    while (!stop.stop_requested() && !fenced_ && clock_.now() < next) clock_.waitUntil(lock, wake_, next);
   }
+  fencing.request_stop();
+  fencing.join();
   release();
   return true;
 }
@@ -136,6 +187,9 @@ bool LeaderElector::run(std::stop_token stop) {
 void LeaderElector::release() {
   if (!leading_) return;
   try {
+    // A shutdown must not hang on an unreachable API server: the lease expires on its own anyway.
+    RequestDeadlineScope deadline(std::chrono::steady_clock::now() +
+                                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(config_.retryPeriod));
     auto lease = client_.get(leaseResource(), config_.leaseNamespace, config_.leaseName);
     if (lease["spec"].value("holderIdentity", "") == config_.identity) {
       auto now = rfc3339Micro(clock_.now());

@@ -4,6 +4,12 @@
 // observed on our own clock, so clock skew between nodes does not matter); the leader renews every
 // retryPeriod and gives up leadership (fencing) as soon as it has failed to renew for renewDeadline,
 // which is shorter than leaseDuration so it stops before anyone else can start.
+//
+// The renew deadline holds whatever the network does: each request runs under a deadline of the
+// renew time left (RequestDeadlineScope), and run() keeps a fencing timer that ends leadership at
+// lastRenew + renewDeadline even if a request is stuck somewhere no deadline reaches. A partition
+// that swallows packets (no reset, no answer) therefore fences at the deadline, not after the
+// client's 30 s request timeout.
 #include <atomic>
 #include <condition_variable>
 #include <functional>
@@ -56,6 +62,8 @@ class LeaderElector {
  private:
   bool tryAcquireOrRenew();
   void setLeading(bool leading);
+  // run()'s fencing timer: ends leadership when the renew deadline passes without a renewal.
+  void fenceAtRenewDeadline(std::stop_token stop);
 
   KubeClient& client_;
   const Clock& clock_;
@@ -63,6 +71,10 @@ class LeaderElector {
   Callbacks callbacks_;
   RuntimeMetrics* metrics_;
   std::atomic<bool> leading_{false};
+  // Once run() has fenced, a renew that completes late must not make us lead again.
+  std::atomic<bool> fenced_{false};
+  std::mutex renewMutex_;  // guards lastRenew_ between step() and the fencing timer
+  std::condition_variable renewed_;
   Clock::time_point lastRenew_{};
   // The lease as last seen, and when (on our clock) it last changed.
   std::string observedRecord_;

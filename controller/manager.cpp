@@ -2,7 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <condition_variable>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 
@@ -76,11 +78,15 @@ void Manager::stopControllers() {
   for (auto& runnable : controllers_) runnable->controller->stop(options_.gracefulShutdown);
 }
 
+void Manager::addCollectable(std::weak_ptr<prometheus::Collectable> collectable) {
+  collectables_.push_back(std::move(collectable));
+}
+
 int Manager::run(std::stop_token stop) {
   if (options_.metricsBindAddress != "0") {
-    metricsServer_ = std::make_unique<metrics::MetricsServer>(
-        options_.metricsBindAddress, registry_,
-        std::vector<std::weak_ptr<prometheus::Collectable>>{metrics_});
+    auto collectables = collectables_;
+    collectables.insert(collectables.begin(), metrics_);
+    metricsServer_ = std::make_unique<metrics::MetricsServer>(options_.metricsBindAddress, registry_, collectables);
   }
   if (options_.healthProbeBindAddress != "0") {
     healthServer_ = std::make_unique<HealthServer>(options_.healthProbeBindAddress);
@@ -97,6 +103,7 @@ int Manager::run(std::stop_token stop) {
     wake.notify_all();
   });
 
+  std::atomic<bool> releasing{false};
   std::unique_ptr<LeaderElector> elector;
   std::jthread election;
   if (options_.leaderElect) {
@@ -108,6 +115,14 @@ int Manager::run(std::stop_token stop) {
                 [&] {
                   // Fencing: no new reconcile starts once the lease may belong to someone else.
                   for (auto& runnable : controllers_) runnable->queue->shutDown();
+                  if (releasing) return;  // our own graceful release, not a loss
+                  if (options_.onLeaseLost) options_.onLeaseLost();
+                  if (options_.exitOnLeaseLost) {
+                    spdlog::error("lost the leader lease: exiting at once so that no worker acts while "
+                                  "another replica may lead; this process restarts as a standby");
+                    spdlog::shutdown();  // flushes the log line
+                    std::_Exit(1);
+                  }
                   std::lock_guard guard(mutex);
                   lost = true;
                   wake.notify_all();
@@ -126,6 +141,7 @@ int Manager::run(std::stop_token stop) {
   if (lostLease) spdlog::error("lost the leader lease: stopping so that this process can restart as a standby");
   stopControllers();
   if (election.joinable()) {
+    releasing = true;
     election.request_stop();  // releases the lease when we still hold it
     election.join();
   }

@@ -27,11 +27,18 @@
 namespace vto::controller {
 
 struct ManagerOptions {
-  std::string metricsBindAddress = ":8080";      // "0" disables the metrics server
-  std::string healthProbeBindAddress = ":8081";  // "0" disables the probes
+  // Loopback unless configured otherwise: whoever reaches these ports reaches the process.
+  std::string metricsBindAddress = "127.0.0.1:8080";      // "0" disables the metrics server
+  std::string healthProbeBindAddress = "127.0.0.1:8081";  // "0" disables the probes
   bool leaderElect = false;
   LeaderElectionConfig leaderElection{};
   Clock::duration gracefulShutdown = std::chrono::seconds(30);
+  // Fencing. When the lease is lost the queues are shut at once; then, by default, the process
+  // exits with status 1 on the spot (as controller-runtime does): a reconcile in flight must not
+  // go on writing once another replica may lead. Tests that run a manager in-process turn the exit
+  // off, and run() returns 1 after draining instead.
+  bool exitOnLeaseLost = true;
+  std::function<void()> onLeaseLost;  // called first, from the fencing thread (tests: record the time)
 };
 
 class Manager {
@@ -53,9 +60,13 @@ class Manager {
   // A background loop that runs beside the controllers, only while they run (only on the leader):
   // started with them, asked to stop through its token and joined before they drain.
   void addLoop(std::function<void(std::stop_token)> loop);
+  // Metrics computed when scraped (e.g. vto's process and TrainingRun collectors), served beside the
+  // registry; added before run(), held weakly.
+  void addCollectable(std::weak_ptr<prometheus::Collectable> collectable);
 
   // Blocks until `stop` is requested (returns 0 after a graceful stop) or the lease is lost
-  // (returns 1: the process should exit so that it restarts as a standby).
+  // (exits the process, or returns 1 without exitOnLeaseLost: the process should exit so that it
+  // restarts as a standby).
   int run(std::stop_token stop);
   bool cachesSynced() const;
 
@@ -73,6 +84,7 @@ class Manager {
   std::vector<std::unique_ptr<Runnable>> controllers_;
   std::vector<std::function<void(std::stop_token)>> loops_;
   std::vector<std::jthread> loopThreads_;
+  std::vector<std::weak_ptr<prometheus::Collectable>> collectables_;
   std::unique_ptr<metrics::MetricsServer> metricsServer_;
   std::unique_ptr<HealthServer> healthServer_;
 };

@@ -192,16 +192,6 @@ json studySpec(const HyperparameterTuning& h) {
 
 }  // namespace
 
-const std::vector<std::pair<const char*, const char*>>& runEnvAnnotations() {
-  static const std::vector<std::pair<const char*, const char*>> mapping = {
-      {kTriggerReasonAnnotation, "VTO_TRIGGER_REASON"},
-      {kTriggerTimeAnnotation, "VTO_TRIGGER_TIME"},
-      {kWarmStartFromAnnotation, "VTO_WARM_START_FROM"},
-      {kDataWatermarkAnnotation, "VTO_DATA_WATERMARK"},
-  };
-  return mapping;
-}
-
 JobKind jobKindOf(const TrainingRunSpec& spec) {
   return spec.hyperparameterTuning ? JobKind::HyperparameterTuningJob : JobKind::CustomJob;
 }
@@ -254,6 +244,16 @@ json renderHyperparameterTuningJob(const TrainingRun& run, int attempt, const st
 json renderJob(const TrainingRun& run, int attempt, const std::string& resumeFrom) {
   return jobKindOf(run.spec) == JobKind::CustomJob ? renderCustomJob(run, attempt, resumeFrom)
                                                    : renderHyperparameterTuningJob(run, attempt, resumeFrom);
+}
+
+const std::vector<std::pair<const char*, const char*>>& runEnvAnnotations() {
+  static const std::vector<std::pair<const char*, const char*>> mapping = {
+      {kTriggerReasonAnnotation, "VTO_TRIGGER_REASON"},
+      {kTriggerTimeAnnotation, "VTO_TRIGGER_TIME"},
+      {kWarmStartFromAnnotation, "VTO_WARM_START_FROM"},
+      {kDataWatermarkAnnotation, "VTO_DATA_WATERMARK"},
+  };
+  return mapping;
 }
 
 }  // namespace vto::crd

@@ -26,14 +26,6 @@ inline constexpr const char* kAttemptLabel = "vto-attempt";
 inline constexpr const char* kManagedByLabel = "managed-by";
 inline constexpr const char* kManagedByValue = "vto";
 
-// Annotations a RetrainingPolicy writes on the runs it creates (beside vto.dev/trigger-reason and
-// vto.dev/trigger-time), carried into the jobs' env: user env may not set VTO_* variables.
-inline constexpr const char* kWarmStartFromAnnotation = "vto.dev/warm-start-from";
-inline constexpr const char* kDataWatermarkAnnotation = "vto.dev/data-watermark";
-// Each annotation that becomes env, and its variable: VTO_TRIGGER_REASON, VTO_TRIGGER_TIME,
-// VTO_WARM_START_FROM, VTO_DATA_WATERMARK.
-const std::vector<std::pair<const char*, const char*>>& runEnvAnnotations();
-
 enum class JobKind { CustomJob, HyperparameterTuningJob };
 JobKind jobKindOf(const TrainingRunSpec& spec);
 const char* jobKindName(JobKind kind);
@@ -56,5 +48,13 @@ nlohmann::json renderHyperparameterTuningJob(const TrainingRun& run, int attempt
 nlohmann::json renderJob(const TrainingRun& run, int attempt, const std::string& resumeFrom);
 // The labels of the job for this attempt.
 std::map<std::string, std::string> jobLabels(const TrainingRun& run, int attempt);
+
+// Annotations a RetrainingPolicy writes on the runs it creates (beside vto.dev/trigger-reason and
+// vto.dev/trigger-time), carried into the jobs' env: user env may not set VTO_* variables.
+inline constexpr const char* kWarmStartFromAnnotation = "vto.dev/warm-start-from";
+inline constexpr const char* kDataWatermarkAnnotation = "vto.dev/data-watermark";
+// Each annotation that becomes env, and its variable: VTO_TRIGGER_REASON, VTO_TRIGGER_TIME,
+// VTO_WARM_START_FROM, VTO_DATA_WATERMARK.
+const std::vector<std::pair<const char*, const char*>>& runEnvAnnotations();
 
 }  // namespace vto::crd

@@ -176,11 +176,13 @@ const date::time_zone* zoneFor(const std::string& timeZone) {
                    std::all_of(name.begin(), name.end(), [](char c) {
                      return std::isalnum(static_cast<unsigned char>(c)) || c == '/' || c == '_' || c == '-' || c == '+';
                    });
-  if (!plausible) throw std::invalid_argument("time zone \"" + timeZone + "\" is not a time zone name" + kAdvice);
+  // Shown in messages, Events and conditions: bounded.
+  std::string shown = timeZone.size() > 80 ? timeZone.substr(0, 80) + "..." : timeZone;
+  if (!plausible) throw std::invalid_argument("time zone \"" + shown + "\" is not a time zone name" + kAdvice);
   try {
     return date::locate_zone(name);
   } catch (const std::exception&) {
-    throw std::invalid_argument("unknown time zone \"" + timeZone + "\"" + kAdvice);
+    throw std::invalid_argument("unknown time zone \"" + shown + "\"" + kAdvice);
   }
 }
 
@@ -237,7 +239,7 @@ CronSchedule parseCron(const std::string& expression) {
   cron.followsAbsoluteTime = minuteStar || hourStar;
   if (!canEverFire(cron))
     throw error("it never fires: day-of-month " + fields[2] + " does not occur in month " + fields[3] +
-                " (the last day of February is 28, or 29 in leap years); choose days that exist");
+                " (February has 28 or 29 days; April, June, September and November 30); choose days that exist");
   return cron;
 }
 

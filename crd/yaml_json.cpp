@@ -2,8 +2,12 @@
 
 #include <cctype>
 #include <stdexcept>
+#include <map>
+#include <optional>
+#include <sstream>
 #include <string_view>
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 namespace vto::crd {
@@ -46,9 +50,7 @@ bool isFloat(const std::string& text) {
   return i == text.size();
 }
 
-json scalarToJson(const YAML::Node& node) {
-  const std::string& text = node.Scalar();
-  const std::string& tag = node.Tag();
+json scalarToJson(const std::string& tag, const std::string& text) {
   // "!" marks a quoted scalar; an explicit !!str tag also keeps the text as it is.
   if (tag == "!" || tag == "tag:yaml.org,2002:str") return text;
   if (text.empty() || text == "~" || text == "null" || text == "Null" || text == "NULL") return nullptr;
@@ -66,29 +68,136 @@ json scalarToJson(const YAML::Node& node) {
   return text;
 }
 
-json toJson(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined: return nullptr;
-    case YAML::NodeType::Scalar: return scalarToJson(node);
-    case YAML::NodeType::Sequence: {
-      json out = json::array();
-      for (const auto& item : node) out.push_back(toJson(item));
-      return out;
+std::string lineOf(const YAML::Mark& mark, int firstLine) {
+  return "line " + std::to_string(firstLine + mark.line + 1);
+}
+
+// Builds JSON straight from yaml-cpp's parser events instead of its node tree: the node tree
+// shares aliased nodes, so a self-referencing alias became a cycle (a crash when converted) and a
+// "billion laughs" file a few hundred bytes long expanded to gigabytes. Here every alias is copied
+// against a budget, an alias to a node still being built (a cycle) is refused, and so is a key
+// that appears twice in one map (the API server refuses duplicate fields too).
+class JsonBuilder final : public YAML::EventHandler {
+ public:
+  explicit JsonBuilder(int firstLine) : firstLine_(firstLine) {}
+
+  json take() { return std::move(result_); }
+
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override { add(mark, nullptr, anchor, 1, 0); }
+  void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
+                const std::string& value) override {
+    if (expectingKey()) {
+      // A key is text whatever it looks like ("1", "true"); JSON object keys are strings.
+      add(mark, value, anchor, 1, value.size());
+      return;
     }
-    case YAML::NodeType::Map: {
-      json out = json::object();
-      for (const auto& entry : node) {
-        if (!entry.first.IsScalar())
-          throw std::runtime_error("line " + std::to_string(entry.first.Mark().line + 1) +
-                                   ": map keys must be plain strings");
-        out[entry.first.Scalar()] = toJson(entry.second);
-      }
-      return out;
+    add(mark, scalarToJson(tag, value), anchor, 1, value.size());
+  }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    auto found = anchors_.find(anchor);
+    if (found == anchors_.end())
+      throw std::runtime_error(lineOf(mark, firstLine_) +
+                               ": a YAML alias refers to the node that contains it (a cycle); write the value out");
+    const Anchored& anchored = found->second;
+    aliasNodes_ += anchored.nodes;
+    aliasBytes_ += anchored.bytes;
+    if (aliasNodes_ > kMaxAliasNodes || aliasBytes_ > kMaxAliasBytes)
+      throw std::runtime_error(lineOf(mark, firstLine_) + ": YAML aliases are limited to " +
+                               std::to_string(kMaxAliasNodes) + " expansions (and " +
+                               std::to_string(kMaxAliasBytes / 1024) + " KiB of copied text); write the value out");
+    add(mark, anchored.value, 0, anchored.nodes, anchored.bytes);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    open(mark, json::array(), anchor);
+  }
+  void OnSequenceEnd() override { close(); }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
+    open(mark, json::object(), anchor);
+  }
+  void OnMapEnd() override { close(); }
+
+ private:
+  static constexpr size_t kMaxAliasNodes = 10000;
+  static constexpr size_t kMaxAliasBytes = 1024 * 1024;
+  static constexpr size_t kMaxAnchoredNodes = 100000;
+  static constexpr size_t kMaxAnchoredBytes = 4 * 1024 * 1024;
+
+  struct Frame {
+    json value;
+    YAML::anchor_t anchor = 0;
+    YAML::Mark mark;
+    size_t nodes = 1;  // nodes in this subtree, aliases counted at their copied size
+    size_t bytes = 0;  // scalar text in this subtree
+    std::optional<std::string> key;  // maps: the key whose value comes next
+  };
+  struct Anchored {
+    json value;
+    size_t nodes = 0;
+    size_t bytes = 0;
+  };
+
+  bool expectingKey() const { return !stack_.empty() && stack_.back().value.is_object() && !stack_.back().key; }
+
+  void open(const YAML::Mark& mark, json value, YAML::anchor_t anchor) {
+    if (expectingKey())
+      throw std::runtime_error(lineOf(mark, firstLine_) + ": map keys must be plain strings");
+    stack_.push_back({std::move(value), anchor, mark, 1, 0, std::nullopt});
+  }
+
+  void close() {
+    Frame frame = std::move(stack_.back());
+    stack_.pop_back();
+    add(frame.mark, std::move(frame.value), frame.anchor, frame.nodes, frame.bytes);
+  }
+
+  // Places a finished node in its parent (or as the document) and remembers it if anchored.
+  void add(const YAML::Mark& mark, json value, YAML::anchor_t anchor, size_t nodes, size_t bytes) {
+    if (anchor != 0) {
+      // Each anchor keeps a copy: nested anchors over one large value would multiply it.
+      anchoredNodes_ += nodes;
+      anchoredBytes_ += bytes;
+      if (anchoredNodes_ > kMaxAnchoredNodes || anchoredBytes_ > kMaxAnchoredBytes)
+        throw std::runtime_error(lineOf(mark, firstLine_) + ": YAML anchors may hold at most " +
+                                 std::to_string(kMaxAnchoredBytes / (1024 * 1024)) +
+                                 " MiB of text in all; write the values out instead of anchoring them");
+      anchors_[anchor] = {value, nodes, bytes};
+    }
+    if (stack_.empty()) {
+      result_ = std::move(value);
+      return;
+    }
+    Frame& parent = stack_.back();
+    parent.nodes += nodes;
+    parent.bytes += bytes;
+    if (parent.value.is_array()) {
+      parent.value.push_back(std::move(value));
+    } else if (!parent.key) {
+      if (!value.is_string())
+        throw std::runtime_error(lineOf(mark, firstLine_) + ": map keys must be plain strings");
+      auto key = value.get<std::string>();
+      if (parent.value.contains(key))
+        throw std::runtime_error(lineOf(mark, firstLine_) + ": duplicate key \"" + key +
+                                 "\" (the API server refuses it too); keep one of them");
+      parent.key = std::move(key);
+    } else {
+      parent.value[*parent.key] = std::move(value);
+      parent.key.reset();
     }
   }
-  return nullptr;
-}
+
+  int firstLine_;
+  std::vector<Frame> stack_;
+  std::map<YAML::anchor_t, Anchored> anchors_;
+  size_t aliasNodes_ = 0;
+  size_t aliasBytes_ = 0;
+  size_t anchoredNodes_ = 0;
+  size_t anchoredBytes_ = 0;
+  json result_;
+};
 
 // The byte offset of the first invalid UTF-8 sequence or control character YAML does not allow
 // (anything below 0x20 but tab, LF, CR; and DEL), or npos. yaml-cpp 0.7 can loop forever on such
@@ -148,14 +257,16 @@ std::vector<json> parseYamlDocuments(const std::string& text) {
                              " (a control character or broken encoding); save the manifest as UTF-8 text");
   std::vector<json> out;
   for (const auto& document : splitDocuments(text)) {
-    YAML::Node node;
+    JsonBuilder builder(document.firstLine);
     try {
-      node = YAML::Load(document.text);
+      std::istringstream in(document.text);
+      YAML::Parser parser(in);
+      parser.HandleNextDocument(builder);
     } catch (const YAML::Exception& e) {
       throw std::runtime_error("not valid YAML: line " + std::to_string(document.firstLine + e.mark.line + 1) +
                                ", column " + std::to_string(e.mark.column + 1) + ": " + e.msg);
     }
-    json doc = toJson(node);
+    json doc = builder.take();
     if (!doc.is_null()) out.push_back(std::move(doc));
   }
   return out;

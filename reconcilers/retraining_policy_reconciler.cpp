@@ -42,9 +42,10 @@ std::optional<TimePoint> newer(std::optional<TimePoint> a, std::optional<TimePoi
 }
 
 std::string stringAt(const json& object, const char* section, const char* key) {
-  if (!object.contains(section) || !object[section].is_object()) return "";
-  const auto& value = (*object.find(section))[key];
-  return value.is_string() ? value.get<std::string>() : "";
+  auto part = object.find(section);
+  if (part == object.end() || !part->is_object()) return "";
+  auto value = part->find(key);
+  return value != part->end() && value->is_string() ? value->get<std::string>() : "";
 }
 
 std::string annotationOf(const json& object, const std::string& key) {
@@ -117,7 +118,7 @@ std::string modelUriOf(const Child& run) { return trimSlash(run.baseOutputDirect
 // Slots of one schedule, with the jitter applied to "now" rather than to each slot.
 class Slots {
  public:
-  Slots(const crd::ScheduleTrigger& trigger) : cron_(crd::parseCron(trigger.cron)), zone_(trigger.timeZone) {}
+  explicit Slots(const crd::ScheduleTrigger& trigger) : cron_(crd::parseCron(trigger.cron)), zone_(trigger.timeZone) {}
 
   TimePoint after(TimePoint t) const { return crd::nextScheduleAfter(cron_, zone_, t); }
 

@@ -64,3 +64,20 @@ if [ -f "$ROOT/tests/conformance/package-lock.json" ]; then
     cp "$ROOT/tests/conformance/package-lock.json" "$stamp"
   fi
 fi
+
+# 5. prometheus-operator's ServiceMonitor and PrometheusRule CRDs, pinned, for the chart's server-side
+# dry run (tests/integration/observability_test.cpp). The Go module proxy serves the release's module
+# zip (checked against sum.golang.org), which holds the generated CRDs under example/.
+PROMETHEUS_OPERATOR=v0.85.0
+crds=$ROOT/build/prometheus-operator-crds
+if [ "$(cat "$crds/VERSION" 2>/dev/null)" != "$PROMETHEUS_OPERATOR" ]; then
+  say "fetching prometheus-operator $PROMETHEUS_OPERATOR CRDs"
+  module=$(cd "$(mktemp -d)" && GOFLAGS=-mod=mod go mod download -json \
+    "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+  mkdir -p "$crds"
+  for kind in servicemonitors prometheusrules; do
+    cp "$module/example/prometheus-operator-crd/monitoring.coreos.com_$kind.yaml" "$crds/"
+    chmod u+w "$crds/monitoring.coreos.com_$kind.yaml"
+  done
+  echo "$PROMETHEUS_OPERATOR" > "$crds/VERSION"
+fi

@@ -71,19 +71,47 @@ else
   say "the CRDs are not implemented yet (issue 4): skipped"
 fi
 
+# --- Observability (issue 13): the operator's metrics port, fixed so Prometheus can scrape it. ---
+METRICS_PORT=$(free_port)
+
 if "$BIN/vto" run --help >/dev/null 2>&1; then
   # The emulator also plays the GCE metadata server, so the operator's real Google auth chain runs.
   GCE_METADATA_HOST=127.0.0.1:$VERTEX_PORT STORAGE_EMULATOR_HOST=http://127.0.0.1:$GCS_PORT \
   start operator "$BIN/vto" run --log-format text --vertex-fast-poll-interval 1 --vertex-poll-interval 2 \
     --kubeconfig "$KUBECONFIG" --vertex-endpoint "http://127.0.0.1:$VERTEX_PORT" \
     --gcs-endpoint "http://127.0.0.1:$GCS_PORT" --default-project demo-project --default-location us-central1 \
-    --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0
+    --metrics-bind-address "127.0.0.1:$METRICS_PORT" --health-probe-bind-address 127.0.0.1:0
   say "operator started (log: $STATE/operator.log)"
   kubectl apply -f config/samples/ >/dev/null
   say "sample TrainingRuns applied"
+  # Retraining: config/samples/retrainingpolicy_every_minute.yaml retrains every minute with warm start.
+  say "RetrainingPolicy mnist-every-minute retrains each minute from the last good model; in another terminal:"
+  say "  kubectl get rtp -w"
+  say "  kubectl annotate rtp/mnist-every-minute vto.dev/retrain-requested=\"\$(date +%s)\" --overwrite"
 else
   say "the operator is not implemented yet (issue 6): the control plane and emulators run without it"
 fi
+
+# --- Observability (issue 13): Debian's Prometheus scraping the operator, with vto's alert rules. ---
+if command -v prometheus >/dev/null; then
+  PROMETHEUS_PORT=$(free_port)
+  cat >"$STATE/prometheus.yml" <<YAML
+global: {scrape_interval: 5s, evaluation_interval: 5s}
+rule_files: ['$ROOT/helm/vto/rules/vto-alerts.yaml']
+scrape_configs:
+  - job_name: vto            # the job the shipped dashboards and alerts select
+    honor_labels: true       # keep vto's namespace label, as the chart's ServiceMonitor does
+    static_configs: [{targets: ['127.0.0.1:$METRICS_PORT'], labels: {namespace: vto-system}}]
+YAML
+  start prometheus prometheus --config.file="$STATE/prometheus.yml" --storage.tsdb.path="$STATE/prometheus-data" \
+    --web.listen-address="127.0.0.1:$PROMETHEUS_PORT"
+  wait_until 30 "Prometheus" curl -sf "http://127.0.0.1:$PROMETHEUS_PORT/-/ready"
+  say "Prometheus on http://127.0.0.1:$PROMETHEUS_PORT scraping vto's /metrics (try: sum by (phase) (vto_trainingruns))"
+  echo "export PROMETHEUS_URL=http://127.0.0.1:$PROMETHEUS_PORT" >>"$STATE/env"
+else
+  say "prometheus is not installed (scripts/bootstrap.sh installs it): metrics on http://127.0.0.1:$METRICS_PORT/metrics"
+fi
+# --- end observability ---
 
 if ((WATCH)); then
   say "Ctrl-C stops everything"

@@ -27,8 +27,8 @@ bool SlidingWindow::tryRecord(Clock::time_point now, int limit) {
 RateLimiter::RateLimiter(const Clock& clock, Sleeper& sleeper, std::chrono::milliseconds window)
     : clock_(clock), sleeper_(sleeper), window_(window) {}
 
-void RateLimiter::acquire(const std::string& key, int perWindow) {
-  if (perWindow <= 0) return;
+std::chrono::milliseconds RateLimiter::acquire(const std::string& key, int perWindow) {
+  if (perWindow <= 0) return std::chrono::milliseconds(0);
   Clock::time_point slot;
   {
     // Reserve under the lock, wait outside it so that other keys are not held up.
@@ -36,7 +36,9 @@ void RateLimiter::acquire(const std::string& key, int perWindow) {
     slot = windows_.try_emplace(key, window_).first->second.reserve(clock_.now(), perWindow);
   }
   auto wait = std::chrono::ceil<std::chrono::milliseconds>(slot - clock_.now());
-  if (wait.count() > 0) sleeper_.sleepFor(wait);
+  if (wait.count() <= 0) return std::chrono::milliseconds(0);
+  sleeper_.sleepFor(wait);
+  return wait;
 }
 
 }  // namespace vto::vertex

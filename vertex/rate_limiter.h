@@ -33,8 +33,8 @@ class RateLimiter {
  public:
   RateLimiter(const Clock& clock, Sleeper& sleeper, std::chrono::milliseconds window = std::chrono::minutes(1));
   // Blocks (through the Sleeper) until one more request under `key` stays within `perWindow`
-  // requests per window, then records it. perWindow <= 0 means unlimited.
-  void acquire(const std::string& key, int perWindow);
+  // requests per window, then records it. perWindow <= 0 means unlimited. Returns the time waited.
+  std::chrono::milliseconds acquire(const std::string& key, int perWindow);
 
  private:
   const Clock& clock_;

@@ -135,7 +135,9 @@ std::string RestVertexClient::baseUrl(const Location& where) const {
 json RestVertexClient::call(const std::string& method, const Location& where, const std::string& pathAndQuery,
                             const json* body, Quota quota) {
   auto key = where.parent() + (quota == Quota::Create ? "#create" : "#other");
-  limiter_.acquire(key, quota == Quota::Create ? options_.limits.createsPerMinute : options_.limits.requestsPerMinute);
+  auto waited =
+      limiter_.acquire(key, quota == Quota::Create ? options_.limits.createsPerMinute : options_.limits.requestsPerMinute);
+  if (options_.observer != nullptr) options_.observer->quotaWaited(waited);
 
   HttpRequest request;
   request.method = method;

@@ -15,6 +15,7 @@
 #include "vertex/http_transport.h"
 #include "vertex/json_codec.h"
 #include "vertex/rate_limiter.h"
+#include "vertex/request_observer.h"
 #include "vertex/retry.h"
 #include "vertex/sleeper.h"
 
@@ -98,6 +99,7 @@ struct VertexClientOptions {
   RetryPolicy retry;
   RateLimits limits;
   std::chrono::milliseconds timeout{60000};
+  RequestObserver* observer = nullptr;  // told how long each call waited for the pacer (metrics)
 };
 
 // Throws std::invalid_argument naming the fix when `endpoint` is not a usable base URL.

@@ -144,6 +144,37 @@ TEST_F(CrdTest, PrinterColumnsAndShortNames) {
   EXPECT_NE(byCategory.output.find("trainingrun.vto.dev/diffusion-flex"), std::string::npos) << byCategory.output;
 }
 
+TEST_F(CrdTest, RetrainingPolicyDefaultsAndPrinterColumns) {
+  auto& cluster = sharedCluster();
+  ASSERT_EQ(cluster.kubectl("create namespace crd-rtp").exitCode, 0);
+  auto sample = sourceDir() / "config/samples/retrainingpolicy_manual.yaml";
+  auto dry = cluster.kubectl("apply -n crd-rtp --dry-run=server -o json -f " + shellQuote(sample));
+  ASSERT_EQ(dry.exitCode, 0) << dry.output;
+  for (const char* expected : {"\"missedRuns\": \"Latest\"", "\"maxCatchUpRuns\": 10", "\"concurrencyPolicy\": \"Forbid\"",
+                               "\"maxActiveRuns\": 1", "\"cooldown\": \"0s\"", "\"successfulRunsHistoryLimit\": 3"})
+    EXPECT_NE(dry.output.find(expected), std::string::npos) << expected << " missing in:\n" << dry.output;
+  auto weekly = cluster.kubectl("apply -n crd-rtp --dry-run=server -o json -f " +
+                                shellQuote(sourceDir() / "config/samples/retrainingpolicy_weekly.yaml"));
+  for (const char* expected : {"\"maxConsecutiveErrors\": 4", "\"minNewBytes\": 0"})
+    EXPECT_NE(weekly.output.find(expected), std::string::npos) << expected << " missing in:\n" << weekly.output;
+  ASSERT_EQ(cluster.kubectl("apply -n crd-rtp -f " + shellQuote(sourceDir() / "config/samples/retrainingpolicy_weekly.yaml")).exitCode, 0);
+  auto table = cluster.kubectl("get rtp -n crd-rtp");
+  ASSERT_EQ(table.exitCode, 0) << table.output;
+  std::string header = table.output.substr(0, table.output.find('\n'));
+  for (const char* column : {"NAME", "SCHEDULE", "SUSPEND", "ACTIVE", "LAST SCHEDULE", "NEXT", "AGE"})
+    EXPECT_NE(header.find(column), std::string::npos) << header;
+  EXPECT_NE(table.output.find("0 3 * * mon"), std::string::npos) << table.output;
+  // Status times are RFC 3339 and the schema accepts the operator's encoding (fractions included).
+  auto status = cluster.kubectl(
+      "patch rtp fraud-weekly -n crd-rtp --subresource=status --type=merge -p "
+      "'{\"status\":{\"lastScheduleTime\":\"2026-10-26T02:00:00Z\",\"nextScheduleTime\":\"2026-11-02T02:07:13Z\","
+      "\"dataWatermark\":{\"timeCreated\":\"2026-10-26T01:59:58.123456Z\",\"name\":\"a.parquet\"},"
+      "\"counts\":{\"succeeded\":1,\"failed\":0}}}'");
+  EXPECT_EQ(status.exitCode, 0) << status.output;
+  auto wide = cluster.kubectl("get rtp -n crd-rtp -o wide");
+  EXPECT_NE(wide.output.find("2026-11-02T02:07:13Z"), std::string::npos) << wide.output;
+}
+
 TEST_F(CrdTest, ExplainTeachesTheFields) {
   auto r = sharedCluster().kubectl("explain trainingrun.spec.distribution");
   ASSERT_EQ(r.exitCode, 0) << r.output;

@@ -51,6 +51,17 @@ TEST(VtoSchedule, CronAndTimeZoneWithoutAFile) {
   EXPECT_EQ(utc.output, "2026-05-19T00:00:00Z (2026-05-19 00:00 UTC)\n");
 }
 
+TEST(VtoSchedule, SeveralPoliciesGetAHeaderEach) {
+  auto r = runShell("{ cat " + sample("retrainingpolicy_nightly_new_york.yaml") + "; echo ---; cat " + sample("retrainingpolicy_weekly.yaml") +
+                    "; } | " + vto("schedule -f - --after 2026-03-07T00:00:00Z -n 1 2>/dev/null"));
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_EQ(r.output,
+            "# document 1 (RetrainingPolicy/ranker-nightly)\n"
+            "2026-03-07T06:30:00Z (2026-03-07 01:30 EST)\n"
+            "# document 2 (RetrainingPolicy/fraud-weekly)\n"
+            "2026-03-09T02:00:00Z (2026-03-09 03:00 CET)\n");
+}
+
 TEST(VtoSchedule, BadInputExitsTwoWithAdvice) {
   struct Case {
     std::string args, expected;

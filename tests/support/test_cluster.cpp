@@ -15,6 +15,11 @@ std::string binDir() {
   return VTO_DEFAULT_BIN_DIR;
 }
 
+std::string sourceDir() {
+  if (const char* dir = std::getenv("VTO_SOURCE_DIR"); dir != nullptr && *dir != '\0') return dir;
+  return VTO_DEFAULT_SOURCE_DIR;
+}
+
 std::string makeTempDir(const std::string& prefix) {
   const char* tmp = std::getenv("TMPDIR");
   std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/" + prefix + "-XXXXXX";

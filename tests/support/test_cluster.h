@@ -10,6 +10,8 @@ namespace vto::testing {
 
 // Where vto's executables are: $VTO_BIN_DIR, else the build's bin directory.
 std::string binDir();
+// The repository's root: $VTO_SOURCE_DIR (CTest sets it), else the source tree this was built from.
+std::string sourceDir();
 // A fresh directory under $TMPDIR (or /tmp) that the caller owns.
 std::string makeTempDir(const std::string& prefix);
 

@@ -5,6 +5,12 @@
 
 #include "tests/fakes/clock_fake.h"
 #include "tests/fakes/kube_client_fake.h"
+#include "tests/support/wait.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <future>
+#include <mutex>
 
 namespace vto::controller {
 namespace {
@@ -128,6 +134,104 @@ TEST(LeaderElectorConfigTest, RejectsInconsistentTimings) {
   EXPECT_THROW(LeaderElector(client, clock, config, {}), std::invalid_argument);
   config = {.leaseNamespace = "", .identity = "x"};
   EXPECT_THROW(LeaderElector(client, clock, config, {}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace vto::controller
+
+namespace vto::controller {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Forwards to the in-memory API server, except that once hang() is called every request blocks
+// until release(): a renew that neither fails nor answers, as under a silent partition.
+class HangingClient final : public KubeClient {
+ public:
+  explicit HangingClient(KubeClient& inner) : inner_(inner) {}
+  void hang() { hang_ = true; }
+  void release() {
+    std::lock_guard guard(mutex_);
+    hang_ = false;
+    released_.notify_all();
+  }
+  int hanging() const { return hanging_; }
+
+  nlohmann::json get(const Resource& r, const std::string& ns, const std::string& name) override {
+    block();
+    return inner_.get(r, ns, name);
+  }
+  ListPage list(const Resource& r, const std::string& ns, const ListOptions& o) override {
+    block();
+    return inner_.list(r, ns, o);
+  }
+  nlohmann::json create(const Resource& r, const std::string& ns, const nlohmann::json& o) override {
+    block();
+    return inner_.create(r, ns, o);
+  }
+  nlohmann::json update(const Resource& r, const std::string& ns, const nlohmann::json& o) override {
+    block();
+    return inner_.update(r, ns, o);
+  }
+  nlohmann::json updateStatus(const Resource& r, const std::string& ns, const nlohmann::json& o) override {
+    block();
+    return inner_.updateStatus(r, ns, o);
+  }
+  nlohmann::json patch(const Resource& r, const std::string& ns, const std::string& name, PatchType type,
+                       const nlohmann::json& body, const std::string& manager, bool force,
+                       const std::string& subresource) override {
+    block();
+    return inner_.patch(r, ns, name, type, body, manager, force, subresource);
+  }
+  void remove(const Resource& r, const std::string& ns, const std::string& name) override {
+    block();
+    inner_.remove(r, ns, name);
+  }
+  void watch(const Resource& r, const std::string& ns, const WatchOptions& o,
+             const std::function<void(const WatchEvent&)>& onEvent, std::stop_token stop) override {
+    inner_.watch(r, ns, o, onEvent, stop);
+  }
+
+ private:
+  void block() {
+    std::unique_lock lock(mutex_);
+    if (!hang_) return;
+    ++hanging_;
+    released_.wait(lock, [this] { return !hang_; });
+    --hanging_;
+  }
+  KubeClient& inner_;
+  std::mutex mutex_;
+  std::condition_variable released_;
+  bool hang_ = false;
+  std::atomic<int> hanging_{0};
+};
+
+// The renew deadline holds even when a renew never returns: run()'s fencing timer ends leadership
+// while the request is still in flight (before the fix, only a returning request could fence).
+TEST(LeaderElectorFencingTest, FencesAtTheRenewDeadlineWhileARenewHangs) {
+  vto::testing::FakeClock clock;
+  vto::testing::FakeKubeClient fake;
+  HangingClient client(fake);
+  std::atomic<int> started{0}, stopped{0};
+  LeaderElector elector(client, clock, LeaderElectionConfig{.leaseNamespace = "vto-system", .identity = "a"},
+                        {.startedLeading = [&] { ++started; }, .stoppedLeading = [&] { ++stopped; }});
+  std::stop_source stop;
+  auto running = std::async(std::launch::async, [&] { return elector.run(stop.get_token()); });
+  ASSERT_TRUE(vto::testing::waitFor([&] { return started == 1; }, 5s));
+  client.hang();
+  ASSERT_TRUE(vto::testing::waitFor([&] { return clock.waiterCount() >= 2; }, 5s));  // the loop and the timer
+  clock.advance(2s);
+  ASSERT_TRUE(vto::testing::waitFor([&] { return client.hanging() == 1; }, 5s)) << "the renew at +2 s did not start";
+  clock.advance(7s);
+  ASSERT_TRUE(vto::testing::waitFor([&] { return clock.waiterCount() >= 1; }, 5s));
+  EXPECT_EQ(stopped, 0) << "fenced 9 s after the last renewal, before the 10 s deadline";
+  clock.advance(1s);
+  EXPECT_TRUE(vto::testing::waitFor([&] { return stopped == 1; }, 5s)) << "no fence at the renew deadline";
+  EXPECT_EQ(client.hanging(), 1) << "the fence must not wait for the hung request";
+  EXPECT_FALSE(elector.isLeader());
+  client.release();
+  EXPECT_FALSE(running.get()) << "run() reports the lost lease";
 }
 
 }  // namespace

@@ -35,6 +35,16 @@ inline std::vector<std::filesystem::path> yamlFiles(const std::filesystem::path&
   return out;
 }
 
+// The error parseYamlDocuments gives for `text`, or "" when it accepts it.
+inline std::string yamlErrorOf(const std::string& text) {
+  try {
+    parseYamlDocuments(text);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 // A TrainingRun from YAML text (one document).
 inline TrainingRun runFromYaml(const std::string& yaml) { return decodeTrainingRun(parseYamlDocuments(yaml).at(0)); }
 
@@ -49,5 +59,16 @@ spec:
   resources: {machineType: n1-standard-8, acceleratorType: NVIDIA_TESLA_T4, acceleratorCount: 1}
   baseOutputDirectory: gs://bucket/demo
 )";
+
+// kMinimalRun with the spec fields in `extraSpecYaml` (indented by two, as under `spec:`) put in
+// place of the minimal run's own (a manifest may not repeat a key).
+inline TrainingRun runWithSpec(const std::string& extraSpecYaml) {
+  auto doc = parseYamlDocuments(kMinimalRun).at(0);
+  auto extra = parseYamlDocuments("spec:\n" + extraSpecYaml);
+  if (!extra.empty() && extra[0]["spec"].is_object()) {
+    for (const auto& [key, value] : extra[0]["spec"].items()) doc["spec"][key] = value;
+  }
+  return decodeTrainingRun(doc);
+}
 
 }  // namespace vto::crd::testing

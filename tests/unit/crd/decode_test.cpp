@@ -196,7 +196,9 @@ TEST(Encode, KeepsTheApiServersMetadata) {
 TEST(RetrainingPolicy, DecodesTheSampleAndRoundTrips) {
   auto text = testing::readFile(testing::repoRoot() / "config/samples/retrainingpolicy_weekly.yaml");
   auto policy = decodeRetrainingPolicy(parseYamlDocuments(text).at(0));
-  EXPECT_EQ(policy.spec.triggers.schedule->cron, "0 3 * * 1");
+  EXPECT_EQ(policy.spec.triggers.schedule->cron, "0 3 * * mon");
+  EXPECT_EQ(policy.spec.triggers.schedule->jitter, std::chrono::minutes(10));
+  EXPECT_EQ(policy.spec.triggers.metric->bearerTokenSecret->key, "token");
   EXPECT_EQ(policy.spec.triggers.metric->forDuration, std::chrono::seconds(1800));
   EXPECT_EQ(policy.spec.triggers.metric->below, 0.85);
   EXPECT_EQ(policy.spec.concurrencyPolicy, ConcurrencyPolicy::Forbid);
@@ -214,6 +216,102 @@ TEST(RetrainingPolicy, TemplateSpecErrorsNameTheTemplatePath) {
   } catch (const DecodeError& e) {
     EXPECT_EQ(e.path(), "spec.template.spec.resources.machinetype");
   }
+}
+
+TEST(RetrainingPolicy, AppliesTheContractsDefaults) {
+  auto policy = decodeRetrainingPolicy(parseYamlDocuments(R"(
+apiVersion: vto.dev/v1alpha1
+kind: RetrainingPolicy
+metadata: {name: p}
+spec:
+  template: {spec: {baseOutputDirectory: gs://b/m}}
+  triggers:
+    schedule: {cron: "@daily"}
+    newData: {gcsPrefix: gs://b/in/}
+    metric: {prometheusUrl: http://prom:9090, query: q, below: 1}
+)").at(0));
+  const auto& s = policy.spec;
+  EXPECT_EQ(s.triggers.schedule->timeZone, "");
+  EXPECT_EQ(s.triggers.schedule->jitter, std::chrono::seconds(0));
+  EXPECT_EQ(s.triggers.newData->pollInterval, std::chrono::minutes(10));
+  EXPECT_EQ(s.triggers.newData->minNewObjects, 1);
+  EXPECT_EQ(s.triggers.newData->minNewBytes, 0);
+  EXPECT_EQ(s.triggers.newData->quietPeriod, std::chrono::seconds(0));
+  EXPECT_EQ(s.triggers.metric->pollInterval, std::chrono::minutes(1));
+  EXPECT_EQ(s.triggers.metric->maxConsecutiveErrors, 4);
+  EXPECT_FALSE(s.triggers.metric->bearerTokenSecret);
+  EXPECT_EQ(s.missedRuns, MissedRunsPolicy::Latest);
+  EXPECT_EQ(s.maxCatchUpRuns, 10);
+  EXPECT_EQ(s.concurrencyPolicy, ConcurrencyPolicy::Forbid);
+  EXPECT_EQ(s.maxActiveRuns, 1);
+  EXPECT_EQ(s.cooldown, std::chrono::seconds(0));
+  EXPECT_FALSE(s.warmStart);
+  EXPECT_EQ(s.successfulRunsHistoryLimit, 3);
+  EXPECT_EQ(s.failedRunsHistoryLimit, 1);
+  EXPECT_FALSE(s.suspend);
+  EXPECT_FALSE(s.startingDeadlineSeconds);
+}
+
+TEST(RetrainingPolicy, StatusRoundTripsWithTimesAsTimePoints) {
+  json status = json::parse(R"({
+    "observedGeneration": 4,
+    "active": [{"name": "fraud-weekly-1764640800"}],
+    "lastTrigger": {"time": "2025-12-02T02:00:00Z", "reason": "NewData"},
+    "lastScheduleTime": "2025-12-01T02:00:00Z",
+    "nextScheduleTime": "2025-12-08T02:07:13Z",
+    "lastSuccessfulTime": "2025-11-24T04:10:00Z",
+    "lastSuccessfulRun": {"name": "fraud-weekly-1764036000", "completionTime": "2025-11-24T04:10:00Z",
+                          "modelUri": "gs://risk-models/fraud/fraud-weekly-1764036000/model/"},
+    "lastHandledRetrainRequest": "1764650000",
+    "missedSchedules": 2,
+    "counts": {"succeeded": 12, "failed": 1},
+    "dataWatermark": {"timeCreated": "2025-12-02T01:59:58.123456Z", "name": "transactions/day=2025-12-01/part-9.parquet",
+                      "pendingObjects": 3, "pendingBytes": 4096, "lastPollTime": "2025-12-02T02:00:00Z"},
+    "metric": {"lastValue": 0.91, "lastEvalTime": "2025-12-02T02:00:00Z", "consecutiveErrors": 1},
+    "conditions": [{"type": "Ready", "status": "True", "reason": "Scheduled", "message": "next run at 2025-12-08T02:07:13Z"}]
+  })");
+  auto decoded = decodeRetrainingPolicyStatus(status, "status");
+  EXPECT_EQ(decoded.active, std::vector<std::string>{"fraud-weekly-1764640800"});
+  EXPECT_EQ(decoded.lastTrigger->reason, TriggerReason::NewData);
+  EXPECT_EQ(std::chrono::duration_cast<std::chrono::seconds>(decoded.lastScheduleTime->time_since_epoch()).count(), 1764554400);
+  EXPECT_EQ(decoded.lastSuccessfulRun->modelUri, "gs://risk-models/fraud/fraud-weekly-1764036000/model/");
+  EXPECT_EQ(decoded.counts.succeeded, 12);
+  EXPECT_EQ(decoded.dataWatermark->pendingBytes, 4096);
+  EXPECT_EQ(decoded.metric->lastValue, 0.91);
+  EXPECT_FALSE(decoded.metric->breachingSince);
+  // A GCS creation time keeps its fraction: the watermark compares (timeCreated, name) exactly.
+  EXPECT_EQ(encodeRetrainingPolicyStatus(decoded), status);
+}
+
+TEST(RetrainingPolicy, BadTimesAndDurationsNameTheirPath) {
+  auto expectPath = [](const json& status, const std::string& path) {
+    try {
+      decodeRetrainingPolicyStatus(status, "status");
+      ADD_FAILURE() << "no error for " << status.dump();
+    } catch (const DecodeError& e) {
+      EXPECT_EQ(e.path(), path);
+      EXPECT_NE(e.message().find("2026-05-18T03:00:00Z"), std::string::npos) << e.message();
+    }
+  };
+  expectPath(json{{"lastScheduleTime", "yesterday"}}, "status.lastScheduleTime");
+  expectPath(json{{"dataWatermark", {{"timeCreated", "2025-12-02 01:59:58"}}}}, "status.dataWatermark.timeCreated");
+  auto doc = parseYamlDocuments(testing::readFile(testing::repoRoot() / "config/samples/retrainingpolicy_weekly.yaml")).at(0);
+  doc["spec"]["cooldown"] = "soon";
+  try {
+    decodeRetrainingPolicy(doc);
+    FAIL() << "no error";
+  } catch (const DecodeError& e) {
+    EXPECT_EQ(e.path(), "spec.cooldown");
+  }
+}
+
+TEST(RetrainingPolicy, NamesAreTheContracts) {
+  EXPECT_STREQ(kRetrainingPolicyLabel, "vto.dev/retraining-policy");
+  EXPECT_STREQ(kTriggerReasonAnnotation, "vto.dev/trigger-reason");
+  EXPECT_STREQ(kTriggerTimeAnnotation, "vto.dev/trigger-time");
+  EXPECT_STREQ(kRetrainRequestedAnnotation, "vto.dev/retrain-requested");
+  EXPECT_EQ(enumChoices(triggerReasonNames()), "Schedule, Manual, NewData, Metric");
+  EXPECT_EQ(enumChoices(missedRunsPolicyNames()), "Latest, Skip, All");
 }
 
 }  // namespace
@@ -244,19 +342,12 @@ TEST(Yaml, LoneCommaGivesNoDocumentInsteadOfHanging) {
   EXPECT_EQ(parseYamlDocuments("a: 1\n---\n,\n").size(), 1u);
 }
 
-std::string errorOf(const std::string& text) {
-  try {
-    parseYamlDocuments(text);
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::yamlErrorOf;
 
 TEST(Yaml, ErrorLinesCountFromTheStartOfTheStream) {
   // The same broken document, alone and after a two-line document: the line moves by two.
-  EXPECT_EQ(errorOf("b: 2\nc: [1\n"), "not valid YAML: line 3, column 1: end of sequence flow not found");
-  EXPECT_EQ(errorOf("a: 1\n---\nb: 2\nc: [1\n"), "not valid YAML: line 5, column 1: end of sequence flow not found");
+  EXPECT_EQ(yamlErrorOf("b: 2\nc: [1\n"), "not valid YAML: line 3, column 1: end of sequence flow not found");
+  EXPECT_EQ(yamlErrorOf("a: 1\n---\nb: 2\nc: [1\n"), "not valid YAML: line 5, column 1: end of sequence flow not found");
 }
 
 TEST(Yaml, DocumentMarkersWithContentAndEndMarkers) {

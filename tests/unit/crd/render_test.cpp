@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "crd/render.h"
+#include "crd/retraining_policy.h"
 #include "tests/unit/crd/crd_test_support.h"
 
 namespace vto::crd {
@@ -9,7 +10,7 @@ namespace {
 using testing::kMinimalRun;
 using testing::runFromYaml;
 
-TrainingRun withSpec(const std::string& extraSpecYaml) { return runFromYaml(std::string(kMinimalRun) + extraSpecYaml); }
+TrainingRun withSpec(const std::string& extraSpecYaml) { return testing::runWithSpec(extraSpecYaml); }
 
 std::string envValue(const json& pool, const std::string& name) {
   const json& code = pool.contains("containerSpec") ? pool["containerSpec"] : pool["pythonPackageSpec"];
@@ -87,6 +88,21 @@ TEST(Render, EveryPoolGetsTheOperatorEnvAfterTheUsers) {
     EXPECT_EQ(envValue(pool, "VTO_RESUME_FROM"), "gs://bucket/demo/checkpoints/ckpt-7");
   }
   EXPECT_EQ(envValue(renderCustomJob(run, 1, "")["jobSpec"]["workerPoolSpecs"][0], "VTO_RESUME_FROM"), "<unset>");
+}
+
+TEST(Render, ARetrainingRunsTriggerAnnotationsBecomeEnvOnEveryPool) {
+  auto run = withSpec("  distribution: {strategy: PyTorchDDP, workerCount: 2}\n");
+  run.metadata.annotations = {{kTriggerReasonAnnotation, "Schedule"},
+                              {kTriggerTimeAnnotation, "2026-12-01T03:00:00Z"},
+                              {kWarmStartFromAnnotation, "gs://m/fraud-1/model/"},
+                              {"unrelated", "x"}};
+  for (const auto& pool : renderCustomJob(run, 1, "")["jobSpec"]["workerPoolSpecs"]) {
+    EXPECT_EQ(envValue(pool, "VTO_TRIGGER_REASON"), "Schedule");
+    EXPECT_EQ(envValue(pool, "VTO_TRIGGER_TIME"), "2026-12-01T03:00:00Z");
+    EXPECT_EQ(envValue(pool, "VTO_WARM_START_FROM"), "gs://m/fraud-1/model/");
+    EXPECT_EQ(envValue(pool, "VTO_DATA_WATERMARK"), "<unset>");
+  }
+  EXPECT_EQ(envValue(renderCustomJob(withSpec(""), 1, "")["jobSpec"]["workerPoolSpecs"][0], "VTO_TRIGGER_REASON"), "<unset>");
 }
 
 TEST(Render, OutputDirectoryIsTheSameForEveryAttempt) {

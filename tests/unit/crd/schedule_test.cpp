@@ -61,6 +61,8 @@ TEST(ScheduleDst, BerlinHourlyJobFollowsAbsoluteTime) {
   EXPECT_EQ(next("*/30 2 * * *", "Europe/Berlin", "2026-10-24T23:00:00Z", 5),
             (Times{"2026-10-25T00:00:00Z", "2026-10-25T00:30:00Z", "2026-10-25T01:00:00Z", "2026-10-25T01:30:00Z",
                    "2026-10-26T01:00:00Z"}));
+  // ...and on the spring-forward night that hour does not exist, so nothing runs until the next day.
+  EXPECT_EQ(next("*/30 2 * * *", "Europe/Berlin", "2026-03-28T23:00:00Z", 1), (Times{"2026-03-30T00:00:00Z"}));
   EXPECT_TRUE(parseCron("*/30 2 * * *").followsAbsoluteTime);
   EXPECT_TRUE(parseCron("@hourly").followsAbsoluteTime);
   EXPECT_FALSE(parseCron("0 3 * * *").followsAbsoluteTime);
@@ -93,6 +95,12 @@ TEST(ScheduleDst, LordHoweHalfHourShift) {
   // 2026-10-04 02:00 +1030 -> 02:30 +11 (10-03T15:30Z): 02:15 does not exist that night.
   EXPECT_EQ(next("15 2 * * *", "Australia/Lord_Howe", "2026-10-03T12:00:00Z", 2), (Times{"2026-10-03T15:30:00Z", "2026-10-04T15:15:00Z"}));
   EXPECT_EQ(next("15 * * * *", "Australia/Lord_Howe", "2026-10-03T14:30:00Z", 2), (Times{"2026-10-03T14:45:00Z", "2026-10-03T16:15:00Z"}));
+}
+
+TEST(ScheduleDst, SamoaSkippedAWholeDay) {
+  // Pacific/Apia jumped from -10 to +14 at 2011-12-30T10:00Z: local Dec 30 never happened. Its 12:00
+  // fires once when the gap ends (Dec 31 00:00 local), then Dec 31 12:00 as usual.
+  EXPECT_EQ(next("0 12 * * *", "Pacific/Apia", "2011-12-29T23:00:00Z", 2), (Times{"2011-12-30T10:00:00Z", "2011-12-30T22:00:00Z"}));
 }
 
 // --- calendar rules ---

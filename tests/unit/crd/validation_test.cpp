@@ -16,7 +16,7 @@ using testing::repoRoot;
 using testing::runFromYaml;
 
 std::vector<Finding> findingsOf(const std::string& extraSpecYaml) {
-  return validate(runFromYaml(std::string(kMinimalRun) + extraSpecYaml));
+  return validate(testing::runWithSpec(extraSpecYaml));
 }
 
 bool hasFinding(const std::vector<Finding>& findings, Severity severity, const std::string& path) {
@@ -169,6 +169,54 @@ TEST(Validation, RetrainingPolicyRules) {
   EXPECT_TRUE(hasFinding(findings, Severity::Error, "spec.triggers.newData.gcsPrefix")) << describe(findings);
   EXPECT_TRUE(hasFinding(findings, Severity::Error, "spec.triggers.metric")) << describe(findings);
   EXPECT_TRUE(hasFinding(findings, Severity::Error, "spec.template.spec.baseOutputDirectory")) << describe(findings);
+}
+
+RetrainingPolicy samplePolicy() {
+  return decodeRetrainingPolicy(parseYamlDocuments(testing::readFile(repoRoot() / "config/samples/retrainingpolicy_weekly.yaml")).at(0));
+}
+
+TEST(Validation, RetrainingPolicyScheduleRules) {
+  auto policy = samplePolicy();
+  policy.spec.triggers.schedule->cron = "0 25 * * *";
+  policy.spec.triggers.schedule->timeZone = "Berlin";
+  auto findings = validate(policy);
+  ASSERT_TRUE(hasFinding(findings, Severity::Error, "spec.triggers.schedule.cron")) << describe(findings);
+  EXPECT_NE(describe(findings).find("hour value 25 is out of range 0-23"), std::string::npos) << describe(findings);
+  EXPECT_NE(describe(findings).find("unknown time zone \"Berlin\"; use an IANA time zone name such as Europe/Berlin"),
+            std::string::npos) << describe(findings);
+  policy.spec.triggers.schedule->cron = "CRON_TZ=Europe/Berlin 0 3 * * *";
+  policy.spec.triggers.schedule->timeZone = "";
+  findings = validate(policy);
+  ASSERT_EQ(findings.size(), 1u) << describe(findings);
+  EXPECT_NE(findings[0].message.find("use the timeZone field instead"), std::string::npos) << describe(findings);
+}
+
+TEST(Validation, RetrainingPolicyNameLeavesRoomForTheRunSuffix) {
+  auto policy = samplePolicy();
+  policy.metadata.name = std::string(52, 'a');
+  EXPECT_TRUE(validate(policy).empty()) << describe(validate(policy));
+  policy.metadata.name = std::string(53, 'a');
+  EXPECT_TRUE(hasFinding(validate(policy), Severity::Error, "metadata.name"));
+}
+
+TEST(Validation, RetrainingPolicyDurationsAndTemplate) {
+  auto policy = samplePolicy();
+  policy.spec.triggers.metric->pollInterval = std::chrono::seconds(0);
+  policy.spec.triggers.metric->forDuration = std::chrono::seconds(-1);
+  policy.spec.triggers.newData->quietPeriod = std::chrono::seconds(-1);
+  policy.spec.triggers.schedule->jitter = std::chrono::seconds(-1);
+  policy.spec.cooldown = std::chrono::seconds(-1);
+  policy.spec.templ.labels[kRetrainingPolicyLabel] = "other";
+  auto findings = validate(policy);
+  for (const char* path : {"spec.triggers.metric.pollInterval", "spec.triggers.metric.for", "spec.triggers.newData.quietPeriod",
+                           "spec.triggers.schedule.jitter", "spec.cooldown", "spec.template.metadata.labels.vto.dev/retraining-policy"})
+    EXPECT_TRUE(hasFinding(findings, Severity::Error, path)) << path << "\n" << describe(findings);
+}
+
+TEST(Validation, RetrainingPolicyWithoutTriggersIsAManualButton) {
+  auto policy = samplePolicy();
+  policy.spec.triggers = {};
+  EXPECT_TRUE(validate(policy).empty()) << describe(validate(policy));
 }
 
 TEST(Lint, NamesUnknownKindsAndDecodeErrors) {

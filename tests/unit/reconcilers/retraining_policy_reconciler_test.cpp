@@ -8,6 +8,7 @@
 #include "crd/timestamp.h"
 #include "reconcilers/training_run_reconciler.h"
 #include "tests/fakes/clock_fake.h"
+#include "tests/fakes/event_recorder_fake.h"
 #include "tests/fakes/kube_client_fake.h"
 
 namespace vto::reconcilers {
@@ -15,15 +16,6 @@ namespace {
 
 using nlohmann::json;
 using std::chrono::seconds;
-
-class RecordingEvents final : public controller::EventRecorder {
- public:
-  void event(const json&, controller::EventType type, const std::string& reason, const std::string&) override {
-    reasons.push_back((type == controller::EventType::Warning ? "Warning/" : "Normal/") + reason);
-  }
-  bool has(const std::string& reason) const { return std::find(reasons.begin(), reasons.end(), reason) != reasons.end(); }
-  std::vector<std::string> reasons;
-};
 
 const Clock::time_point T0 = crd::parseTimestamp("2026-12-01T00:00:00Z");
 constexpr const char* kUid = "7d1e0c5a-0000-1111-2222-333344445555";
@@ -49,6 +41,13 @@ class PolicyReconcilerTest : public ::testing::Test {
     policies.upsert(kube.get(retrainingPolicyResource(), "risk", "fraud"));
     for (const auto& run : kube.list(trainingRunResource(), "risk", {}).items) runs.upsert(run);
   }
+  // The run's job succeeded at 00:01:30, as the TrainingRun reconciler would report it.
+  void succeed(const std::string& name) {
+    auto run = kube.get(trainingRunResource(), "risk", name);
+    run["status"] = {{"phase", "Succeeded"}, {"completionTime", "2026-12-01T00:01:30Z"}};
+    kube.updateStatus(trainingRunResource(), "risk", run);
+    sync();
+  }
   json status() { return kube.get(retrainingPolicyResource(), "risk", "fraud")["status"]; }
   std::string readyReason() {
     json current = status();
@@ -61,7 +60,7 @@ class PolicyReconcilerTest : public ::testing::Test {
   controller::ObjectCache policies;
   controller::ObjectCache runs;
   testing::FakeClock clock;
-  RecordingEvents events;
+  testing::RecordingEvents events;
   RetrainingPolicyReconciler reconciler;
 };
 
@@ -71,7 +70,7 @@ TEST_F(PolicyReconcilerTest, CreatesTheSlotsRunAndRequeuesAtTheNextSlot) {
   EXPECT_EQ(result.requeueAfter, seconds(59));
   auto run = kube.get(trainingRunResource(), "risk", "fraud-1796083260");
   EXPECT_EQ(run["metadata"]["annotations"]["vto.dev/trigger-reason"], "Schedule");
-  EXPECT_TRUE(events.has("Normal/SuccessfulCreate"));
+  EXPECT_TRUE(events.has("SuccessfulCreate"));
   EXPECT_EQ(status()["lastScheduleTime"], "2026-12-01T00:01:00Z");
   EXPECT_EQ(readyReason(), "True/Reconciled");
 }
@@ -83,10 +82,10 @@ TEST_F(PolicyReconcilerTest, ARunItOwnsAlreadyIsASuccess) {
   kube.updateStatus(retrainingPolicyResource(), "risk",
                     [&] { auto p = kube.get(retrainingPolicyResource(), "risk", "fraud"); p.erase("status"); return p; }());
   policies.upsert(kube.get(retrainingPolicyResource(), "risk", "fraud"));
-  RecordingEvents restartedEvents;
+  testing::RecordingEvents restartedEvents;
   RetrainingPolicyReconciler restarted(policies, runs, kube, restartedEvents, clock);
   EXPECT_NO_THROW(restarted.reconcile({"risk", "fraud"}));
-  EXPECT_FALSE(restartedEvents.has("Normal/SuccessfulCreate"));
+  EXPECT_FALSE(restartedEvents.has("SuccessfulCreate"));
   EXPECT_EQ(kube.list(trainingRunResource(), "risk", {}).items.size(), 1u);
   EXPECT_EQ(status()["lastScheduleTime"], "2026-12-01T00:01:00Z");
 }
@@ -97,7 +96,7 @@ TEST_F(PolicyReconcilerTest, AForeignRunOfTheSameNameIsAWarningAndACondition) {
                {"metadata", {{"name", "fraud-1796083260"}, {"namespace", "risk"}, {"uid", "someone-elses"}}}});
   clock.advance(seconds(61));
   EXPECT_NO_THROW(reconciler.reconcile({"risk", "fraud"}));
-  EXPECT_TRUE(events.has("Warning/RunNameConflict"));
+  EXPECT_TRUE(events.hasWarning("RunNameConflict"));
   EXPECT_EQ(readyReason(), "False/RunNameConflict");
   EXPECT_TRUE(status()["active"].empty());
   // The condition stays until a run is created again.
@@ -114,10 +113,7 @@ TEST_F(PolicyReconcilerTest, AForeignRunOfTheSameNameIsAWarningAndACondition) {
 TEST_F(PolicyReconcilerTest, AStaleRunCacheDoesNotCountARunTwice) {
   clock.advance(seconds(61));
   reconciler.reconcile({"risk", "fraud"});
-  auto run = kube.get(trainingRunResource(), "risk", "fraud-1796083260");
-  run["status"] = {{"phase", "Succeeded"}, {"completionTime", "2026-12-01T00:01:30Z"}};
-  kube.updateStatus(trainingRunResource(), "risk", run);
-  sync();
+  succeed("fraud-1796083260");
   clock.advance(seconds(30));
   reconciler.reconcile({"risk", "fraud"});
   EXPECT_EQ(status()["counts"]["succeeded"], 1);
@@ -139,13 +135,10 @@ TEST_F(PolicyReconcilerTest, HistoryBeyondTheLimitIsDeleted) {
   sync();
   clock.advance(seconds(61));
   reconciler.reconcile({"risk", "fraud"});
-  auto run = kube.get(trainingRunResource(), "risk", "fraud-1796083260");
-  run["status"] = {{"phase", "Succeeded"}, {"completionTime", "2026-12-01T00:01:30Z"}};
-  kube.updateStatus(trainingRunResource(), "risk", run);
-  sync();
+  succeed("fraud-1796083260");
   reconciler.reconcile({"risk", "fraud"});
   EXPECT_TRUE(kube.list(trainingRunResource(), "risk", {}).items.empty());
-  EXPECT_TRUE(events.has("Normal/SuccessfulDelete"));
+  EXPECT_TRUE(events.has("SuccessfulDelete"));
   EXPECT_EQ(status()["lastSuccessfulRun"]["modelUri"], "gs://bucket/fraud/fraud-1796083260/model/");
 }
 

@@ -1,0 +1,82 @@
+#include "cmd/tenancy_config.h"
+
+#include <spdlog/spdlog.h>
+
+#include "cmd/manifest_input.h"
+#include "crd/strict_json.h"
+#include "crd/training_run.h"
+#include "crd/yaml_json.h"
+
+namespace vto::cmd {
+
+void allowTenancySection(Flags& flags) { flags.allowConfigSection("tenancy"); }
+
+crd::TenancyRules tenancyRulesFromConfig(const Flags& flags) {
+  crd::TenancyRules rules;
+  try {
+    rules = crd::parseTenancyRules(flags.configSection("tenancy"));
+  } catch (const crd::DecodeError& e) {
+    throw UsageError("--config " + flags.get("config") + ": " + e.what());
+  }
+  if (rules.empty()) {
+    spdlog::warn("no tenancy rules configured: every namespace may use every project, location, service account "
+                 "and bucket the operator's identity can reach; set `tenancy:` in the config file (the chart's "
+                 "values) to limit each namespace");
+  } else {
+    spdlog::info("tenancy: {} rule(s); a namespace no rule matches may use nothing", rules.size());
+  }
+  return rules;
+}
+
+TenancyFile readTenancyFile(const std::string& path) {
+  try {
+    auto documents = crd::parseYamlDocuments(readManifestInput(path));
+    if (documents.size() != 1) throw std::runtime_error("must be one YAML document");
+    const auto& root = documents[0];
+    TenancyFile file;
+    if (root.is_object()) {
+      if (!root.contains("tenancy"))
+        throw std::runtime_error("has no `tenancy:` key; give the operator's config file or a list of rules");
+      file.rules = crd::parseTenancyRules(root["tenancy"]);
+      auto text = [&](const char* key) { return root.contains(key) && root[key].is_string() ? root[key].get<std::string>() : ""; };
+      file.defaults = {text("default-project"), text("default-location")};
+    } else {
+      file.rules = crd::parseTenancyRules(root);
+    }
+    return file;
+  } catch (const std::exception& e) {
+    throw UsageError("--tenancy " + path + ": " + e.what());
+  }
+}
+
+std::vector<crd::Finding> tenancyFindings(const nlohmann::json& object, const TenancyFile& tenancy) {
+  std::vector<crd::Finding> out;
+  if (!object.is_object() || object.value("kind", "") != crd::kTrainingRunKind) return out;
+  crd::TrainingRun run;
+  try {
+    run = crd::decodeTrainingRun(object);
+  } catch (const std::exception&) {
+    return out;  // the decode error is already a finding of its own
+  }
+  crd::NamespaceInfo ns{run.metadata.namespace_.empty() ? "default" : run.metadata.namespace_, std::nullopt};
+  if (run.metadata.namespace_.empty()) {
+    out.push_back({crd::Severity::Warning, "metadata.namespace",
+                   "not set: checked the tenancy rules for namespace \"default\"; kubectl applies it to your "
+                   "context's namespace, so set metadata.namespace to check the right one"});
+  }
+  auto decision = crd::decideTenancy(run.spec, tenancy.defaults, ns, tenancy.rules);
+  for (size_t index : decision.assumedSelectorRules) {
+    out.push_back({crd::Severity::Warning, "metadata.namespace",
+                   "namespace labels are unknown offline: assumed that " + tenancy.rules[index].describe(index) +
+                       " matches namespace \"" + ns.name + "\"; the operator checks the real labels"});
+  }
+  if (decision.violation) {
+    auto message = decision.violation->message;
+    // The message starts with the field for conditions and events; the finding has it as its path.
+    if (message.rfind(decision.violation->field + ": ", 0) == 0) message.erase(0, decision.violation->field.size() + 2);
+    out.push_back({crd::Severity::Error, decision.violation->field, message});
+  }
+  return out;
+}
+
+}  // namespace vto::cmd

@@ -1,0 +1,111 @@
+#pragma once
+// Tenancy rules: which namespaces may use which projects, locations, service accounts, buckets and
+// accelerators (contract: "Tenancy rules" in API.md). Pure: parsing and decisions over plain
+// inputs, no I/O, so the reconciler's `decide` and `vto lint --tenancy` share one implementation.
+//
+// Semantics:
+// - A rule matches a namespace listed in `namespaces` or whose labels include every pair of
+//   `namespaceSelector.matchLabels` (an empty matchLabels matches every namespace).
+// - A run is allowed when one rule that matches its namespace allows all of it; that rule governs
+//   the run (its maxAccelerators is the cap the run counts against). An absent or empty list
+//   allows anything for that field.
+// - No rules at all: everything is allowed. Rules, but none matches the namespace: nothing is.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "crd/render.h"
+#include "crd/training_run.h"
+
+namespace vto::crd {
+
+struct TenancyRule {
+  std::vector<std::string> namespaces;
+  std::optional<std::map<std::string, std::string>> matchLabels;  // namespaceSelector.matchLabels
+  std::vector<std::string> projects;
+  std::vector<std::string> locations;
+  std::vector<std::string> serviceAccounts;
+  std::vector<std::string> bucketPrefixes;  // gs://bucket/ or gs://bucket/dir/
+  std::vector<std::string> acceleratorTypes;
+  std::optional<int64_t> maxAccelerators;  // at once, over every run this rule governs
+
+  // "tenancy[0] (namespaces team-a, team-b)": how messages name the rule.
+  std::string describe(size_t index) const;
+};
+
+using TenancyRules = std::vector<TenancyRule>;
+
+// Strictly parses the value of `tenancy:` (a list of rules); throws DecodeError naming the field
+// (e.g. "tenancy[1].maxAccelerators") and what is expected. `null` is no rules.
+TenancyRules parseTenancyRules(const nlohmann::json& value, const std::string& path = "tenancy");
+
+// A namespace as the check sees it. `labels` is nullopt when they are unknown (offline lint):
+// then a rule that selects by label is assumed to match, and the result says so.
+struct NamespaceInfo {
+  std::string name;
+  std::optional<std::map<std::string, std::string>> labels;
+};
+
+struct TenancyViolation {
+  std::string field;  // "spec.project", "spec.checkpointing.directory", ... ("metadata.namespace" when no rule matches)
+  std::optional<size_t> ruleIndex;  // the rule the message is about; nullopt when none matches
+  std::string rule;                 // its description, or "" when none matches
+  std::string message;              // names the field and the rule, says what is allowed
+};
+
+struct TenancyDecision {
+  std::optional<size_t> governingRule;       // set when allowed by a rule (nullopt: no rules configured)
+  std::optional<TenancyViolation> violation;  // set when refused
+  std::vector<size_t> assumedSelectorRules;   // rules assumed to match because labels were unknown
+};
+
+// Accelerators a run holds while its job runs: per machine x machines x parallel trials.
+int64_t acceleratorsOf(const TrainingRunSpec& spec);
+
+// GCS locations the run writes or reads that bucket prefixes govern, as (field path, URI).
+std::vector<std::pair<std::string, std::string>> bucketUrisOf(const TrainingRunSpec& spec);
+
+// The full decision: which rule governs the run, or why it is refused. `defaults` are the
+// operator's --default-project/--default-location, applied first as the reconciler does.
+// `extraBucketUris` are further (field, URI) pairs the bucket prefixes govern, e.g. a
+// RetrainingPolicy's ("spec.triggers.newData.gcsPrefix", "gs://...") beside its template's spec.
+TenancyDecision decideTenancy(const TrainingRunSpec& spec, const Placement& defaults, const NamespaceInfo& ns,
+                              const TenancyRules& rules,
+                              const std::vector<std::pair<std::string, std::string>>& extraBucketUris = {});
+// The refusal alone, for callers that only need to know whether the run may go ahead.
+std::optional<TenancyViolation> checkTenancy(const TrainingRunSpec& spec, const Placement& defaults,
+                                             const NamespaceInfo& ns, const TenancyRules& rules,
+                                             const std::vector<std::pair<std::string, std::string>>& extraBucketUris = {});
+
+// The accelerator cap, first created first served. Inputs are the runs governed by one rule that
+// want accelerators and are not finished, suspended or invalid.
+struct AcceleratorClaim {
+  std::string key;                // "namespace/name", the tie-breaker
+  std::string creationTimestamp;  // RFC 3339 (sorts as text)
+  int64_t accelerators = 0;
+  bool holding = false;  // its job exists and is not finished: the accelerators are in use
+};
+
+// A run's claim; `holding` is the caller's reading of its status (a job exists and is unfinished).
+AcceleratorClaim claimOf(const TrainingRun& run, bool holding);
+
+int64_t acceleratorsInUse(const std::vector<AcceleratorClaim>& claims);
+
+struct AdmitDecision {
+  bool admitted = false;
+  int64_t inUse = 0;        // held by others
+  int64_t aheadInLine = 0;  // wanted by older waiting runs
+  std::string message;      // when not admitted: why and what frees it
+};
+
+// Whether `candidate` (which does not hold yet) may start now under `cap`: only when what is in
+// use, plus what every older waiting run wants, plus its own fits. An older run that does not fit
+// blocks younger ones, so a large run is never starved by a stream of small ones.
+AdmitDecision admit(const AcceleratorClaim& candidate, const std::vector<AcceleratorClaim>& claims, int64_t cap,
+                    const std::string& ruleDescription);
+
+}  // namespace vto::crd

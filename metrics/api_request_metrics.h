@@ -1,0 +1,33 @@
+#pragma once
+// Requests vto makes to Google's APIs: vto_vertex_requests_total{method,code},
+// vto_vertex_request_duration_seconds{method}, vto_vertex_quota_wait_seconds, vto_gcs_requests_total{code}.
+// cmd/ connects these to vertex::RequestObserver (this layer does not depend on vertex/).
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <string>
+
+namespace vto::metrics {
+
+class ApiRequestMetrics {
+ public:
+  explicit ApiRequestMetrics(prometheus::Registry& registry);
+
+  // `code` is the HTTP status or "<error>" when no answer arrived.
+  void vertexRequest(const std::string& method, const std::string& code, double seconds);
+  void vertexQuotaWait(double seconds);
+  void gcsRequest(const std::string& method, const std::string& code);
+
+ private:
+  prometheus::Family<prometheus::Counter>& vertexRequests_;
+  prometheus::Family<prometheus::Histogram>& vertexDuration_;
+  prometheus::Histogram& quotaWait_;
+  prometheus::Family<prometheus::Counter>& gcsRequests_;
+};
+
+// vto_build_info{version,revision} 1: which build is running (join on it in queries).
+void registerBuildInfo(prometheus::Registry& registry, const std::string& version, const std::string& revision);
+
+}  // namespace vto::metrics

@@ -1,0 +1,19 @@
+#pragma once
+// What metrics::TrainingRunObserver needs from a TrainingRun object in the informer cache: the
+// machines its job occupies (from the same renderJob() that builds the Vertex request), its phase,
+// creation, first start and completion times, and the failure class of each failed attempt.
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "metrics/trainingrun_observer.h"
+
+namespace vto::reconcilers {
+
+// The names of every TrainingRun phase, for metrics::TrainingRunObserver.
+std::vector<std::string> trainingRunPhases();
+
+// Never throws: a run that does not decode still counts by phase, with no machines.
+metrics::RunSnapshot trainingRunSnapshot(const nlohmann::json& object);
+
+}  // namespace vto::reconcilers

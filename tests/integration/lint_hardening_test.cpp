@@ -1,0 +1,193 @@
+// `vto lint` refuses what the real API server refuses (duplicate keys, unknown metadata fields,
+// strings over the CRD's maxLength), refuses hostile YAML (alias bombs, alias cycles) with a clear
+// error, and checks manifests against tenancy rules offline (`--tenancy FILE`).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/support/subprocess.h"
+#include "tests/support/test_cluster.h"
+#include "tests/support/wait.h"
+
+namespace vto::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+std::string quote(const std::string& text) { return "'" + text + "'"; }
+std::string vto(const std::string& args) { return quote(binDir() + "/vto") + " " + args; }
+
+// Writes `text` to a file of its own under the test's temporary directory.
+std::string writeFile(const std::string& name, const std::string& text) {
+  static const fs::path dir = makeTempDir("vto-lint-hardening");
+  auto path = dir / name;
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+std::string run(const std::string& metadata, const std::string& extraSpec) {
+  return "apiVersion: vto.dev/v1alpha1\nkind: TrainingRun\nmetadata: " + metadata +
+         "\nspec:\n  trainer:\n    container: {imageUri: us-central1-docker.pkg.dev/p/r/img:1}\n"
+         "  resources: {machineType: n1-standard-8, acceleratorType: NVIDIA_TESLA_T4, acceleratorCount: 1}\n" +
+         extraSpec;
+}
+
+class LintAgreesWithTheApiServer : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto& cluster = sharedCluster();
+    auto applied = runShell(vto("crd") + " | kubectl --kubeconfig=" + quote(cluster.kubeconfig()) + " apply -f -");
+    ASSERT_EQ(applied.exitCode, 0) << applied.output;
+    ASSERT_TRUE(waitFor([&] { return cluster.kubectl("get trun -A").exitCode == 0; }, 60s));
+  }
+
+  // Both must refuse: `vto lint` with `lintSays` in its output, and a server-side dry run.
+  static void bothRefuse(const std::string& name, const std::string& manifest, const std::string& lintSays) {
+    auto file = writeFile(name + ".yaml", manifest);
+    auto lint = runShell(vto("lint -f " + quote(file)));
+    EXPECT_EQ(lint.exitCode, 1) << lint.output;
+    EXPECT_NE(lint.output.find(lintSays), std::string::npos) << lint.output;
+    auto server = sharedCluster().kubectl("apply --dry-run=server --validate=strict -n default -f " + quote(file));
+    EXPECT_NE(server.exitCode, 0) << "the API server accepted what lint refuses: " << server.output;
+  }
+};
+
+TEST_F(LintAgreesWithTheApiServer, AValidRunPassesBoth) {
+  auto file = writeFile("valid.yaml", run("{name: valid}", "  baseOutputDirectory: gs://b/out\n"));
+  auto lint = runShell(vto("lint -f " + quote(file)));
+  EXPECT_EQ(lint.exitCode, 0) << lint.output;
+  auto server = sharedCluster().kubectl("apply --dry-run=server --validate=strict -n default -f " + quote(file));
+  EXPECT_EQ(server.exitCode, 0) << server.output;
+}
+
+// kubectl turns YAML into JSON and keeps the last of duplicate keys, so the body goes to the API
+// server as written (JSON is YAML, so lint reads the same file).
+TEST_F(LintAgreesWithTheApiServer, DuplicateKeys) {
+  auto file = writeFile("duplicate.json",
+                        R"({"apiVersion": "vto.dev/v1alpha1", "kind": "TrainingRun", "metadata": {"name": "dup"},
+ "spec": {"trainer": {"container": {"imageUri": "us-central1-docker.pkg.dev/p/r/img:1"}},
+          "baseOutputDirectory": "gs://b/one", "baseOutputDirectory": "gs://b/two"}})");
+  auto lint = runShell(vto("lint -f " + quote(file)));
+  EXPECT_EQ(lint.exitCode, 1) << lint.output;
+  EXPECT_NE(lint.output.find("line 3: duplicate key \"baseOutputDirectory\""), std::string::npos) << lint.output;
+  auto server = sharedCluster().kubectl(
+      "create --raw '/apis/vto.dev/v1alpha1/namespaces/default/trainingruns?dryRun=All&fieldValidation=Strict' -f " +
+      quote(file));
+  EXPECT_NE(server.exitCode, 0) << "the API server accepted what lint refuses: " << server.output;
+  EXPECT_NE(server.output.find("duplicate field"), std::string::npos) << server.output;
+}
+
+TEST_F(LintAgreesWithTheApiServer, UnknownMetadataFields) {
+  bothRefuse("metadata", run("{name: meta, lables: {team: a}}", "  baseOutputDirectory: gs://b/out\n"),
+             "ERROR metadata.lables: unknown field");
+}
+
+TEST_F(LintAgreesWithTheApiServer, MaxLength) {
+  bothRefuse("maxlength", run("{name: long}", "  baseOutputDirectory: gs://b/out\n  displayName: " + std::string(129, 'd') + "\n"),
+             "ERROR spec.displayName: is 129 characters long; the API server refuses more than 128");
+}
+
+TEST(LintHostileYaml, AliasBombAndCycleAreRefusedWithAClearError) {
+  auto bomb = runShell(vto("lint -f " + quote((fs::path(sourceDir()) / "tests/fuzz/corpus/yaml-alias-billion-laughs.yaml").string())));
+  EXPECT_EQ(bomb.exitCode, 1);
+  EXPECT_NE(bomb.output.find("YAML aliases are limited to 10000 expansions"), std::string::npos) << bomb.output;
+  auto cycle = runShell(vto("render -f " + quote((fs::path(sourceDir()) / "tests/fuzz/corpus/yaml-alias-self-reference.yaml").string())));
+  EXPECT_EQ(cycle.exitCode, 1) << "a crash is not an answer: " << cycle.output;
+  EXPECT_NE(cycle.output.find("(a cycle); write the value out"), std::string::npos) << cycle.output;
+}
+
+TEST(LintTenancy, ChecksManifestsAgainstTheOperatorsConfigFile) {
+  auto config = writeFile("config.yaml", R"(default-project: acme-ml
+default-location: us-central1
+tenancy:
+  - namespaces: [team-a]
+    projects: [acme-ml]
+    bucketPrefixes: [gs://acme-ml-out/]
+  - namespaceSelector: {matchLabels: {tier: research}}
+    projects: [research]
+)");
+  auto allowed = writeFile("allowed.yaml", run("{name: ok, namespace: team-a}", "  baseOutputDirectory: gs://acme-ml-out/x\n"));
+  auto ok = runShell(vto("lint --tenancy " + quote(config) + " -f " + quote(allowed)));
+  EXPECT_EQ(ok.exitCode, 0) << ok.output;
+
+  auto otherBucket = writeFile("bucket.yaml", run("{name: bad, namespace: team-a}", "  baseOutputDirectory: gs://team-b-out/x\n"));
+  auto refused = runShell(vto("lint --tenancy " + quote(config) + " -f " + quote(otherBucket)));
+  EXPECT_EQ(refused.exitCode, 1) << refused.output;
+  EXPECT_NE(refused.output.find("ERROR spec.baseOutputDirectory: location \"gs://team-b-out/x\" is not allowed for this "
+                                "namespace by tenancy[0] (namespaces team-a); allowed: gs://acme-ml-out/"),
+            std::string::npos)
+      << refused.output;
+
+  // Labels are unknown offline: the selector rule is assumed to match, and lint says so.
+  auto research = writeFile("research.yaml", run("{name: r, namespace: lab}", "  project: research\n  baseOutputDirectory: gs://r/x\n"));
+  auto assumed = runShell(vto("lint --tenancy " + quote(config) + " -f " + quote(research)));
+  EXPECT_EQ(assumed.exitCode, 0) << assumed.output;
+  EXPECT_NE(assumed.output.find("namespace labels are unknown offline: assumed that tenancy[1]"), std::string::npos)
+      << assumed.output;
+
+  auto badRules = writeFile("bad-rules.yaml", "tenancy:\n  - namespaces: [a]\n    project: [p]\n");
+  auto usage = runShell(vto("lint --tenancy " + quote(badRules) + " -f " + quote(allowed)));
+  EXPECT_EQ(usage.exitCode, 2) << usage.output;
+  EXPECT_NE(usage.output.find("tenancy[0].project: unknown field"), std::string::npos) << usage.output;
+}
+
+// `vto run --config`: the tenancy rules are read strictly before anything starts, and no rules is a
+// warning. (It stops at the missing kubeconfig right after, so no cluster is needed.)
+TEST(RunConfig, TenancyIsParsedStrictlyAndNoRulesIsAWarning) {
+  auto bad = writeFile("run-bad.yaml", "log-format: text\ntenancy:\n  - namespaces: [a]\n    projets: [x]\n");
+  auto refused = runShell(vto("run --kubeconfig /nonexistent --config " + quote(bad)));
+  EXPECT_EQ(refused.exitCode, 2) << refused.output;
+  EXPECT_NE(refused.output.find("tenancy[0].projets: unknown field"), std::string::npos) << refused.output;
+  auto none = writeFile("run-none.yaml", "log-format: text\n");
+  auto warned = runShell(vto("run --kubeconfig /nonexistent --config " + quote(none)));
+  EXPECT_NE(warned.output.find("no tenancy rules configured: every namespace may use every project"), std::string::npos)
+      << warned.output;
+  auto two = writeFile("run-two.yaml", "log-format: text\ntenancy:\n  - namespaces: [a]\n  - namespaces: [b]\n");
+  auto parsed = runShell(vto("run --kubeconfig /nonexistent --config " + quote(two)));
+  EXPECT_NE(parsed.output.find("tenancy: 2 rule(s)"), std::string::npos) << parsed.output;
+}
+
+// The chart: the NetworkPolicy is on by default and admits only the metrics and probe ports, and
+// `tenancy:` from the values reaches the operator's config file intact.
+TEST(Chart, NetworkPolicyAndTenancyRender) {
+  auto chart = quote((fs::path(sourceDir()) / "helm/vto").string());
+  auto policy = runShell(quote(binDir() + "/helm") + " template t " + chart + " --show-only templates/networkpolicy.yaml");
+  ASSERT_EQ(policy.exitCode, 0) << policy.output;
+  EXPECT_NE(policy.output.find("kind: NetworkPolicy"), std::string::npos) << policy.output;
+  EXPECT_NE(policy.output.find("policyTypes: [Ingress]"), std::string::npos) << policy.output;
+  EXPECT_NE(policy.output.find("port: 8080"), std::string::npos) << policy.output;
+  EXPECT_NE(policy.output.find("port: 8081"), std::string::npos) << policy.output;
+  EXPECT_NE(policy.output.find("app.kubernetes.io/name: prometheus"), std::string::npos) << policy.output;
+  EXPECT_EQ(policy.output.find("port: 80\n"), std::string::npos) << policy.output;
+
+  auto values = writeFile("values.yaml", "tenancy:\n  - namespaces: [team-a]\n    projects: [acme-ml]\n    maxAccelerators: 4\n");
+  auto config = runShell(quote(binDir() + "/helm") + " template t " + chart + " -f " + quote(values) +
+                         " --show-only templates/configmap.yaml");
+  ASSERT_EQ(config.exitCode, 0) << config.output;
+  // The rendered config.yaml, as `vto lint --tenancy` reads the operator's config file.
+  auto body = config.output.substr(config.output.find("config.yaml: |") + 15);
+  std::string unindented;
+  for (size_t at = 0; at < body.size();) {
+    auto end = body.find('\n', at);
+    auto line = body.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    unindented += (line.rfind("    ", 0) == 0 ? line.substr(4) : line) + "\n";
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  auto rendered = writeFile("rendered-config.yaml", unindented);
+  auto manifest = writeFile("team-a.yaml", run("{name: x, namespace: team-a}", "  project: other\n  baseOutputDirectory: gs://b/x\n"));
+  auto lint = runShell(vto("lint --tenancy " + quote(rendered) + " -f " + quote(manifest)));
+  EXPECT_EQ(lint.exitCode, 1) << unindented << lint.output;
+  EXPECT_NE(lint.output.find("ERROR spec.project: project \"other\" is not allowed"), std::string::npos) << lint.output;
+
+  auto off = runShell(quote(binDir() + "/helm") + " template t " + chart + " --set networkPolicy.enabled=false");
+  EXPECT_EQ(off.output.find("kind: NetworkPolicy"), std::string::npos);
+  auto refusedValues = writeFile("bad-values.yaml", "tenancy:\n  - projects: [p]\n");
+  auto schema = runShell(quote(binDir() + "/helm") + " template t " + chart + " -f " + quote(refusedValues));
+  EXPECT_NE(schema.exitCode, 0) << "values.schema.json accepted a rule that selects no namespace";
+}
+
+}  // namespace
+}  // namespace vto::testing

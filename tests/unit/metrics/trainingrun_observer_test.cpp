@@ -1,0 +1,139 @@
+#include "metrics/trainingrun_observer.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/fakes/clock_fake.h"
+
+namespace vto::metrics {
+namespace {
+
+using std::chrono::seconds;
+
+// The value of one series in what the observer exports, or -1 when the series is absent. Counters and
+// gauges give their value, histograms their sample count.
+double valueOf(const TrainingRunObserver& observer, const std::string& name, const prometheus::Labels& labels) {
+  for (const auto& family : observer.Collect()) {
+    if (family.name != name) continue;
+    for (const auto& metric : family.metric) {
+      prometheus::Labels have;
+      for (const auto& label : metric.label) have[label.name] = label.value;
+      bool match = true;
+      for (const auto& [key, value] : labels) match = match && have.count(key) && have[key] == value;
+      if (!match) continue;
+      if (family.type == prometheus::MetricType::Counter) return metric.counter.value;
+      if (family.type == prometheus::MetricType::Gauge) return metric.gauge.value;
+      if (family.type == prometheus::MetricType::Histogram) return static_cast<double>(metric.histogram.sample_count);
+    }
+  }
+  return -1;
+}
+
+const std::vector<std::string> kPhases = {"Pending", "Queued", "Running", "Resuming", "Succeeded", "Failed"};
+
+class TrainingRunObserverTest : public ::testing::Test {
+ protected:
+  TrainingRunObserverTest() : observer(clock, kPhases) { observer.setActive(true); }
+
+  RunSnapshot gpuRun(const std::string& phase) {
+    RunSnapshot run;
+    run.uid = "uid-1";
+    run.ns = "team-a";
+    run.name = "resnet";
+    run.phase = phase;
+    run.framework = "pytorch";
+    run.scheduling = "Spot";
+    run.acceleratorType = "NVIDIA_L4";
+    run.pools = {{"g2-standard-8", "NVIDIA_L4", 2, 3}, {"n1-highcpu-16", "", 0, 1}};
+    run.created = created;
+    return run;
+  }
+
+  testing::FakeClock clock;
+  TrainingRunObserver observer;
+  Clock::time_point created = clock.now();
+};
+
+TEST_F(TrainingRunObserverTest, CountsRunsPerPhaseWithZerosForTheOtherPhasesOfTheNamespace) {
+  observer.observe(gpuRun("Queued"));
+  EXPECT_EQ(valueOf(observer, "vto_trainingruns", {{"namespace", "team-a"}, {"phase", "Queued"}}), 1);
+  EXPECT_EQ(valueOf(observer, "vto_trainingruns", {{"namespace", "team-a"}, {"phase", "Running"}}), 0);
+  observer.forget("uid-1");
+  EXPECT_EQ(valueOf(observer, "vto_trainingruns", {{"namespace", "team-a"}, {"phase", "Queued"}}), -1);
+}
+
+TEST_F(TrainingRunObserverTest, AccountsAcceleratorAndMachineTimeWhileRunningAndStopsWhenItEnds) {
+  observer.observe(gpuRun("Queued"));
+  clock.advance(seconds(30));
+  observer.observe(gpuRun("Running"));
+  EXPECT_EQ(valueOf(observer, "vto_trainingrun_queue_seconds", {{"scheduling", "Spot"}, {"accelerator_type", "NVIDIA_L4"}}), 1);
+  clock.advance(seconds(100));
+  // Grows while the job runs: a scrape accounts up to now. 3 replicas x 2 accelerators x 100 s.
+  EXPECT_DOUBLE_EQ(valueOf(observer, "vto_trainingrun_accelerator_seconds_total",
+                           {{"namespace", "team-a"}, {"accelerator_type", "NVIDIA_L4"}, {"scheduling", "Spot"}}),
+                   600);
+  EXPECT_DOUBLE_EQ(valueOf(observer, "vto_trainingrun_machine_seconds_total", {{"machine_type", "n1-highcpu-16"}}), 100);
+  clock.advance(seconds(50));
+  auto done = gpuRun("Succeeded");
+  done.completed = clock.now();
+  observer.observe(done);
+  clock.advance(seconds(1000));
+  EXPECT_DOUBLE_EQ(valueOf(observer, "vto_trainingrun_accelerator_seconds_total", {{"namespace", "team-a"}}), 900);
+  EXPECT_EQ(valueOf(observer, "vto_trainingruns_finished_total",
+                    {{"namespace", "team-a"}, {"framework", "pytorch"}, {"outcome", "Succeeded"}}),
+            1);
+  EXPECT_EQ(valueOf(observer, "vto_trainingrun_duration_seconds", {{"outcome", "Succeeded"}}), 1);
+  // Seeing the finished run again counts nothing twice.
+  observer.observe(done);
+  EXPECT_EQ(valueOf(observer, "vto_trainingruns_finished_total", {{"outcome", "Succeeded"}}), 1);
+}
+
+TEST_F(TrainingRunObserverTest, CountsEachFailedAttemptOnceByFailureClass) {
+  observer.observe(gpuRun("Running"));
+  auto resuming = gpuRun("Resuming");
+  resuming.failedAttempts = {{1, "Preemption"}};
+  observer.observe(resuming);
+  observer.observe(resuming);
+  auto again = gpuRun("Running");
+  again.failedAttempts = {{1, "Preemption"}, {2, "Stockout"}};
+  observer.observe(again);
+  EXPECT_EQ(valueOf(observer, "vto_trainingrun_attempt_failures_total", {{"failure_class", "Preemption"}}), 1);
+  EXPECT_EQ(valueOf(observer, "vto_trainingrun_attempt_failures_total", {{"failure_class", "Stockout"}}), 1);
+}
+
+TEST_F(TrainingRunObserverTest, TheFirstSightIsABaselineNotATransition) {
+  // What the start-up list shows happened before this process: nothing is counted for it.
+  auto old = gpuRun("Failed");
+  old.failedAttempts = {{1, "Preemption"}};
+  observer.observe(old);
+  EXPECT_EQ(valueOf(observer, "vto_trainingruns_finished_total", {}), -1);
+  EXPECT_EQ(valueOf(observer, "vto_trainingrun_attempt_failures_total", {}), -1);
+  EXPECT_EQ(valueOf(observer, "vto_trainingruns", {{"phase", "Failed"}}), 1);
+}
+
+TEST_F(TrainingRunObserverTest, AStandbyExportsNothingAndDoesNotCountTheLeadersTime) {
+  TrainingRunObserver standby(clock, kPhases);
+  auto run = gpuRun("Queued");
+  standby.observe(run);
+  run.phase = "Running";
+  standby.observe(run);
+  clock.advance(seconds(100));
+  EXPECT_EQ(valueOf(standby, "vto_trainingruns", {}), -1);
+  EXPECT_EQ(valueOf(standby, "vto_trainingrun_accelerator_seconds_total", {}), -1);
+  // Taking over: only time from now on is this replica's to count.
+  standby.setActive(true);
+  clock.advance(seconds(10));
+  EXPECT_DOUBLE_EQ(valueOf(standby, "vto_trainingrun_accelerator_seconds_total", {{"namespace", "team-a"}}), 60);
+  EXPECT_EQ(valueOf(standby, "vto_trainingruns", {{"phase", "Running"}}), 1);
+}
+
+TEST_F(TrainingRunObserverTest, ADeletedRunningRunIsAccountedUpToItsDeletion) {
+  observer.observe(gpuRun("Queued"));
+  observer.observe(gpuRun("Running"));
+  clock.advance(seconds(10));
+  observer.forget("uid-1");
+  clock.advance(seconds(100));
+  EXPECT_DOUBLE_EQ(valueOf(observer, "vto_trainingrun_accelerator_seconds_total", {{"namespace", "team-a"}}), 60);
+}
+
+}  // namespace
+}  // namespace vto::metrics
