@@ -678,10 +678,13 @@ RetrainingPlan decideRetraining(const RetrainingObserved& observed) {
   const auto& spec = d.policy.spec;
   status.nextScheduleTime.reset();
   if (spec.triggers.schedule && !spec.suspend) fireSchedule(d, state);
-  std::pair<std::string, std::string> dataHealth, metricHealth;
-  if (spec.triggers.newData) fireNewData(d, dataHealth);
-  if (spec.triggers.metric) fireMetric(d, metricHealth);
-  triggersHealthy(d, dataHealth, metricHealth);
+  // Suspended: no polls, no requeue for them; status and TriggersHealthy stay as they were.
+  if (!spec.suspend) {
+    std::pair<std::string, std::string> dataHealth, metricHealth;
+    if (spec.triggers.newData) fireNewData(d, dataHealth);
+    if (spec.triggers.metric) fireMetric(d, metricHealth);
+    triggersHealthy(d, dataHealth, metricHealth);
+  }
   fireManual(d);
   pruneHistory(d);
   if (!previousState || *previousState != state) d.plan.scheduleState = formatScheduleState(state);

@@ -192,5 +192,13 @@ TEST(RetrainingTriggersDecide, AmbiguousAndFailedQueriesAreUnhealthyNeverARun) {
   EXPECT_EQ(failed.status.metric->consecutiveErrors, 4);
 }
 
+TEST(RetrainingTriggersDecide, ASuspendedPolicyNeitherPollsNorWakesForPolls) {
+  crd::DataWatermark mark{T0, "in/a", 3, 30, T0};
+  auto plan = decideRetraining({policy(kData, R"({"suspend": true})", statusWith(mark)), {}, T0 + minutes(30)});
+  EXPECT_TRUE(plan.create.empty());
+  EXPECT_EQ(plan.requeueAfter, Clock::duration::zero());
+  EXPECT_EQ(plan.status.dataWatermark->pendingObjects, 3);
+}
+
 }  // namespace
 }  // namespace vto::reconcilers
