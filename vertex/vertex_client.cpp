@@ -37,6 +37,55 @@ std::optional<Clock::time_point> timeField(const json& resource, const char* fie
   }
 }
 
+// The best finished trial by studySpec.metrics[0] (its metricId and goal), as the console shows it.
+std::optional<Trial> bestTrialOf(const json& resource) {
+  if (!resource.contains("trials") || !resource["trials"].is_array()) return std::nullopt;
+  const auto* metrics = resource.contains("studySpec") && resource["studySpec"].is_object() &&
+                                resource["studySpec"].contains("metrics") && resource["studySpec"]["metrics"].is_array()
+                            ? &resource["studySpec"]["metrics"]
+                            : nullptr;
+  if (metrics == nullptr || metrics->empty() || !(*metrics)[0].is_object()) return std::nullopt;
+  // Every field read with stringField: a wrong JSON type is treated as absent, never thrown.
+  std::string metricId = stringField((*metrics)[0], "metricId");
+  bool maximize = stringField((*metrics)[0], "goal") != "MINIMIZE";
+  std::optional<Trial> best;
+  double bestValue = 0;
+  for (const auto& trial : resource["trials"]) {
+    if (!trial.is_object() || !trial.contains("finalMeasurement") || !trial["finalMeasurement"].is_object()) continue;
+    Trial candidate;
+    candidate.id = stringField(trial, "id");
+    const auto& measured = trial["finalMeasurement"];
+    if (measured.contains("metrics") && measured["metrics"].is_array()) {
+      for (const auto& m : measured["metrics"]) {
+        if (m.is_object() && m.contains("value") && m["value"].is_number()) {
+          candidate.metrics[stringField(m, "metricId")] = m["value"].get<double>();
+        }
+      }
+    }
+    auto value = candidate.metrics.find(metricId);
+    if (value == candidate.metrics.end()) continue;
+    if (trial.contains("parameters") && trial["parameters"].is_array()) {
+      for (const auto& p : trial["parameters"]) {
+        if (p.is_object()) candidate.parameters[stringField(p, "parameterId")] = p.value("value", json());
+      }
+    }
+    if (!best || (maximize ? value->second > bestValue : value->second < bestValue)) {
+      bestValue = value->second;
+      best = std::move(candidate);
+    }
+  }
+  return best;
+}
+
+std::map<std::string, std::string> webAccessUrisOf(const json& resource) {
+  std::map<std::string, std::string> uris;
+  if (!resource.contains("webAccessUris") || !resource["webAccessUris"].is_object()) return uris;
+  for (const auto& [key, value] : resource["webAccessUris"].items()) {
+    if (value.is_string()) uris[key] = value.get<std::string>();
+  }
+  return uris;
+}
+
 Operation decodeOperation(const json& resource) {
   Operation operation;
   operation.name = stringField(resource, "name");
@@ -53,8 +102,9 @@ bool isDigits(std::string_view text) {
 }
 
 std::optional<JobKind> kindOfCollection(std::string_view collection) {
-  if (collection == "customJobs") return JobKind::Custom;
-  if (collection == "hyperparameterTuningJobs") return JobKind::HyperparameterTuning;
+  for (auto kind : {JobKind::Custom, JobKind::HyperparameterTuning}) {
+    if (collection == collectionName(kind)) return kind;
+  }
   return std::nullopt;
 }
 
@@ -75,10 +125,6 @@ const char* kJobNameForm =
     "projects/PROJECT/locations/REGION/hyperparameterTuningJobs/ID (ID a number), as Vertex returns them";
 
 }  // namespace
-
-std::string_view collectionName(JobKind kind) {
-  return kind == JobKind::Custom ? "customJobs" : "hyperparameterTuningJobs";
-}
 
 std::optional<ResourceName> parseResourceName(std::string_view name) {
   if (name.size() > 512) return std::nullopt;
@@ -143,6 +189,8 @@ Job decodeJob(JobKind kind, const json& resource) {
   job.endTime = timeField(resource, "endTime");
   job.updateTime = timeField(resource, "updateTime");
   job.error = decodeStatus(resource);
+  job.bestTrial = bestTrialOf(resource);
+  job.webAccessUris = webAccessUrisOf(resource);
   job.raw = resource;
   return job;
 }

@@ -14,6 +14,7 @@
 #include "base/url.h"
 #include "vertex/auth.h"
 #include "vertex/http_transport.h"
+#include "vertex/job_kind.h"
 #include "vertex/json_codec.h"
 #include "vertex/rate_limiter.h"
 #include "vertex/request_observer.h"
@@ -21,9 +22,6 @@
 
 namespace vto::vertex {
 
-enum class JobKind { Custom, HyperparameterTuning };
-// "customJobs" / "hyperparameterTuningJobs": the collection segment of the REST path.
-std::string_view collectionName(JobKind kind);
 
 struct Location {
   std::string project;
@@ -61,6 +59,13 @@ struct RpcStatus {
   std::string message;
 };
 
+// A finished trial of a HyperparameterTuningJob: its parameters and final metrics.
+struct Trial {
+  std::string id;
+  nlohmann::json parameters = nlohmann::json::object();  // parameterId -> value (any JSON)
+  std::map<std::string, double> metrics;                  // metricId -> final value
+};
+
 struct Job {
   JobKind kind = JobKind::Custom;
   std::string name;  // projects/P/locations/L/customJobs/ID
@@ -69,6 +74,9 @@ struct Job {
   std::map<std::string, std::string> labels;
   std::optional<Clock::time_point> createTime, startTime, endTime, updateTime;
   std::optional<RpcStatus> error;
+  // The best finished trial by the study's first metric and its goal (studySpec.metrics[0]).
+  std::optional<Trial> bestTrial;
+  std::map<std::string, std::string> webAccessUris;  // interactive shell URIs, when enabled
   nlohmann::json raw;  // the whole resource, for fields not decoded above (trials, jobSpec)
 };
 // Decodes a job resource; enum names or numbers, int64 strings or numbers.

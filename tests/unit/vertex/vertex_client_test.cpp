@@ -297,5 +297,24 @@ TEST(VertexDecode, UnknownStatesAndOddFieldsDecodeWithoutThrowing) {
   EXPECT_EQ(decodeJob(JobKind::Custom, json::parse("[]")).state, JobState::Unspecified);
 }
 
+TEST(VertexDecode, TrialsAndWebAccessUrisOfAnyShapeDecodeWithoutThrowing) {
+  // Wrong JSON types in trials, metrics and URIs are skipped; the well-formed trial still wins.
+  auto job = decodeJob(JobKind::HyperparameterTuning, json::parse(R"({
+      "studySpec": {"metrics": [{"metricId": "accuracy", "goal": 7}]},
+      "trials": [5, {"id": 3, "finalMeasurement": {"metrics": [{"metricId": "accuracy", "value": 0.9}]},
+                     "parameters": [{"parameterId": ["x"], "value": 1}, "junk"]},
+                 {"id": "4", "finalMeasurement": {"metrics": [{"metricId": {}, "value": 1.0},
+                                                              {"metricId": "accuracy", "value": "high"}]}},
+                 {"id": "5", "finalMeasurement": {"metrics": [{"metricId": "accuracy", "value": 0.95}]},
+                  "parameters": [{"parameterId": "lr", "value": 0.1}]}],
+      "webAccessUris": {"workerpool0-0": "https://shell.example", "bad": 1}})"));
+  ASSERT_TRUE(job.bestTrial);
+  EXPECT_EQ(job.bestTrial->id, "5");
+  EXPECT_EQ(job.bestTrial->parameters["lr"], 0.1);
+  EXPECT_EQ(job.webAccessUris.size(), 1u);
+  EXPECT_FALSE(decodeJob(JobKind::HyperparameterTuning, json::parse(R"({"studySpec": {"metrics": "x"}, "trials": {}})")).bestTrial);
+  EXPECT_TRUE(decodeJob(JobKind::Custom, json::parse(R"({"webAccessUris": []})")).webAccessUris.empty());
+}
+
 }  // namespace
 }  // namespace vto::vertex
