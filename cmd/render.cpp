@@ -70,7 +70,7 @@ int render(const Args& args) {
         auto placement = crd::placementOf(run.spec, o.defaults);
         body = {{"method", "POST"},
                 {"url", "https://" + placement.location + "-aiplatform.googleapis.com/v1/" + crd::parentOf(placement) +
-                            "/" + crd::jobCollection(crd::jobKindOf(run.spec))},
+                            "/" + std::string(vertex::collectionName(crd::jobKindOf(run.spec)))},
                 {"body", body}};
       } catch (const std::invalid_argument& e) {
         std::cerr << "vto render: " << document.label() << ": " << e.what() << "\n";

@@ -4,11 +4,10 @@
 
 #include <condition_variable>
 #include <iostream>
+#include <mutex>
 #include <random>
-#include <set>
 #include <spdlog/spdlog.h>
 #include <stop_token>
-#include <thread>
 
 #include "cmd/commands.h"
 #include "cmd/file_clock.h"
@@ -19,6 +18,7 @@
 #include "controller/informer.h"
 #include "controller/kube_client.h"
 #include "controller/manager.h"
+#include "controller/polling_source.h"
 #include "controller/runtime_metrics.h"
 #include "controller/shutdown_signals.h"
 #include "reconcilers/job_poller.h"
@@ -36,7 +36,6 @@
 #include "vertex/gcs_client.h"
 #include "vertex/prometheus_client.h"
 #include "vertex/http_transport.h"
-#include "vertex/sleeper.h"
 #include "vertex/vertex_client.h"
 
 namespace vto::cmd {
@@ -47,7 +46,7 @@ Flags runFlags() {
       {"kubeconfig", 0, "", "kubeconfig file; default $KUBECONFIG, then the in-cluster service account"},
       {"namespace", 0, "", "watch only this namespace (repeatable; default all namespaces)", false, true},
       {"vertex-endpoint", 0, "", "Vertex AI base URL (default https://LOCATION-aiplatform.googleapis.com)"},
-      {"allow-insecure-endpoints", 0, "false", "allow plain http to a non-loopback Vertex endpoint", true},
+      {"allow-insecure-endpoints", 0, "false", "allow plain http (credentials in the clear) to a non-loopback Kubernetes, Vertex or GCS endpoint", true},
       {"gcs-endpoint", 0, "", "Cloud Storage base URL (default $STORAGE_EMULATOR_HOST, else storage.googleapis.com)"},
       {"default-project", 0, "", "GCP project for TrainingRuns that name none"},
       {"default-location", 0, "", "Vertex AI location for TrainingRuns that name none"},
@@ -59,7 +58,9 @@ Flags runFlags() {
       {"max-concurrent-reconciles", 0, "4", "TrainingRuns reconciled at once"},
       {"vertex-poll-interval", 0, "30", "seconds between Vertex job polls while no job is starting"},
       {"vertex-fast-poll-interval", 0, "5", "seconds between Vertex job polls while a job is queued or pending"},
+      {"vertex-full-list-interval", 0, "120", "seconds between full lists of unfinished Vertex jobs (repairs missed updates)"},
       {"checkpoint-poll-interval", 0, "60", "seconds between looks at a running run's newest checkpoint"},
+      {"checkpoint-lists-per-minute", 0, "200", "checkpoint listings per minute for the whole operator"},
       {"vertex-creates-per-minute", 0, "60", "job creations per minute per project and location (Vertex's quota)"},
       {"vertex-requests-per-minute", 0, "600", "other Vertex requests per minute per project and location"},
       {"log-format", 0, "json", "json or text"},
@@ -75,23 +76,6 @@ std::string identity() {
   ::gethostname(host, sizeof host - 1);
   std::random_device random;
   return std::string(host) + "_" + std::to_string(random() % 1000000);
-}
-
-// Where the poller looks: every (project, location, kind) that an unfinished TrainingRun uses.
-std::set<reconcilers::PollTarget> pollTargets(const controller::ObjectCache& runs, const crd::Placement& defaults) {
-  std::set<reconcilers::PollTarget> targets;
-  for (const auto& run : runs.list()) {
-    auto phase = run.contains("status") ? run["status"].value("phase", "") : "";
-    if (phase == "Succeeded" || phase == "Failed" || phase == "Cancelled" || phase == "Invalid") continue;
-    const auto& spec = run.value("spec", nlohmann::json::object());
-    std::string project = spec.value("project", ""), location = spec.value("location", "");
-    if (project.empty()) project = defaults.project;
-    if (location.empty()) location = defaults.location;
-    if (project.empty() || location.empty()) continue;
-    auto kind = spec.contains("hyperparameterTuning") ? vertex::JobKind::HyperparameterTuning : vertex::JobKind::Custom;
-    targets.insert({{project, location}, kind});
-  }
-  return targets;
 }
 
 }  // namespace
@@ -110,7 +94,7 @@ int run(const Args& args) {
   if (!flags.get("clock-offset-file").empty()) fileClock.emplace(flags.get("clock-offset-file"));
   const Clock& clock = fileClock ? static_cast<const Clock&>(*fileClock) : realClock;
   auto registry = std::make_shared<prometheus::Registry>();
-  auto restConfig = controller::resolveRestConfig(flags.get("kubeconfig"));
+  auto restConfig = controller::resolveRestConfig(flags.get("kubeconfig"), flags.getBool("allow-insecure-endpoints"));
 
   controller::ManagerOptions managerOptions;
   managerOptions.metricsBindAddress = flags.get("metrics-bind-address");
@@ -126,7 +110,6 @@ int run(const Args& args) {
 
   vertex::CppRestTransport http;
   auto tokens = vertex::defaultTokenSource(http, clock);
-  vertex::RealSleeper sleeper;
   vertex::VertexClientOptions vertexOptions;
   vertexOptions.endpoint = flags.get("vertex-endpoint");
   vertexOptions.allowInsecure = flags.getBool("allow-insecure-endpoints");
@@ -160,10 +143,10 @@ int run(const Args& args) {
   vertex::ObservedTransport gcsHttp(http, clock, gcsRequests, vertex::gcsMethodOf);
   vertexOptions.observer = &vertexRequests;
   // --- end observability ---
-  vertex::RestVertexClient vertexClient(vertexHttp, *tokens, clock, sleeper, vertexOptions);
+  vertex::RestVertexClient vertexClient(vertexHttp, *tokens, clock, vertexOptions);
   auto gcsFlag = flags.get("gcs-endpoint");
   vertex::RestGcsClient gcs(gcsHttp, vertex::gcsEndpoint(gcsFlag.empty() ? std::nullopt : std::optional(gcsFlag)),
-                            tokens.get());
+                            tokens.get(), vertexOptions.allowInsecure);
   metrics::TrainingRunMetrics trainingRunMetrics(*registry);
 
   controller::InformerOptions informerOptions;
@@ -177,6 +160,9 @@ int run(const Args& args) {
   reconcilers::TrainingRunReconcilerOptions reconcilerOptions;
   reconcilerOptions.defaults = {flags.get("default-project"), flags.get("default-location")};
   reconcilerOptions.checkpointPollPeriod = std::chrono::seconds(flags.getInt("checkpoint-poll-interval"));
+  reconcilerOptions.checkpointListsPerMinute = flags.getInt("checkpoint-lists-per-minute");
+  // The PollingSource below lists every target at once: just after a start, jobs come from those lists.
+  reconcilerOptions.awaitFirstPoll = std::chrono::minutes(1);
   reconcilers::TrainingRunReconciler reconciler(runs.cache(), kube, vertexClient, gcs, jobs, events, clock,
                                                 reconcilerOptions, &trainingRunMetrics);
   manager.addController("trainingrun", reconciler, flags.getInt("max-concurrent-reconciles"));
@@ -229,27 +215,32 @@ int run(const Args& args) {
   });
   // --- end observability ---
 
-  // Vertex has no watch: the poller wakes the runs whose jobs changed, faster while a job is starting.
-  reconcilers::JobPoller poller(vertexClient, jobs);
-  int slowPoll = flags.getInt("vertex-poll-interval"), fastPoll = flags.getInt("vertex-fast-poll-interval");
-  manager.addLoop([&](std::stop_token stop) {
-    std::mutex mutex;
-    std::condition_variable_any wake;
-    while (!stop.stop_requested()) {
-      try {
-        auto changed = poller.pollOnce(pollTargets(runs.cache(), reconcilerOptions.defaults));
-        if (!changed.empty()) {
-          for (const auto& run : runs.cache().list()) {
-            if (changed.count(run["metadata"].value("uid", ""))) queue.add(controller::keyOf(run));
-          }
-        }
-      } catch (const std::exception& e) {
-        spdlog::warn("polling Vertex AI: {}", e.what());
-      }
-      std::unique_lock lock(mutex);
-      wake.wait_for(lock, stop, std::chrono::seconds(poller.anyStarting() ? fastPoll : slowPoll), [] { return false; });
-    }
+  // Vertex has no watch: a PollingSource polls each (project, location, kind) that unfinished runs
+  // use, on its own schedule and backoff, and wakes the runs whose jobs changed (by uid, an index).
+  reconcilers::PollTargets targets(reconcilerOptions.defaults);
+  runs.addHandler([&](const nlohmann::json& run) {
+    targets.update(run, runs.cache().keyByUid(run.value("/metadata/uid"_json_pointer, std::string())).has_value());
   });
+  reconcilers::JobPollerOptions pollerOptions;
+  pollerOptions.interval = std::chrono::seconds(flags.getInt("vertex-poll-interval"));
+  pollerOptions.fastInterval = std::chrono::seconds(flags.getInt("vertex-fast-poll-interval"));
+  pollerOptions.fullListInterval = std::chrono::seconds(flags.getInt("vertex-full-list-interval"));
+  reconcilers::JobPoller poller(vertexClient, jobs, clock, [&](const std::string& uid) {
+    if (auto key = runs.cache().keyByUid(uid)) queue.add(*key);
+  }, pollerOptions);
+  controller::PollingSource polling(
+      clock,
+      [&] {
+        std::vector<std::string> keys;
+        for (const auto& [key, target] : targets.current()) keys.push_back(key);
+        return keys;
+      },
+      [&](const std::string& key) {
+        auto all = targets.current();
+        auto found = all.find(key);
+        return found == all.end() ? pollerOptions.interval : poller.poll(found->second);
+      });
+  manager.addLoop([&](std::stop_token stop) { polling.run(stop); });
   return manager.run(signals.token());
 }
 

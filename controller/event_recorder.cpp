@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "controller/time_format.h"
@@ -15,43 +16,131 @@ const Resource& eventResource() {
 
 namespace {
 
-// Enough remembered events to aggregate a busy controller's repeats; older ones simply start anew.
-constexpr size_t kMaxRemembered = 4096;
-
 std::string meta(const nlohmann::json& object, const char* field) {
   return object.value(nlohmann::json::json_pointer(std::string("/metadata/") + field), std::string());
 }
 
+const char* typeName(EventType type) { return type == EventType::Warning ? "Warning" : "Normal"; }
+
 }  // namespace
 
 KubeEventRecorder::KubeEventRecorder(KubeClient& client, const Clock& clock, std::string component,
-                                     std::string instance)
-    : client_(client), clock_(clock), component_(std::move(component)), instance_(std::move(instance)) {}
+                                     std::string instance, EventRecorderOptions options)
+    : client_(client),
+      clock_(clock),
+      component_(std::move(component)),
+      instance_(std::move(instance)),
+      options_(options),
+      writer_([this] { drain(); }) {}
+
+KubeEventRecorder::~KubeEventRecorder() {
+  {
+    std::lock_guard guard(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  writer_.join();
+}
 
 void KubeEventRecorder::event(const nlohmann::json& object, EventType type,
                               const std::string& reason, const std::string& message) {
-  const std::string typeName = type == EventType::Warning ? "Warning" : "Normal";
-  const std::string key = object.value("kind", "") + "/" + meta(object, "namespace") + "/" +
-                          meta(object, "name") + "/" + meta(object, "uid") + "/" + typeName + "/" +
-                          reason + "/" + message;
-  const std::string now = rfc3339(clock_.now());
-  std::lock_guard guard(mutex_);
   try {
-    auto found = recorded_.find(key);
-    if (found != recorded_.end() && bumpExisting(meta(object, "namespace"), found->second, now)) return;
-    createNew(object, key, type, reason, message, now);
+    std::string key = object.value("kind", "") + "/" + meta(object, "namespace") + "/" + meta(object, "name") +
+                      "/" + meta(object, "uid") + "/" + typeName(type) + "/" + reason + "/" + message;
+    auto now = clock_.now();
+    std::unique_lock lock(mutex_);
+    auto queued = queued_.find(key);
+    if (queued != queued_.end()) {  // not written yet: this repeat rides along with it
+      ++queued->second->repeats;
+      queued->second->last = now;
+      return;
+    }
+    if (queue_.size() >= options_.queueCapacity || stopping_) {
+      ++dropped_;
+      auto dropped = dropped_;
+      lock.unlock();
+      // Logged at 1, 2, 4, 8, ...: a full queue means the API server is slow, not a log flood.
+      if ((dropped & (dropped - 1)) == 0) {
+        spdlog::warn("event queue full ({} events): dropped {} event(s) so far, the latest {} on {}/{}",
+                     options_.queueCapacity, dropped, reason, meta(object, "namespace"), meta(object, "name"));
+      }
+      return;
+    }
+    // Only what the Event names; the rest of the object is not kept.
+    nlohmann::json involved = {{"apiVersion", object.value("apiVersion", "")},
+                               {"kind", object.value("kind", "")},
+                               {"name", meta(object, "name")},
+                               {"namespace", meta(object, "namespace")},
+                               {"uid", meta(object, "uid")},
+                               {"resourceVersion", meta(object, "resourceVersion")}};
+    queue_.push_back(Pending{key, std::move(involved), type, reason, message, now, now, 1});
+    queued_[key] = std::prev(queue_.end());
   } catch (const std::exception& error) {
-    spdlog::warn("could not record event {} on {}/{}: {}", reason, meta(object, "namespace"),
-                 meta(object, "name"), error.what());
+    spdlog::warn("could not queue event {}: {}", reason, error.what());
+    return;
+  }
+  wake_.notify_one();
+}
+
+void KubeEventRecorder::flush() {
+  std::unique_lock lock(mutex_);
+  drained_.wait(lock, [this] { return queue_.empty() && !writing_; });
+}
+
+uint64_t KubeEventRecorder::dropped() const {
+  std::lock_guard guard(mutex_);
+  return dropped_;
+}
+
+void KubeEventRecorder::drain() {
+  std::unique_lock lock(mutex_);
+  while (true) {
+    wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping, and everything is written
+    Pending pending = std::move(queue_.front());
+    queued_.erase(pending.key);
+    queue_.pop_front();
+    writing_ = true;
+    lock.unlock();
+    bool written = true;
+    try {
+      write(pending);
+    } catch (const std::exception& error) {
+      written = false;
+      spdlog::warn("could not record event {} on {}/{}: {}", pending.reason,
+                   pending.involvedObject.value("namespace", ""), pending.involvedObject.value("name", ""),
+                   error.what());
+    }
+    lock.lock();
+    writing_ = false;
+    // Shutting down with the API server failing: do not wait out a timeout per queued event.
+    if (stopping_ && !written && !queue_.empty()) {
+      dropped_ += queue_.size();
+      queue_.clear();
+      queued_.clear();
+    }
+    if (queue_.empty()) drained_.notify_all();
   }
 }
 
-bool KubeEventRecorder::bumpExisting(const std::string& ns, Recorded& recorded,
-                                     const std::string& now) {
+void KubeEventRecorder::write(const Pending& pending) {
+  auto found = recorded_.find(pending.key);
+  if (found != recorded_.end()) {
+    if (pending.first - found->second.writtenAt <= options_.aggregationWindow &&
+        bumpExisting(found->second, pending)) {
+      return;
+    }
+    recorded_.erase(found);
+  }
+  createNew(pending);
+}
+
+bool KubeEventRecorder::bumpExisting(Recorded& recorded, const Pending& pending) {
   try {
-    client_.patch(eventResource(), ns, recorded.eventName, PatchType::Merge,
-                  {{"count", recorded.count + 1}, {"lastTimestamp", now}});
-    ++recorded.count;
+    client_.patch(eventResource(), recorded.ns, recorded.eventName, PatchType::Merge,
+                  {{"count", recorded.count + pending.repeats}, {"lastTimestamp", rfc3339(pending.last)}});
+    recorded.count += pending.repeats;
+    recorded.writtenAt = pending.last;
     return true;
   } catch (const ApiError& error) {
     if (error.isNotFound()) return false;  // expired (events live an hour): record it anew
@@ -59,39 +148,56 @@ bool KubeEventRecorder::bumpExisting(const std::string& ns, Recorded& recorded,
   }
 }
 
-void KubeEventRecorder::createNew(const nlohmann::json& object, const std::string& aggregationKey,
-                                  EventType type, const std::string& reason,
-                                  const std::string& message, const std::string& now) {
-  const std::string ns = meta(object, "namespace").empty() ? "default" : meta(object, "namespace");
-  // Unique like client-go's: the object's name and the time in hex nanoseconds.
-  char suffix[24];
-  std::snprintf(suffix, sizeof suffix, "%llx",
-                static_cast<unsigned long long>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                    clock_.now().time_since_epoch())
-                                                    .count()));
+void KubeEventRecorder::createNew(const Pending& pending) {
+  const auto& involved = pending.involvedObject;
+  const std::string ns = involved.value("namespace", "").empty() ? "default" : involved.value("namespace", "");
   nlohmann::json event = {
       {"apiVersion", "v1"},
       {"kind", "Event"},
-      {"metadata", {{"name", meta(object, "name") + "." + suffix}, {"namespace", ns}}},
-      {"involvedObject",
-       {{"apiVersion", object.value("apiVersion", "")},
-        {"kind", object.value("kind", "")},
-        {"name", meta(object, "name")},
-        {"namespace", meta(object, "namespace")},
-        {"uid", meta(object, "uid")},
-        {"resourceVersion", meta(object, "resourceVersion")}}},
-      {"type", type == EventType::Warning ? "Warning" : "Normal"},
-      {"reason", reason},
-      {"message", message},
+      {"metadata", {{"name", involved.value("name", "") + "." + uniqueSuffix(pending.first)}, {"namespace", ns}}},
+      {"involvedObject", involved},
+      {"type", typeName(pending.type)},
+      {"reason", pending.reason},
+      {"message", pending.message},
       {"source", {{"component", component_}, {"host", instance_}}},
       {"reportingComponent", component_},
       {"reportingInstance", instance_},
-      {"firstTimestamp", now},
-      {"lastTimestamp", now},
-      {"count", 1}};
+      {"firstTimestamp", rfc3339(pending.first)},
+      {"lastTimestamp", rfc3339(pending.last)},
+      {"count", pending.repeats}};
   auto created = client_.create(eventResource(), ns, event);
-  if (recorded_.size() >= kMaxRemembered) recorded_.clear();
-  recorded_[aggregationKey] = {created.value("/metadata/name"_json_pointer, std::string()), 1};
+  remember(pending.key, {created.value("/metadata/name"_json_pointer, std::string()), ns, pending.repeats,
+                         pending.last});
+}
+
+void KubeEventRecorder::remember(const std::string& key, Recorded recorded) {
+  if (recorded_.size() >= options_.maxRemembered) {
+    // Forget what can no longer aggregate; if everything still can, forget the oldest half.
+    auto now = clock_.now();
+    std::erase_if(recorded_, [&](const auto& entry) {
+      return now - entry.second.writtenAt > options_.aggregationWindow;
+    });
+    if (recorded_.size() >= options_.maxRemembered) {
+      std::vector<Clock::time_point> times;
+      times.reserve(recorded_.size());
+      for (const auto& [_, entry] : recorded_) times.push_back(entry.writtenAt);
+      auto middle = times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2);
+      std::nth_element(times.begin(), middle, times.end());
+      auto cutoff = *middle;
+      std::erase_if(recorded_, [&](const auto& entry) { return entry.second.writtenAt <= cutoff; });
+    }
+  }
+  recorded_[key] = std::move(recorded);
+}
+
+// Unique like client-go's (the object's name and the time in hex nanoseconds), and never repeated
+// by this process even when two events share a timestamp.
+std::string KubeEventRecorder::uniqueSuffix(Clock::time_point at) {
+  auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch()).count();
+  lastSuffix_ = std::max<int64_t>(nanos, lastSuffix_ + 1);
+  char suffix[24];
+  std::snprintf(suffix, sizeof suffix, "%llx", static_cast<unsigned long long>(lastSuffix_));
+  return suffix;
 }
 
 }  // namespace vto::controller

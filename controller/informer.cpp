@@ -6,6 +6,18 @@
 
 namespace vto::controller {
 
+void stripUnreadFields(nlohmann::json& object) {
+  if (!object.is_object()) return;
+  auto metadata = object.find("metadata");
+  if (metadata == object.end() || !metadata->is_object()) return;
+  metadata->erase("managedFields");
+  auto annotations = metadata->find("annotations");
+  if (annotations != metadata->end() && annotations->is_object()) {
+    annotations->erase("kubectl.kubernetes.io/last-applied-configuration");
+    if (annotations->empty()) metadata->erase(annotations);
+  }
+}
+
 Informer::Informer(KubeClient& client, const Clock& clock, InformerOptions options)
     : client_(client), clock_(clock), options_(std::move(options)), cache_(options_.indexedLabel) {
   if (options_.namespaces.empty()) options_.namespaces.push_back("");  // "" = all namespaces
@@ -51,9 +63,24 @@ void Informer::relist(const std::string& ns, std::string& resourceVersion) {
   ListOptions options;
   options.labelSelector = options_.labelSelector;
   options.limit = options_.pageSize;
-  auto all = listAll(client_, options_.resource, ns, options);
-  for (const auto& changed : cache_.replace(ns, all.items)) notify(changed);
-  resourceVersion = all.resourceVersion;
+  // Page by page (as listAll does), each page stripped as it arrives: the whole list is never held
+  // in its full-size form.
+  nlohmann::json items = nlohmann::json::array();
+  std::string listVersion;
+  bool first = true;
+  do {
+    auto page = client_.list(options_.resource, ns, options);
+    if (first) listVersion = page.resourceVersion;
+    first = false;
+    for (auto& item : page.items) {
+      if (options_.transform) options_.transform(item);
+      items.push_back(std::move(item));
+    }
+    options.continueToken = page.continueToken;
+    options.resourceVersion.clear();  // continued pages come from the first page's snapshot
+  } while (!options.continueToken.empty());
+  for (const auto& changed : cache_.replace(ns, items)) notify(changed);
+  resourceVersion = listVersion;
   ++listCount_;
 }
 
@@ -82,12 +109,15 @@ void Informer::run(const std::string& ns, std::stop_token stop) {
               throw ApiError(parseStatus(event.object.value("code", 500), event.object.dump()));
             }
             auto rv = event.object.value("/metadata/resourceVersion"_json_pointer, std::string());
-            if (event.type == "ADDED" || event.type == "MODIFIED") {
-              cache_.upsert(event.object);
-              notify(event.object);
-            } else if (event.type == "DELETED") {
-              cache_.erase(keyOf(event.object));
-              notify(event.object);
+            if (event.type == "ADDED" || event.type == "MODIFIED" || event.type == "DELETED") {
+              auto object = event.object;
+              if (options_.transform) options_.transform(object);
+              if (event.type == "DELETED") {
+                cache_.erase(keyOf(object));
+              } else {
+                cache_.upsert(object);
+              }
+              notify(object);
             }
             // BOOKMARK carries only the resourceVersion: the point to resume from.
             if (!rv.empty()) resourceVersion = rv;

@@ -21,6 +21,13 @@ namespace vto::controller {
 
 class WorkQueue;
 
+// The default InformerOptions::transform: drops what vto never reads from a cached object, as
+// controller-runtime's TransformStripManagedFields does: metadata.managedFields and kubectl's
+// last-applied-configuration annotation (a second copy of the whole spec). Objects from the cache
+// are therefore never to be PUT back to the main resource (that would erase the annotation);
+// status updates and patches are unaffected (the API server keeps managedFields a write omits).
+void stripUnreadFields(nlohmann::json& object);
+
 struct InformerOptions {
   Resource resource{};
   std::vector<std::string> namespaces{};  // empty: all namespaces (one watch); else one watch each
@@ -30,6 +37,9 @@ struct InformerOptions {
   int watchTimeoutSeconds = 300;
   Clock::duration minBackoff = std::chrono::milliseconds(200);
   Clock::duration maxBackoff = std::chrono::seconds(30);
+  // Applied to every listed or watched object before it is cached or handed to a handler (a cache
+  // transform); null keeps objects whole.
+  std::function<void(nlohmann::json&)> transform = stripUnreadFields;
 };
 
 class Informer {

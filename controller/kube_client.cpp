@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <fstream>
 #include <mutex>
+#include <semaphore>
 #include <tuple>
 #include <sstream>
 
@@ -55,11 +56,20 @@ ListPage listAll(KubeClient& client, const Resource& resource, const std::string
   return all;
 }
 
+namespace {
+// Requests in flight to the API server (watches aside), hence keep-alive connections open to it.
+// cpprestsdk opens a new connection whenever every pooled one is busy; this caps how many.
+constexpr std::ptrdiff_t kMaxConnections = 16;
+}  // namespace
+
 struct RestKubeClient::Impl {
   RestConfig config;
   RestClientMetrics* metrics;
   std::string host;  // host:port, the label of rest_client_requests_total
+  std::chrono::seconds requestTimeout{30};
+  // One client for every request but watches: its pool keeps connections alive between requests.
   std::unique_ptr<http::client::http_client> client;
+  std::counting_semaphore<kMaxConnections> freeConnections{kMaxConnections};
 
   http::client::http_client_config httpConfig(std::chrono::seconds timeout) const {
     http::client::http_client_config cfg;
@@ -67,7 +77,7 @@ struct RestKubeClient::Impl {
     cfg.set_validate_certificates(!config.insecureSkipTlsVerify);
     auto ca = config.caPem, cert = config.clientCertPem, key = config.clientKeyPem;
     cfg.set_ssl_context_callback([ca, cert, key](boost::asio::ssl::context& ctx) {
-      if (!ca.empty()) ctx.add_certificate_authority(boost::asio::buffer(ca));
+      if (!ca.empty()) trustOnlyClusterCa(ctx, ca);
       if (!cert.empty()) {
         ctx.use_certificate_chain(boost::asio::buffer(cert));
         ctx.use_private_key(boost::asio::buffer(key), boost::asio::ssl::context::pem);
@@ -104,14 +114,11 @@ struct RestKubeClient::Impl {
     if (metrics) metrics->requestDone(code, method, host);
   }
 
-  static std::optional<std::chrono::seconds> retryAfter(const http::http_response& response) {
+  static std::optional<std::chrono::milliseconds> retryAfter(const http::http_response& response) {
     auto header = response.headers().find("Retry-After");
     if (header == response.headers().end()) return std::nullopt;
-    try {
-      return std::chrono::seconds(std::stoi(header->second));
-    } catch (const std::exception&) {
-      return std::nullopt;  // an HTTP date instead of seconds: fall back to our own backoff
-    }
+    // Clamped; an HTTP date or garbage falls back to our own backoff.
+    return parseRetryAfterSeconds(header->second);
   }
 
   [[noreturn]] static void throwTransport(const std::exception& error, const std::string& what) {
@@ -163,6 +170,15 @@ struct RestKubeClient::Impl {
     if (body) request.set_body(body->dump(), contentType);
     http::http_response response;
     std::string text;
+    if (!freeConnections.try_acquire_for(requestTimeout)) {
+      count("<error>", method);
+      throw ApiError(Status{0, "", method + " " + pathAndQuery + ": no free connection to the API server within " +
+                                       std::to_string(requestTimeout.count()) + " s", {}});
+    }
+    struct Release {
+      std::counting_semaphore<kMaxConnections>& slots;
+      ~Release() { slots.release(); }
+    } release{freeConnections};
     try {
       if (auto deadline = RequestDeadlineScope::current()) {
         std::tie(response, text) = sendBefore(request, *deadline);
@@ -187,7 +203,9 @@ RestKubeClient::RestKubeClient(RestConfig config, RestClientMetrics* metrics,
                                std::chrono::seconds requestTimeout)
     : impl_(std::make_unique<Impl>()) {
   impl_->config = std::move(config);
+  validateRestConfig(impl_->config);  // no token or client key over plain http to another host
   impl_->metrics = metrics;
+  impl_->requestTimeout = requestTimeout;
   web::uri server(impl_->config.server);
   impl_->host = server.host() + (server.port() > 0 ? ":" + std::to_string(server.port()) : "");
   impl_->client = std::make_unique<http::client::http_client>(server, impl_->httpConfig(requestTimeout));

@@ -11,6 +11,9 @@ namespace {
 std::string resourceVersionOf(const nlohmann::json& object) {
   return object.value("/metadata/resourceVersion"_json_pointer, std::string());
 }
+std::string uidOf(const nlohmann::json& object) {
+  return object.value("/metadata/uid"_json_pointer, std::string());
+}
 }  // namespace
 
 ObjectCache::ObjectCache(std::string indexedLabel) : indexedLabel_(std::move(indexedLabel)) {}
@@ -40,6 +43,13 @@ std::vector<nlohmann::json> ObjectCache::byLabel(const std::string& value) const
   return out;
 }
 
+std::optional<ObjectKey> ObjectCache::keyByUid(const std::string& uid) const {
+  std::shared_lock lock(mutex_);
+  auto found = byUid_.find(uid);
+  if (found == byUid_.end()) return std::nullopt;
+  return found->second;
+}
+
 size_t ObjectCache::size() const {
   std::shared_lock lock(mutex_);
   return objects_.size();
@@ -56,6 +66,11 @@ std::string ObjectCache::labelValue(const nlohmann::json& object) const {
 
 void ObjectCache::indexLocked(const ObjectKey& key, const nlohmann::json* before,
                               const nlohmann::json* after) {
+  if (before) {
+    auto found = byUid_.find(uidOf(*before));
+    if (found != byUid_.end() && found->second == key) byUid_.erase(found);
+  }
+  if (after && !uidOf(*after).empty()) byUid_[uidOf(*after)] = key;
   if (indexedLabel_.empty()) return;
   if (before) {
     auto value = labelValue(*before);

@@ -25,6 +25,8 @@ class ObjectCache {
   // Objects of namespace `ns`, or of all namespaces when `ns` is empty.
   std::vector<nlohmann::json> list(const std::string& ns = "") const;
   std::vector<nlohmann::json> byLabel(const std::string& value) const;
+  // The key of the object with metadata.uid `uid` (an index: no walk over the cache).
+  std::optional<ObjectKey> keyByUid(const std::string& uid) const;
   size_t size() const;
 
   // Mutations, for the informer. upsert/erase return the object as it was before (if any).
@@ -42,6 +44,7 @@ class ObjectCache {
   mutable std::shared_mutex mutex_;
   std::map<ObjectKey, nlohmann::json> objects_;
   std::map<std::string, std::set<ObjectKey>> byLabel_;
+  std::map<std::string, ObjectKey> byUid_;
 };
 
 }  // namespace vto::controller

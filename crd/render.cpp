@@ -192,11 +192,9 @@ json studySpec(const HyperparameterTuning& h) {
 
 }  // namespace
 
-JobKind jobKindOf(const TrainingRunSpec& spec) {
-  return spec.hyperparameterTuning ? JobKind::HyperparameterTuningJob : JobKind::CustomJob;
+vertex::JobKind jobKindOf(const TrainingRunSpec& spec) {
+  return spec.hyperparameterTuning ? vertex::JobKind::HyperparameterTuning : vertex::JobKind::Custom;
 }
-const char* jobKindName(JobKind kind) { return kind == JobKind::CustomJob ? "CustomJob" : "HyperparameterTuningJob"; }
-const char* jobCollection(JobKind kind) { return kind == JobKind::CustomJob ? "customJobs" : "hyperparameterTuningJobs"; }
 
 Placement placementOf(const TrainingRunSpec& spec, const Placement& defaults) {
   return {spec.project.empty() ? defaults.project : spec.project, spec.location.empty() ? defaults.location : spec.location};
@@ -242,7 +240,7 @@ json renderHyperparameterTuningJob(const TrainingRun& run, int attempt, const st
 }
 
 json renderJob(const TrainingRun& run, int attempt, const std::string& resumeFrom) {
-  return jobKindOf(run.spec) == JobKind::CustomJob ? renderCustomJob(run, attempt, resumeFrom)
+  return jobKindOf(run.spec) == vertex::JobKind::Custom ? renderCustomJob(run, attempt, resumeFrom)
                                                    : renderHyperparameterTuningJob(run, attempt, resumeFrom);
 }
 

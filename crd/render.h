@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "crd/training_run.h"
+#include "vertex/job_kind.h"
 
 namespace vto::crd {
 
@@ -26,11 +27,8 @@ inline constexpr const char* kAttemptLabel = "vto-attempt";
 inline constexpr const char* kManagedByLabel = "managed-by";
 inline constexpr const char* kManagedByValue = "vto";
 
-enum class JobKind { CustomJob, HyperparameterTuningJob };
-JobKind jobKindOf(const TrainingRunSpec& spec);
-const char* jobKindName(JobKind kind);
-// The REST collection: "customJobs" or "hyperparameterTuningJobs".
-const char* jobCollection(JobKind kind);
+// Which kind of Vertex job the run becomes (vertex::collectionName and kindName give its names).
+vertex::JobKind jobKindOf(const TrainingRunSpec& spec);
 
 // Where a job goes: the spec's project/location, else the operator's configured defaults.
 struct Placement {

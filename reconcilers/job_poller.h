@@ -1,44 +1,85 @@
 #pragma once
-// Vertex has no watch, so vto polls: one list call per project, location and job kind, filtered to
-// vto's jobs that changed since the previous poll (labels.managed-by="vto" AND update_time>=T). What
-// changed goes into the JobCache and the owning TrainingRun is enqueued, so Vertex reads grow with the
-// number of jobs that changed, not with the number of runs.
+// Vertex has no watch, so vto polls, per poll target (project, location, job kind), what a
+// controller::PollingSource schedules:
+// - a changes list: vto's jobs (labels.managed-by="vto") updated since the newest update time seen,
+//   less a margin: Vertex reads grow with the jobs that changed, not with the runs;
+// - every fullListInterval, a full (paged) list of vto's unfinished jobs, and a direct GET of every
+//   cached unfinished job that list did not confirm. Update times are not a reliable order (a list
+//   is only eventually consistent; an update can be stamped behind the watermark), so the changes
+//   list alone can miss an update for good; the full list is the level-based repair.
+// What changed goes into the JobCache and the owning run is woken through `wake` (by its uid). A
+// target whose list fails is recorded in the JobCache (its runs show it in a condition) and backed
+// off by the PollingSource alone: other targets go on.
+#include <functional>
 #include <map>
+#include <mutex>
 #include <set>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "base/clock.h"
+#include "controller/object_key.h"
+#include "crd/render.h"
 #include "reconcilers/job_cache.h"
+#include "reconcilers/training_run_decide.h"
 #include "vertex/vertex_client.h"
 
 namespace vto::reconcilers {
 
-struct PollTarget {
-  vertex::Location where;
-  vertex::JobKind kind;
-  auto operator<=>(const PollTarget& other) const {
-    return std::tie(where.project, where.location, kind) <=> std::tie(other.where.project, other.where.location, other.kind);
-  }
+// Which poll targets the unfinished TrainingRuns use, kept up to date from informer events (each
+// event decodes that one run), so that a poll never walks or decodes the whole fleet.
+class PollTargets {
+ public:
+  explicit PollTargets(crd::Placement defaults) : defaults_(std::move(defaults)) {}
+  // The run as the informer now holds it; `present` false when it is gone.
+  void update(const nlohmann::json& run, bool present);
+  // Targets by key (their job-name prefix).
+  std::map<std::string, PollTarget> current() const;
+
+ private:
+  crd::Placement defaults_;
+  mutable std::mutex mutex_;
+  std::map<controller::ObjectKey, PollTarget> byRun_;
+  std::map<PollTarget, int> runs_;  // unfinished runs per target
+};
+
+struct JobPollerOptions {
+  Clock::duration interval = std::chrono::seconds(30);     // --vertex-poll-interval
+  Clock::duration fastInterval = std::chrono::seconds(5);  // while a job there is queued or pending
+  Clock::duration fullListInterval = std::chrono::minutes(2);
+  int pageSize = 500;
 };
 
 class JobPoller {
  public:
-  JobPoller(vertex::VertexClient& vertex, JobCache& jobs);
+  using Wake = std::function<void(const std::string& runUid)>;
+  JobPoller(vertex::VertexClient& vertex, JobCache& jobs, const Clock& clock, Wake wake, JobPollerOptions options = {});
 
-  // One round over `targets`; returns the vto-run-uid labels of the jobs that changed. A target's
-  // first poll lists all of vto's jobs there; later ones only those updated since the newest update
-  // time seen (minus a margin for clock skew between Vertex's servers).
-  std::set<std::string> pollOnce(const std::set<PollTarget>& targets);
-  // Whether a job seen in the last round is still starting (queued or pending): poll faster then.
-  bool anyStarting() const { return anyStarting_; }
-  int listCalls() const { return listCalls_; }
+  // One poll of `target`; returns how long until its next one. Throws when Vertex fails (after
+  // recording the failure for the target's runs), so that the PollingSource backs it off.
+  Clock::duration poll(const PollTarget& target);
+  int listCalls() const;
+  int getCalls() const;
 
  private:
+  struct TargetState {
+    Clock::time_point watermark{};  // newest updateTime seen
+    Clock::time_point lastFullList{};
+    std::set<std::string> starting;  // jobs last seen queued or pending
+  };
+  void see(const vertex::Job& job, Clock::time_point now, TargetState& state);
+  void wakeAll(const std::string& prefix);  // every run with an unfinished cached job under prefix
+
   vertex::VertexClient& vertex_;
   JobCache& jobs_;
-  std::map<PollTarget, Clock::time_point> watermark_;  // newest updateTime seen per target
-  bool anyStarting_ = false;
-  int listCalls_ = 0;
+  const Clock& clock_;
+  Wake wake_;
+  JobPollerOptions options_;
+  mutable std::mutex mutex_;
+  std::map<PollTarget, TargetState> states_;
+  int listCalls_ = 0, getCalls_ = 0;
 };
 
 }  // namespace vto::reconcilers

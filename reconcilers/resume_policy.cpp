@@ -21,7 +21,7 @@ ResumeDecision decideResume(const crd::Checkpointing& checkpointing, FailureClas
   }
   if (resumesSoFar >= checkpointing.maxResumes) {
     return {false, {}, "the resume budget is spent (checkpointing.maxResumes: " + std::to_string(checkpointing.maxResumes) +
-                           "); raise it to let vto try again"};
+                           "); raise it to let vto try again", true};
   }
   // resumeBackoff doubles with each resume, capped at an hour.
   int64_t backoff = checkpointing.resumeBackoffSeconds;

@@ -13,6 +13,7 @@ struct ResumeDecision {
   bool resume = false;
   std::chrono::seconds backoff{0};  // wait this long after the failure before the next attempt
   std::string why;                   // for the user when not resuming
+  bool budgetSpent = false;          // not resuming because checkpointing.maxResumes is reached
 };
 
 // `resumesSoFar`: attempts already started after failures.

@@ -36,12 +36,6 @@ enum class Reason {
 };
 const char* reasonName(Reason reason);
 
-// Why a Vertex call about this run failed (observe and the poller catch it; decide reports it).
-struct VertexFailure {
-  int httpStatus = 0;   // 0 for a failure without an HTTP answer
-  std::string message;  // names the call and Vertex's error
-};
-
 struct Observed {
   Clock::time_point now{};
   crd::ObjectMeta metadata;           // always decoded
@@ -56,6 +50,9 @@ struct Observed {
   std::optional<CachedJob> job;
   // The job status names is gone from Vertex (404): deleted outside vto.
   bool jobNotFound = false;
+  // The job is not cached yet and its poll target's first full list (just after a start) will bring
+  // it: look again shortly instead of reading it now (a cold start costs lists, not a GET per run).
+  bool awaitingFirstPoll = false;
   // Vertex refused to create this attempt's job (4xx other than 429): decide fails the run.
   std::optional<VertexFailure> createRejected;
   // Polling this run's project/location fails (or a direct read of its job did): a condition, not a stall.
@@ -91,6 +88,9 @@ struct Plan {
   Clock::duration requeueAfter = Clock::duration::zero();
   // Nothing retrying can fix until the object changes (controller::TerminalError).
   std::optional<std::string> terminal;
+  // A read decide needed failed (the checkpoint listing for a resume): nothing is done, the pass is
+  // retried with backoff. Never guessed: a resume from the wrong checkpoint loses work.
+  std::optional<std::string> retry;
   // For metrics: a resume was decided (its failure class), the run finished.
   std::optional<std::string> resumedAfter;
   bool finished = false;
@@ -99,9 +99,16 @@ struct Plan {
 struct DecideOptions {
   Clock::duration resyncPeriod = std::chrono::minutes(5);
   Clock::duration cancelPollPeriod = std::chrono::seconds(2);
+  Clock::duration firstPollWait = std::chrono::seconds(5);
 };
 
 Plan decide(const Observed& observed, const DecideOptions& options = {});
+
+// After act created the job `plan.createJob` asked for (or found it already there: `adopted`, after a
+// crash between create and the status write): the status with the job's name and state, which act
+// writes at once (the journal that makes creation exactly once), and the JobCreated Event (the only
+// Event of a submission: the job's first state is not announced separately).
+Plan recordCreatedJob(const Observed& observed, Plan plan, const CachedJob& job, bool adopted);
 
 // Where a run's jobs live and are polled; nullopt without a project or location.
 struct PollTarget {

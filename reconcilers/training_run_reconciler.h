@@ -1,8 +1,12 @@
 #pragma once
 // The TrainingRun reconciler: one TrainingRun becomes one Vertex job per attempt, created exactly once
 // whatever crashes, followed to the end, cancelled on deletion or suspension, and reported back as
-// status, conditions and Events. Level-based: each pass starts from the cached object and what Vertex
-// says now; only the attempt history (which Vertex cannot tell us cheaply) is carried in status.
+// status, conditions and Events. Each pass is observe -> decide -> act:
+//   observe  reads: the run from the informer cache, its job from the JobCache (a GET when the entry
+//            is missing or stale), the newest checkpoint when decide needs it or the schedule allows;
+//   decide   is pure (training_run_decide.h);
+//   act      carries out the Plan: finalizer, cancel, create (then the job name goes to status at
+//            once), one status write when it changed, the Events, TTL deletion.
 #include <string>
 
 #include "base/clock.h"
@@ -13,26 +17,35 @@
 #include "crd/render.h"
 #include "crd/training_run.h"
 #include "metrics/trainingrun_metrics.h"
+#include "reconcilers/checkpoint_schedule.h"
 #include "reconcilers/checkpoints.h"
 #include "reconcilers/job_cache.h"
+#include "reconcilers/training_run_decide.h"
 #include "vertex/gcs_client.h"
 #include "vertex/vertex_client.h"
 
 namespace vto::reconcilers {
-
-inline constexpr const char* kFinalizer = "vto.dev/finalizer";
 
 // The TrainingRun collection on the API server.
 const controller::Resource& trainingRunResource();
 
 struct TrainingRunReconcilerOptions {
   crd::Placement defaults;  // project/location for runs that name none (--default-project/-location)
-  // Safety net between the JobPoller's notifications; the poller normally wakes a run much sooner.
+  // Safety net between the poller's notifications; the poller normally wakes a run much sooner.
   Clock::duration resyncPeriod = std::chrono::minutes(5);
   // How soon to look again while a job is being cancelled.
   Clock::duration cancelPollPeriod = std::chrono::seconds(2);
-  // How often a running run's newest checkpoint is looked up (status.lastCheckpoint, checkpoint age).
+  // How often a running run's newest checkpoint is looked up (status.lastCheckpoint, checkpoint age),
+  // and how many such lists the whole operator makes per minute at most.
   Clock::duration checkpointPollPeriod = std::chrono::seconds(60);
+  int checkpointListsPerMinute = 200;
+  // A cached job not read from Vertex for this long is read again by GET before decide sees it
+  // (the poller's full lists normally refresh every unfinished job much sooner).
+  Clock::duration jobStaleAfter = std::chrono::minutes(5);
+  // With a poller running (vto run): for this long after the start, a job not cached yet is left to
+  // its target's first full list rather than read by GET, so that a start with many runs costs a
+  // few lists, not a GET per run. Bounded, so that a run no poll covers is never left waiting.
+  Clock::duration awaitFirstPoll = Clock::duration::zero();
 };
 
 class TrainingRunReconciler final : public controller::Reconciler {
@@ -45,28 +58,19 @@ class TrainingRunReconciler final : public controller::Reconciler {
 
   controller::Result reconcile(const controller::ObjectKey& key) override;
 
+  // The two halves around decide(), public for tests.
+  Observed observe(const nlohmann::json& object);
+  controller::Result act(const nlohmann::json& object, const Observed& observed, Plan plan);
+
  private:
-  struct Pass;
-  controller::Result finalize(Pass& pass);
-  controller::Result markInvalid(Pass& pass, const std::string& message);
-  controller::Result suspend(Pass& pass);
-  controller::Result finished(Pass& pass);
-  void ensureFinalizer(Pass& pass);
-  // The current attempt's job: known from status, else found by its labels (adopted), else none.
-  std::optional<vertex::Job> findJob(Pass& pass);
-  vertex::Job createJob(Pass& pass);
-  std::optional<vertex::Job> observe(const std::string& jobName);
-  void cancel(const std::string& jobName);
-  void applyJobState(Pass& pass, const vertex::Job& job);
-  // After a FAILED/EXPIRED attempt: fail the run, wait out the resume backoff (a Result), or start the
-  // next attempt from the latest checkpoint (the new job is returned through `job`).
-  std::optional<controller::Result> afterFailure(Pass& pass, vertex::Job& job);
-  // The next attempt, resuming from the newest checkpoint (or from scratch when there is none).
-  vertex::Job startNextAttempt(Pass& pass, const std::string& why);
-  std::optional<Checkpoint> newestCheckpoint(const Pass& pass);
-  void refreshCheckpoint(Pass& pass);
-  void writeStatus(Pass& pass);
-  void transitionEvent(Pass& pass);
+  // The job named in status: cached while fresh, else a GET (404: deleted outside vto).
+  std::optional<CachedJob> readJob(const std::string& jobName, const std::optional<PollTarget>& target,
+                                   Observed& observed);
+  // The job vto created for this run and attempt, found by its labels (oldest first, so that every
+  // pass adopts the same one should two ever exist).
+  std::optional<vertex::Job> findByLabels(const Observed& observed, const PollTarget& target, int attempt);
+  void observeCheckpoint(Observed& observed);
+  void writeStatus(nlohmann::json& object, const crd::TrainingRunStatus& status);
 
   const controller::ObjectCache& runs_;
   controller::KubeClient& kube_;
@@ -76,10 +80,10 @@ class TrainingRunReconciler final : public controller::Reconciler {
   controller::EventRecorder& events_;
   const Clock& clock_;
   TrainingRunReconcilerOptions options_;
+  DecideOptions decideOptions_;
   metrics::TrainingRunMetrics* metrics_;
+  CheckpointSchedule checkpoints_;
+  Clock::time_point startedAt_;
 };
-
-// https://console.cloud.google.com/vertex-ai/locations/L/training/ID/cpu?project=P for a job name.
-std::string consoleUrl(const std::string& jobName);
 
 }  // namespace vto::reconcilers

@@ -4,7 +4,10 @@
 #include <chrono>
 #include <cstddef>
 #include <map>
+#include <memory>
 #include <string>
+
+#include "base/url.h"
 
 namespace vto::vertex {
 
@@ -32,13 +35,41 @@ class HttpTransport {
   virtual HttpResponse send(const HttpRequest& request) = 0;
 };
 
-// cpprestsdk, with TLS certificates verified.
-class CppRestTransport final : public HttpTransport {
- public:
-  HttpResponse send(const HttpRequest& request) override;
+struct HttpTransportOptions {
+  // Open connections per endpoint (scheme, host, port), busy or idle: a request that finds none
+  // idle and this many open waits for one, at most its own timeout.
+  size_t maxConnectionsPerEndpoint = 16;
+  // Every request's timeout (connect, TLS handshake, write and read together) is clamped to this.
+  std::chrono::milliseconds maxTimeout{std::chrono::minutes(2)};
+  // An idle connection older than this is closed instead of reused (servers drop idle ones).
+  std::chrono::milliseconds idleTimeout{std::chrono::seconds(30)};
+  // A response body beyond this is an error, not an allocation.
+  size_t maxResponseBytes = 64 << 20;
 };
 
-// Percent-encodes a query parameter value or a path segment.
-std::string urlEncode(const std::string& text);
+// HTTP/1.1 with keep-alive connections pooled per endpoint (Boost.Beast, OpenSSL with certificates
+// and host names verified): a request reuses an idle connection, so the DNS lookup, TCP connect and
+// TLS handshake happen once per connection, not once per request. The exchange runs on the
+// caller's thread. A reused connection the server has closed meanwhile is replaced and the request
+// sent once more. Thread-safe.
+class PooledHttpTransport final : public HttpTransport {
+ public:
+  explicit PooledHttpTransport(HttpTransportOptions options = {});
+  ~PooledHttpTransport() override;
+  PooledHttpTransport(const PooledHttpTransport&) = delete;
+  PooledHttpTransport& operator=(const PooledHttpTransport&) = delete;
+
+  HttpResponse send(const HttpRequest& request) override;
+
+ private:
+  struct Pool;
+  std::unique_ptr<Pool> pool_;
+};
+
+// The former name (the transport was cpprestsdk's client): kept so that callers compile unchanged.
+using CppRestTransport = PooledHttpTransport;
+
+// Percent-encoding lives with the URL builder in base/url.h.
+using vto::urlEncode;
 
 }  // namespace vto::vertex

@@ -1,14 +1,28 @@
-// `make bench`: how the operator scales. For N TrainingRuns applied at once against the emulator
-// (quota raised), it prints: time until every run has a job, the operator's peak RSS and CPU seconds,
-// Vertex requests per run and API server requests per run. Figures only; it asserts nothing.
+// `make bench`: how the operator scales. For each N in its arguments (BENCH_RUNS), N TrainingRuns are
+// stored before `vto run` starts against the Vertex emulator (quota raised), then it measures:
+//   1. submission: time until every run has a job, operator CPU and peak RSS, Vertex and API server
+//      requests per run;
+//   2. steady state: once every run says Running and SETTLE seconds have passed, WINDOW seconds in
+//      which only following the jobs costs anything: operator CPU, Vertex requests, API server
+//      requests and writes, GCS checkpoint lists;
+//   3. cold start: the operator restarted with the N runs stored, until every run was reconciled once.
+// The emulator's flags and vto's poll intervals match ../shared/peer/bench.sh, so that
+// scripts/bench.sh can print these figures beside the Go peer's. Figures only; it asserts nothing.
+//
+// Environment: BENCH_RESULTS (a TSV file to append "N vto key value" rows to), BENCH_WINDOW (120),
+// BENCH_SETTLE (30), BENCH_STEP_TIME (10s), BENCH_POLL (30), BENCH_FAST_POLL (5), BENCH_RUNNING_WAIT (600).
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 #include "controller/kube_client.h"
 #include "controller/rest_config.h"
@@ -19,16 +33,24 @@
 
 using namespace vto;
 using namespace vto::testing;
+using Seconds = std::chrono::duration<double>;
 
 namespace {
 
-double peakRssMiB(long pid) {
+std::string env(const char* name, const std::string& fallback) {
+  const char* value = std::getenv(name);
+  return value && *value ? value : fallback;
+}
+int envInt(const char* name, int fallback) { return std::stoi(env(name, std::to_string(fallback))); }
+
+double procStatus(long pid, const std::string& field) {  // a "kB" or count field of /proc/PID/status
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   for (std::string line; std::getline(in, line);) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+    if (line.rfind(field + ":", 0) == 0) return std::stod(line.substr(field.size() + 1));
   }
   return -1;
 }
+double peakRssMiB(long pid) { return procStatus(pid, "VmHWM") / 1024.0; }
 
 double cpuSeconds(long pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
@@ -46,11 +68,19 @@ double cpuSeconds(long pid) {
   return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
-long emulatorRequests(OperatorStack& stack) {
-  auto out = runShell("curl -sf " + stack.emulator().url() + "/emulator/v1/stats").output;
-  auto stats = nlohmann::json::parse(out, nullptr, false);
-  return stats.is_object() ? stats.value("vertexRequests", 0L) : -1;
+double loadAverage() {
+  std::ifstream in("/proc/loadavg");
+  double load = -1;
+  in >> load;
+  return load;
 }
+
+nlohmann::json emulatorStats(OperatorStack& stack) {
+  auto stats = nlohmann::json::parse(runShell("curl -sf " + stack.emulator().url() + "/emulator/v1/stats").output,
+                                     nullptr, false);
+  return stats.is_object() ? stats : nlohmann::json::object();
+}
+long emulatorRequests(OperatorStack& stack) { return emulatorStats(stack).value("vertexRequests", 0L); }
 
 // Sum of one metric's series (whose labels contain `labelFilter`) on the operator's /metrics.
 long metricSum(int metricsPort, const std::string& metric, const std::string& labelFilter = "") {
@@ -67,9 +97,68 @@ long metricSum(int metricsPort, const std::string& metric, const std::string& la
   return total;
 }
 
+// The API server's own count of requests on TrainingRuns and Events (apiserver_request_total), as
+// ../shared/peer/bench.sh counts them: all verbs, and writes (POST, PUT, PATCH, DELETE) alone.
+struct ApiRequests {
+  double all = 0;
+  double writes = 0;
+};
+ApiRequests apiRequests(OperatorStack& stack) {
+  auto out = stack.cluster().kubectl("get --raw /metrics").output;
+  static const std::regex sample(R"(^apiserver_request_total\{([^}]*)\} ([0-9.e+]+)$)");
+  static const std::regex label(R"re((\w+)="([^"]*)")re");
+  ApiRequests counted;
+  std::istringstream lines(out);
+  for (std::string l; std::getline(lines, l);) {
+    std::smatch m;
+    if (l.rfind("apiserver_request_total{", 0) != 0 || !std::regex_match(l, m, sample)) continue;
+    std::map<std::string, std::string> labels;
+    auto text = m[1].str();
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), label); it != std::sregex_iterator(); ++it) {
+      labels[(*it)[1]] = (*it)[2];
+    }
+    if (labels["resource"] != "trainingruns" && labels["resource"] != "events") continue;
+    double value = std::stod(m[2]);
+    counted.all += value;
+    const auto& verb = labels["verb"];
+    if (verb == "POST" || verb == "PUT" || verb == "PATCH" || verb == "DELETE") counted.writes += value;
+  }
+  return counted;
+}
+
+// GCS object lists so far, from fake-gcs-server's request log.
+long gcsLists(OperatorStack& stack) {
+  std::ifstream in(stack.dir() + "/gcs.log");
+  static const std::regex list(R"(GET /storage/v1/b/[^ ]*/o\?)");
+  long count = 0;
+  for (std::string line; std::getline(in, line);) count += std::regex_search(line, list) ? 1 : 0;
+  return count;
+}
+
+// Connections to `url`'s port closed within the last minute (TIME-WAIT lasts 60 s on Linux): a client
+// that opens a connection per request leaves one per request here.
+long closedConnections(const std::string& url) {
+  auto port = url.substr(url.rfind(':') + 1);
+  auto out = runShell("ss -Htan state time-wait '( dport = :" + port + " )' | wc -l").output;
+  return std::atol(out.c_str());
+}
+
+struct Results {
+  int runs;
+  void record(const std::string& key, double value) const {
+    auto path = env("BENCH_RESULTS", "");
+    if (path.empty()) return;
+    std::ofstream out(path, std::ios::app);
+    out << runs << "\tvto\t" << key << "\t" << value << "\n";
+  }
+};
+
 void bench(int runs) {
-  // Jobs run long here: the figure is submission, not training.
-  OperatorStack stack({"--queue-time", "1s", "--steps", "1000", "--step-time", "10s"});
+  const int window = envInt("BENCH_WINDOW", 120), settle = envInt("BENCH_SETTLE", 30);
+  Results results{runs};
+  results.record("load_before", loadAverage());
+  // Jobs run long here (1000 steps): the steady window sees every job running.
+  OperatorStack stack({"--queue-time", "1s", "--steps", "1000", "--step-time", env("BENCH_STEP_TIME", "10s")});
   const std::string ns = "bench-" + std::to_string(runs);
   stack.createNamespace(ns);
   // Created with vto's own kube client before the operator starts, so its first list sees them all at
@@ -80,34 +169,101 @@ void bench(int runs) {
     auto manifest = crd::parseYamlDocuments(simpleRunManifest(ns, "run-" + std::to_string(i))).at(0);
     kube.create(reconcilers::trainingRunResource(), ns, manifest);
   }
-  double createSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - createStarted).count();
-  std::printf("%6d runs created in %.1f s\n", runs, createSeconds);
+  std::printf("%6d runs created in %.1f s (load %.2f)\n", runs,
+              Seconds(std::chrono::steady_clock::now() - createStarted).count(), loadAverage());
   std::fflush(stdout);
+
   int metricsPort = freeLoopbackPort();
-  long requestsBefore = emulatorRequests(stack);
+  // The peer's bench gives both operators vto's default poll intervals; the last flag wins over the
+  // stack's 1 s test intervals. Watching only this size's namespace keeps earlier sizes out.
+  std::vector<std::string> flags = {"--metrics-bind-address", "127.0.0.1:" + std::to_string(metricsPort),
+                                    "--vertex-creates-per-minute", "1000000", "--vertex-requests-per-minute", "1000000",
+                                    "--max-concurrent-reconciles", "8", "--log-level", "warn", "--namespace", ns,
+                                    "--vertex-poll-interval", env("BENCH_POLL", "30"),
+                                    "--vertex-fast-poll-interval", env("BENCH_FAST_POLL", "5")};
+
+  // 1. Submission.
+  long vertex0 = emulatorRequests(stack);
+  auto api0 = apiRequests(stack);
   auto started = std::chrono::steady_clock::now();
-  stack.startOperator({"--metrics-bind-address", "127.0.0.1:" + std::to_string(metricsPort),
-                       "--vertex-creates-per-minute", "1000000", "--vertex-requests-per-minute", "1000000",
-                       "--max-concurrent-reconciles", "8", "--log-level", "warn"});
-  // Every run has a job once the emulator holds one per run.
-  bool done = waitFor(
-      [&] {
-        auto stats = nlohmann::json::parse(runShell("curl -sf " + stack.emulator().url() + "/emulator/v1/stats").output,
-                                           nullptr, false);
-        return stats.is_object() && stats.value("created", 0) >= runs;
-      },
-      std::chrono::minutes(30), std::chrono::milliseconds(200));
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  stack.startOperator(flags);
+  bool submitted = waitFor([&] { return emulatorStats(stack).value("created", 0) >= runs; }, std::chrono::minutes(30),
+                           std::chrono::milliseconds(200));
+  double submitSeconds = Seconds(std::chrono::steady_clock::now() - started).count();
   long pid = stack.operatorPid();
-  long vertexRequests = emulatorRequests(stack) - requestsBefore;
-  long kubeRequests = metricSum(metricsPort, "rest_client_requests_total");
-  long conflicts = metricSum(metricsPort, "rest_client_requests_total", "code=\"409\"");
-  long reconcileErrors = metricSum(metricsPort, "controller_runtime_reconcile_errors_total");
-  std::printf("%6d runs: %s in %.1f s (%.0f runs/s); operator peak RSS %.1f MiB, CPU %.1f s; "
-              "Vertex requests/run %.2f; API server requests/run %.2f (409 conflicts %ld); reconcile errors %ld\n",
-              runs, done ? "every run has a job" : "NOT every run has a job", seconds, runs / seconds,
-              peakRssMiB(pid), cpuSeconds(pid), static_cast<double>(vertexRequests) / runs,
-              static_cast<double>(kubeRequests) / runs, conflicts, reconcileErrors);
+  double submitCpu = cpuSeconds(pid);
+  long submitVertex = emulatorRequests(stack) - vertex0;
+  auto api1 = apiRequests(stack);
+  results.record("submit_seconds", submitSeconds);
+  results.record("submit_cpu", submitCpu);
+  results.record("submit_hwm", peakRssMiB(pid));
+  results.record("submit_vertex", static_cast<double>(submitVertex));
+  results.record("submit_api", api1.all - api0.all);
+  results.record("submit_vertex_closed_conns", static_cast<double>(closedConnections(stack.emulator().url())));
+  std::printf("%6d runs: %s in %.1f s; operator CPU %.1f s, peak RSS %.1f MiB; per run: %.2f Vertex requests, "
+              "%.2f API server requests; %ld connections to Vertex closed in the last minute\n",
+              runs, submitted ? "every run has a job" : "NOT every run has a job", submitSeconds, submitCpu,
+              peakRssMiB(pid), static_cast<double>(submitVertex) / runs, (api1.all - api0.all) / runs,
+              closedConnections(stack.emulator().url()));
+  std::fflush(stdout);
+
+  // 2. Steady state, once every run says Running (polled every 2 s; these lists are not in a window).
+  auto allRunning = [&] {
+    auto list = controller::listAll(kube, reconcilers::trainingRunResource(), ns, {});
+    int running = 0;
+    for (const auto& run : list.items) running += run.value("/status/phase"_json_pointer, std::string()) == "Running";
+    return running >= runs;
+  };
+  bool running = waitFor(allRunning, std::chrono::seconds(envInt("BENCH_RUNNING_WAIT", 600)), std::chrono::seconds(2));
+  results.record("running_seconds", running ? Seconds(std::chrono::steady_clock::now() - started).count() : -1);
+  std::this_thread::sleep_for(std::chrono::seconds(settle));  // the Running transition's own work drains
+  double cpu2 = cpuSeconds(pid);
+  long vertex2 = emulatorRequests(stack), gcs2 = gcsLists(stack);
+  auto api2 = apiRequests(stack);
+  std::this_thread::sleep_for(std::chrono::seconds(window));
+  double steadyCpu = cpuSeconds(pid) - cpu2;
+  long steadyVertex = emulatorRequests(stack) - vertex2, steadyGcs = gcsLists(stack) - gcs2;
+  auto api3 = apiRequests(stack);
+  results.record("steady_cpu", steadyCpu);
+  results.record("steady_vertex", static_cast<double>(steadyVertex));
+  results.record("steady_api", api3.all - api2.all);
+  results.record("steady_api_writes", api3.writes - api2.writes);
+  results.record("steady_gcs_lists", static_cast<double>(steadyGcs));
+  results.record("steady_vertex_conns", static_cast<double>(closedConnections(stack.emulator().url())));
+  results.record("peak_rss", peakRssMiB(pid));
+  results.record("threads", procStatus(pid, "Threads"));
+  results.record("conflicts_409", static_cast<double>(metricSum(metricsPort, "rest_client_requests_total", "code=\"409\"")));
+  results.record("reconcile_errors", static_cast<double>(metricSum(metricsPort, "controller_runtime_reconcile_errors_total")));
+  std::printf("%6d runs: %s; steady state %d s: operator CPU %.2f s, Vertex requests %ld, API server requests %.0f "
+              "(writes %.0f), GCS lists %ld (%.0f/min); peak RSS %.1f MiB\n",
+              runs, running ? "every run Running" : "NOT every run Running", window, steadyCpu, steadyVertex,
+              api3.all - api2.all, api3.writes - api2.writes, steadyGcs, steadyGcs * 60.0 / window, peakRssMiB(pid));
+  std::fflush(stdout);
+
+  // 3. Cold start: a new process finds N runs stored, each with its job.
+  stack.stopOperator(SIGTERM);
+  metricsPort = freeLoopbackPort();
+  flags[1] = "127.0.0.1:" + std::to_string(metricsPort);
+  auto restarted = std::chrono::steady_clock::now();
+  stack.startOperator(flags);
+  bool reconciled = waitFor([&] { return metricSum(metricsPort, "controller_runtime_reconcile_total") >= runs; },
+                            std::chrono::minutes(10), std::chrono::milliseconds(200));
+  double coldSeconds = Seconds(std::chrono::steady_clock::now() - restarted).count();
+  results.record("cold_start_seconds", reconciled ? coldSeconds : -1);
+  results.record("cold_start_cpu", cpuSeconds(stack.operatorPid()));
+  std::printf("%6d runs: cold start to every run reconciled once: %s%.1f s, CPU %.1f s\n", runs,
+              reconciled ? "" : "NOT reached in ", coldSeconds, cpuSeconds(stack.operatorPid()));
+  std::fflush(stdout);
+  stack.stopOperator(SIGTERM);
+  // Events the operator dropped because its queue was full (it logs the running count at 1, 2, 4, ...).
+  long eventDrops = 0;
+  static const std::regex dropped(R"(dropped (\d+) event)");
+  auto log = stack.operatorLog();
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), dropped); it != std::sregex_iterator(); ++it) {
+    eventDrops = std::max(eventDrops, std::stol((*it)[1]));
+  }
+  results.record("event_drops", static_cast<double>(eventDrops));
+  std::printf("%6d runs: Events dropped by a full queue: at least %ld\n", runs, eventDrops);
   std::fflush(stdout);
 }
 
@@ -116,7 +272,7 @@ void bench(int runs) {
 int main(int argc, char** argv) {
   std::vector<int> sizes;
   for (int i = 1; i < argc; ++i) sizes.push_back(std::atoi(argv[i]));
-  if (sizes.empty()) sizes = {1000, 10000};
+  if (sizes.empty()) sizes = {1000, 3000, 10000};
   for (int runs : sizes) bench(runs);
   return 0;
 }

@@ -1,6 +1,10 @@
 #pragma once
 // An in-memory KubeClient for unit tests: objects per resource and key, resourceVersions that
-// increase, 409 on a stale update, 404/409 like the API server, and failures on demand.
+// increase, 404/409 like the API server, and failures on demand. As the API server does for a kind
+// with a status subresource: update() ignores status, updateStatus() changes only status; a
+// metadata.resourceVersion sent with an update or a patch is a precondition (409 when stale); a
+// delete of an object with finalizers only sets deletionTimestamp, and the object goes when the
+// last finalizer is removed.
 #include <map>
 #include <mutex>
 #include <optional>
@@ -59,33 +63,65 @@ class FakeKubeClient final : public controller::KubeClient {
   json update(const Resource& r, const std::string& ns, const json& object) override {
     std::lock_guard guard(mutex_);
     enter();
-    auto name = object["metadata"]["name"].get<std::string>();
-    auto found = store_.find(id(r, ns, name));
-    if (found == store_.end()) throw notFound(r, name);
-    auto sent = object.value("/metadata/resourceVersion"_json_pointer, std::string());
-    if (!sent.empty() && sent != found->second["metadata"]["resourceVersion"]) {
-      throw controller::ApiError({409, "Conflict", "the object has been modified", {}});
+    auto& stored = existing(r, ns, object);
+    json next = object;
+    if (stored.contains("status")) {
+      next["status"] = stored["status"];
+    } else {
+      next.erase("status");
     }
-    return found->second = stamped(object, ns);
+    return store(r, ns, stored, std::move(next));
   }
   json updateStatus(const Resource& r, const std::string& ns, const json& object) override {
-    return update(r, ns, object);
+    std::lock_guard guard(mutex_);
+    enter();
+    ++statusWrites_;
+    auto& stored = existing(r, ns, object);
+    json next = stored;
+    if (object.contains("status")) next["status"] = object["status"];
+    return store(r, ns, stored, std::move(next));
   }
   json patch(const Resource& r, const std::string& ns, const std::string& name,
              controller::PatchType, const json& body, const std::string&, bool,
-             const std::string&) override {
+             const std::string& subresource) override {
     std::lock_guard guard(mutex_);
     enter();
     auto found = store_.find(id(r, ns, name));
     if (found == store_.end()) throw notFound(r, name);
+    precondition(found->second, body);
     json merged = found->second;
     merged.merge_patch(body);
-    return found->second = stamped(merged, ns);
+    // A patch of the object leaves status alone; a patch of /status changes only status.
+    if (subresource == "status") {
+      json next = found->second;
+      if (merged.contains("status")) next["status"] = merged["status"];
+      merged = next;
+    } else if (found->second.contains("status")) {
+      merged["status"] = found->second["status"];
+    } else {
+      merged.erase("status");
+    }
+    return store(r, ns, found->second, std::move(merged));
   }
   void remove(const Resource& r, const std::string& ns, const std::string& name) override {
     std::lock_guard guard(mutex_);
     enter();
-    if (!store_.erase(id(r, ns, name))) throw notFound(r, name);
+    auto found = store_.find(id(r, ns, name));
+    if (found == store_.end()) throw notFound(r, name);
+    auto finalizers = found->second["metadata"].value("finalizers", json::array());
+    if (finalizers.empty()) {
+      store_.erase(found);
+      return;
+    }
+    if (!found->second["metadata"].contains("deletionTimestamp")) {
+      found->second["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z";
+      found->second = stamped(found->second, ns);
+    }
+  }
+  // updateStatus calls so far (the writes a reconciler makes to status).
+  int statusWrites() const {
+    std::lock_guard guard(mutex_);
+    return statusWrites_;
   }
   void watch(const Resource&, const std::string&, const controller::WatchOptions&,
              const std::function<void(const controller::WatchEvent&)>&, std::stop_token) override {
@@ -103,6 +139,33 @@ class FakeKubeClient final : public controller::KubeClient {
     ++calls_;
     if (failure_) throw controller::ApiError(*failure_);
   }
+  json& existing(const Resource& r, const std::string& ns, const json& object) {
+    auto name = object["metadata"]["name"].get<std::string>();
+    auto found = store_.find(id(r, ns, name));
+    if (found == store_.end()) throw notFound(r, name);
+    precondition(found->second, object);
+    return found->second;
+  }
+  // metadata.resourceVersion in what was sent must match what is stored.
+  static void precondition(const json& stored, const json& sent) {
+    auto version = sent.value("/metadata/resourceVersion"_json_pointer, std::string());
+    if (!version.empty() && version != stored["metadata"]["resourceVersion"]) {
+      throw controller::ApiError({409, "Conflict",
+                                  "Operation cannot be fulfilled: the object has been modified; please apply your "
+                                  "changes to the latest version and try again",
+                                  {}});
+    }
+  }
+  // Writes `next` over `stored`; an object being deleted goes once its last finalizer is gone.
+  json store(const Resource& r, const std::string& ns, json& stored, json next) {
+    bool deleting = next["metadata"].contains("deletionTimestamp");
+    if (deleting && next["metadata"].value("finalizers", json::array()).empty()) {
+      auto gone = stamped(std::move(next), ns);
+      store_.erase(id(r, ns, gone["metadata"]["name"].get<std::string>()));
+      return gone;
+    }
+    return stored = stamped(std::move(next), ns);
+  }
   json stamped(json object, const std::string& ns) {
     object["metadata"]["resourceVersion"] = std::to_string(++version_);
     if (!ns.empty()) object["metadata"]["namespace"] = ns;
@@ -113,6 +176,7 @@ class FakeKubeClient final : public controller::KubeClient {
   std::map<std::string, json> store_;
   long version_ = 0;
   int calls_ = 0;
+  int statusWrites_ = 0;
   std::optional<controller::Status> failure_;
 };
 

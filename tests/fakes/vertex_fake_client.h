@@ -1,7 +1,10 @@
 #pragma once
 // An in-memory VertexClient for unit tests of code that drives Vertex (the reconcilers): jobs are
 // created QUEUED and move only when the test says so (setState); list understands the filters the
-// operator sends (labels.KEY="V" and state="..." joined by AND); errors can be queued per call.
+// operator sends (labels.KEY="V", state="..." or state!="...", update_time>="T", joined by AND);
+// errors can be queued per call or per location. Every change is stamped with an updateTime from
+// the fake's own clock (one second per change), or with the time a test gives, e.g. one behind what
+// a poller has seen already (as an eventually consistent list does).
 #include <deque>
 #include <map>
 #include <mutex>
@@ -19,11 +22,17 @@ class FakeVertexClient final : public vertex::VertexClient {
   vertex::Job createJob(const vertex::Location& where, vertex::JobKind kind, const nlohmann::json& resource) override {
     std::lock_guard lock(mutex_);
     throwQueuedError();
+    if (createError_) {
+      auto error = std::move(*createError_);
+      createError_.reset();
+      throw error;
+    }
     auto name = where.parent() + "/" + std::string(vertex::collectionName(kind)) + "/" + std::to_string(++nextId_);
     nlohmann::json stored = resource;
     stored["name"] = name;
     stored["state"] = "JOB_STATE_QUEUED";
     stored["createTime"] = "2026-01-01T00:00:00Z";
+    stored["updateTime"] = vertex::formatTimestamp(nextStamp());
     created_.push_back(resource);
     jobs_[name] = stored;
     order_.push_back(name);
@@ -33,6 +42,7 @@ class FakeVertexClient final : public vertex::VertexClient {
   vertex::Job getJob(const std::string& name) override {
     std::lock_guard lock(mutex_);
     throwQueuedError();
+    ++gets_;
     return vertex::decodeJob(vertex::jobKindOf(name), find(name));
   }
 
@@ -41,6 +51,7 @@ class FakeVertexClient final : public vertex::VertexClient {
     std::lock_guard lock(mutex_);
     throwQueuedError();
     ++lists_;
+    if (auto failing = failingLocations_.find(where.parent()); failing != failingLocations_.end()) throw failing->second;
     auto prefix = where.parent() + "/" + std::string(vertex::collectionName(kind)) + "/";
     std::vector<vertex::Job> matching;
     for (const auto& name : order_) {
@@ -64,6 +75,7 @@ class FakeVertexClient final : public vertex::VertexClient {
       throw vertex::ApiError(400, "FAILED_PRECONDITION", "job already ended");
     }
     job["state"] = "JOB_STATE_CANCELLING";
+    job["updateTime"] = vertex::formatTimestamp(nextStamp());
     cancelled_.push_back(name);
   }
 
@@ -90,11 +102,43 @@ class FakeVertexClient final : public vertex::VertexClient {
   }
 
   // --- test controls ---
-  void setState(const std::string& name, vertex::JobState state, std::optional<vertex::RpcStatus> error = std::nullopt) {
+  // `stampedAt`: the updateTime Vertex gives this change (default: the fake's next tick).
+  void setState(const std::string& name, vertex::JobState state, std::optional<vertex::RpcStatus> error = std::nullopt,
+                std::optional<Clock::time_point> stampedAt = std::nullopt) {
     std::lock_guard lock(mutex_);
     auto& job = find(name);
     job["state"] = vertex::jobStateName(state);
     if (error) job["error"] = {{"code", error->code}, {"message", error->message}};
+    job["updateTime"] = vertex::formatTimestamp(stampedAt ? *stampedAt : nextStamp());
+  }
+  // The updateTime of the newest change so far.
+  Clock::time_point lastStamp() const {
+    std::lock_guard lock(mutex_);
+    return stamp_;
+  }
+  // Removes a job as someone outside vto would (no operation, no record).
+  void removeJob(const std::string& name) {
+    std::lock_guard lock(mutex_);
+    jobs_.erase(name);
+    order_.erase(std::remove(order_.begin(), order_.end(), name), order_.end());
+  }
+  // The next createJob (only) throws this error.
+  void failNextCreate(vertex::ApiError error) {
+    std::lock_guard lock(mutex_);
+    createError_ = std::move(error);
+  }
+  // While set, every list in `parent` (projects/P/locations/L) throws `error`; nullopt clears it.
+  void failLocation(const std::string& parent, std::optional<vertex::ApiError> error) {
+    std::lock_guard lock(mutex_);
+    if (error) {
+      failingLocations_.insert_or_assign(parent, *error);
+    } else {
+      failingLocations_.erase(parent);
+    }
+  }
+  int getCalls() const {
+    std::lock_guard lock(mutex_);
+    return gets_;
   }
   // The next call (of any method) throws this error instead of answering.
   void failNextCall(vertex::ApiError error) {
@@ -130,18 +174,26 @@ class FakeVertexClient final : public vertex::VertexClient {
     errors_.pop_front();
     throw error;
   }
-  // Terms `labels.KEY="V"` / `state="S"` joined by AND; anything else is a test bug.
+  Clock::time_point nextStamp() {
+    stamp_ += std::chrono::seconds(1);
+    return stamp_;
+  }
+  // Terms `labels.KEY="V"`, `state="S"`, `state!="S"`, `update_time>="T"` joined by AND; anything
+  // else is a test bug.
   static bool matches(const nlohmann::json& job, const std::string& filter) {
-    static const std::regex term(R"re(\s*(labels\.([\w.-]+)|state)\s*=\s*"([^"]*)"\s*(AND)?)re");
+    static const std::regex term(R"re(\s*(labels\.([\w.-]+)|state|update_time)\s*(=|!=|>=)\s*"([^"]*)"\s*(AND)?)re");
     auto begin = std::sregex_iterator(filter.begin(), filter.end(), term);
     std::size_t consumed = 0;
     for (auto it = begin; it != std::sregex_iterator(); ++it) {
       const auto& match = *it;
       if (static_cast<std::size_t>(match.position()) != consumed) break;
       consumed += match.length();
-      auto expected = match[3].str();
+      auto op = match[3].str();
+      auto expected = match[4].str();
       if (match[1] == "state") {
-        if (job.value("state", std::string()) != expected) return false;
+        if ((job.value("state", std::string()) == expected) != (op == "=")) return false;
+      } else if (match[1] == "update_time") {
+        if (vertex::parseTimestamp(job.value("updateTime", std::string())) < vertex::parseTimestamp(expected)) return false;
       } else {
         auto labels = job.value("labels", nlohmann::json::object());
         if (!labels.contains(match[2].str()) || labels[match[2].str()] != expected) return false;
@@ -157,8 +209,11 @@ class FakeVertexClient final : public vertex::VertexClient {
   std::deque<vertex::ApiError> errors_;
   std::vector<nlohmann::json> created_;
   std::vector<std::string> cancelled_, deleted_;
-  int lists_ = 0;
+  std::map<std::string, vertex::ApiError> failingLocations_;
+  std::optional<vertex::ApiError> createError_;
+  int lists_ = 0, gets_ = 0;
   long long nextId_ = 1000;
+  Clock::time_point stamp_ = vertex::parseTimestamp("2026-01-01T00:00:00Z");
 };
 
 }  // namespace vto::testing

@@ -43,6 +43,7 @@ TEST(EventsTest, KubectlDescribeShowsAggregatedEvents) {
     recorder.event(object, EventType::Warning, "BadThing", "the thing is bad; fix spec.thing");
   }
   recorder.event(object, EventType::Normal, "GoodThing", "all is well");
+  recorder.flush();
   auto events = cluster.kubectl("get events -n events-test -o json");
   ASSERT_EQ(events.exitCode, 0) << events.output;
   auto items = nlohmann::json::parse(events.output)["items"];
@@ -125,8 +126,9 @@ TEST(MetricsTest, PromtoolAcceptsTheMetricsWithControllerRuntimeNames) {
 }
 
 TEST(HealthTest, ReadyOnlyOnceTheCacheHasSynced) {
-  int port = vto::testing::freeLoopbackPort();
-  HealthServer health("127.0.0.1:" + std::to_string(port));
+  HealthServer health("127.0.0.1:0");  // binds a free port itself
+  int port = health.port();
+  ASSERT_GT(port, 0);
   std::atomic<bool> synced{false};
   health.addReadyCheck("informers-synced", [&] { return synced.load(); });
   auto url = "http://127.0.0.1:" + std::to_string(port);

@@ -1,8 +1,13 @@
-// Events are aggregated: a repeat bumps count and lastTimestamp of the existing Event.
+// Events are written by one background thread (flush() waits for it) and aggregated: a repeat bumps
+// count and lastTimestamp of the existing Event; repeats still queued merge into one write.
 #include "controller/event_recorder.h"
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <mutex>
+
+#include "controller/time_format.h"
 #include "tests/fakes/clock_fake.h"
 #include "tests/fakes/kube_client_fake.h"
 
@@ -28,6 +33,7 @@ TEST(EventRecorderTest, RecordsACoreEventAboutTheObject) {
   FakeKubeClient client;
   KubeEventRecorder recorder(client, clock, "vto", "pod-1");
   recorder.event(kObject, EventType::Warning, "InvalidSpec", "spec.x must be positive");
+  recorder.flush();
   auto recorded = events(client);
   ASSERT_EQ(recorded.size(), 1u);
   EXPECT_EQ(recorded[0]["involvedObject"]["uid"], "u-1");
@@ -44,10 +50,12 @@ TEST(EventRecorderTest, RepeatsAreAggregated) {
   FakeKubeClient client;
   KubeEventRecorder recorder(client, clock, "vto", "pod-1");
   recorder.event(kObject, EventType::Normal, "Synced", "all good");
+  recorder.flush();
   clock.advance(90s);
   recorder.event(kObject, EventType::Normal, "Synced", "all good");
   recorder.event(kObject, EventType::Normal, "Synced", "all good");
   recorder.event(kObject, EventType::Normal, "Other", "something else");
+  recorder.flush();
   auto recorded = events(client);
   ASSERT_EQ(recorded.size(), 2u);
   const auto& synced = recorded[0]["reason"] == "Synced" ? recorded[0] : recorded[1];
@@ -60,9 +68,11 @@ TEST(EventRecorderTest, ExpiredEventIsRecordedAnew) {
   FakeKubeClient client;
   KubeEventRecorder recorder(client, clock, "vto", "pod-1");
   recorder.event(kObject, EventType::Normal, "Synced", "all good");
+  recorder.flush();
   client.remove(eventResource(), "team", events(client)[0]["metadata"]["name"]);
   clock.advance(2h);
   recorder.event(kObject, EventType::Normal, "Synced", "all good");
+  recorder.flush();
   auto recorded = events(client);
   ASSERT_EQ(recorded.size(), 1u);
   EXPECT_EQ(recorded[0]["count"], 1);
@@ -74,6 +84,169 @@ TEST(EventRecorderTest, FailuresAreSwallowed) {
   KubeEventRecorder recorder(client, clock, "vto", "pod-1");
   client.failWith(Status{503, "ServiceUnavailable", "down", {}});
   EXPECT_NO_THROW(recorder.event(kObject, EventType::Normal, "Synced", "all good"));
+  recorder.flush();
+  client.failWith(std::nullopt);
+  recorder.event(kObject, EventType::Normal, "Synced", "all good");
+  recorder.flush();
+  EXPECT_EQ(events(client).size(), 1u) << "the writer carries on after a failure";
+}
+
+// A KubeClient whose writes wait until the test opens the gate: an API server that is slow.
+class GatedKubeClient final : public KubeClient {
+ public:
+  explicit GatedKubeClient(FakeKubeClient& inner) : inner_(inner) {}
+  void open() {
+    std::lock_guard guard(mutex_);
+    open_ = true;
+    changed_.notify_all();
+  }
+  // Waits until a write has reached the gate (the writer thread is busy with it).
+  void waitForBlockedWriter() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [this] { return blocked_ > 0 || open_; });
+  }
+  json get(const Resource& r, const std::string& ns, const std::string& name) override { return inner_.get(r, ns, name); }
+  ListPage list(const Resource& r, const std::string& ns, const ListOptions& o) override { return inner_.list(r, ns, o); }
+  json create(const Resource& r, const std::string& ns, const json& object) override {
+    gate();
+    return inner_.create(r, ns, object);
+  }
+  json update(const Resource& r, const std::string& ns, const json& object) override { return inner_.update(r, ns, object); }
+  json updateStatus(const Resource& r, const std::string& ns, const json& object) override {
+    return inner_.updateStatus(r, ns, object);
+  }
+  json patch(const Resource& r, const std::string& ns, const std::string& name, PatchType type, const json& body,
+             const std::string& manager, bool force, const std::string& sub) override {
+    gate();
+    return inner_.patch(r, ns, name, type, body, manager, force, sub);
+  }
+  void remove(const Resource& r, const std::string& ns, const std::string& name) override { inner_.remove(r, ns, name); }
+  void watch(const Resource&, const std::string&, const WatchOptions&, const std::function<void(const WatchEvent&)>&,
+             std::stop_token) override {}
+
+ private:
+  void gate() {
+    std::unique_lock lock(mutex_);
+    ++blocked_;
+    changed_.notify_all();
+    changed_.wait(lock, [this] { return open_; });
+    --blocked_;
+  }
+  FakeKubeClient& inner_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool open_ = false;
+  int blocked_ = 0;
+};
+
+json objectNamed(const std::string& name) {
+  return {{"apiVersion", "vto.dev/v1alpha1"},
+          {"kind", "TrainingRun"},
+          {"metadata", {{"name", name}, {"namespace", "team"}, {"uid", "uid-" + name}}}};
+}
+
+// A recorder whose writer thread is stuck in its first write until gated.open().
+struct BlockedWriter {
+  explicit BlockedWriter(EventRecorderOptions options = {}) : recorder(gated, clock, "vto", "pod-1", options) {
+    recorder.event(objectNamed("first"), EventType::Normal, "Blocker", "holds the writer");
+    gated.waitForBlockedWriter();
+  }
+  FakeClock clock;
+  FakeKubeClient fake;
+  GatedKubeClient gated{fake};
+  KubeEventRecorder recorder;
+};
+
+TEST(EventRecorderTest, RecordingNeverWaitsForTheApiServer) {
+  BlockedWriter blocked;
+  auto& [clock, fake, gated, recorder] = blocked;
+  // The writer is stuck on the first write; these calls return regardless.
+  for (int i = 0; i < 10; ++i) recorder.event(objectNamed("b" + std::to_string(i)), EventType::Normal, "JobCreated", "x");
+  EXPECT_EQ(events(fake).size(), 0u);
+  gated.open();
+  recorder.flush();
+  EXPECT_EQ(events(fake).size(), 11u);
+  EXPECT_EQ(recorder.dropped(), 0u);
+}
+
+TEST(EventRecorderTest, QueuedRepeatsBecomeOneWriteWithTheirCount) {
+  BlockedWriter blocked;
+  auto& [clock, fake, gated, recorder] = blocked;
+  auto start = clock.now();
+  for (int i = 0; i < 5; ++i) {
+    recorder.event(objectNamed("a"), EventType::Warning, "QuotaExceeded", "Vertex said 429");
+    clock.advance(1s);
+  }
+  gated.open();
+  recorder.flush();
+  EXPECT_EQ(fake.calls(), 2) << "one create for the blocker, one for five repeats";
+  auto recorded = events(fake);
+  ASSERT_EQ(recorded.size(), 2u);
+  const auto& quota = recorded[0]["reason"] == "QuotaExceeded" ? recorded[0] : recorded[1];
+  EXPECT_EQ(quota["count"], 5);
+  EXPECT_EQ(quota["firstTimestamp"], rfc3339(start));
+  EXPECT_EQ(quota["lastTimestamp"], rfc3339(start + 4s));
+}
+
+TEST(EventRecorderTest, ARepeatAfterTheWindowIsANewEvent) {
+  FakeClock clock;
+  FakeKubeClient client;
+  EventRecorderOptions options;
+  options.aggregationWindow = 10min;
+  KubeEventRecorder recorder(client, clock, "vto", "pod-1", options);
+  recorder.event(kObject, EventType::Normal, "Synced", "all good");
+  recorder.flush();
+  clock.advance(9min);
+  recorder.event(kObject, EventType::Normal, "Synced", "all good");
+  recorder.flush();
+  ASSERT_EQ(events(client).size(), 1u);
+  EXPECT_EQ(events(client)[0]["count"], 2);
+  clock.advance(11min);
+  recorder.event(kObject, EventType::Normal, "Synced", "all good");
+  recorder.flush();
+  auto recorded = events(client);
+  ASSERT_EQ(recorded.size(), 2u);
+  EXPECT_EQ(recorded[0]["count"].get<int>() + recorded[1]["count"].get<int>(), 3);
+  EXPECT_NE(recorded[0]["metadata"]["name"], recorded[1]["metadata"]["name"]);
+}
+
+TEST(EventRecorderTest, AFullQueueDropsAndCountsNewEvents) {
+  EventRecorderOptions options;
+  options.queueCapacity = 3;
+  BlockedWriter blocked(options);
+  auto& [clock, fake, gated, recorder] = blocked;
+  for (int i = 0; i < 5; ++i) recorder.event(objectNamed("q" + std::to_string(i)), EventType::Normal, "JobCreated", "x");
+  // A repeat of a queued event takes no place in the queue, so it is not dropped.
+  recorder.event(objectNamed("q0"), EventType::Normal, "JobCreated", "x");
+  EXPECT_EQ(recorder.dropped(), 2u);
+  gated.open();
+  recorder.flush();
+  EXPECT_EQ(events(fake).size(), 4u);
+}
+
+TEST(EventRecorderTest, DestructionWritesWhatIsQueued) {
+  FakeClock clock;
+  FakeKubeClient fake;
+  {
+    GatedKubeClient gated(fake);
+    KubeEventRecorder recorder(gated, clock, "vto", "pod-1");
+    recorder.event(objectNamed("a"), EventType::Normal, "JobCreated", "x");
+    gated.waitForBlockedWriter();
+    recorder.event(objectNamed("b"), EventType::Normal, "JobCreated", "x");
+    recorder.event(objectNamed("c"), EventType::Normal, "JobCreated", "x");
+    gated.open();
+  }
+  EXPECT_EQ(events(fake).size(), 3u);
+}
+
+TEST(EventRecorderTest, EventsWithTheSameTimestampGetDistinctNames) {
+  FakeClock clock;
+  FakeKubeClient client;
+  KubeEventRecorder recorder(client, clock, "vto", "pod-1");
+  recorder.event(kObject, EventType::Normal, "One", "first");
+  recorder.event(kObject, EventType::Normal, "Two", "second");
+  recorder.flush();
+  EXPECT_EQ(events(client).size(), 2u);
 }
 
 }  // namespace

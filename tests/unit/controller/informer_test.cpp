@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 
@@ -150,6 +151,58 @@ TEST_F(InformerUnitTest, BacksOffOnTheClockWhileTheServerIsDown) {
     ASSERT_TRUE(waitFor([&] { return client.watchedFrom().size() == watches + 1; }, 5s));
   }
   informer.stop();
+}
+
+json withUnreadFields(json object) {
+  object["metadata"]["managedFields"] = json::array({{{"manager", "kubectl"}, {"fieldsV1", {{"f:spec", json::object()}}}}});
+  object["metadata"]["annotations"] = {{"kubectl.kubernetes.io/last-applied-configuration", "{\"spec\": {}}"},
+                                       {"team.example/owner", "ml"}};
+  return object;
+}
+
+TEST_F(InformerUnitTest, CachedObjectsAreStrippedOfWhatVtoNeverReads) {
+  client.setItems(json::array({withUnreadFields(configMap("listed", "5"))}), "10");
+  client.addScript([](auto& onEvent) { onEvent({"ADDED", withUnreadFields(configMap("watched", "11"))}); });
+  Informer informer(client, clock, options());
+  std::atomic<int> notifiedWithManagedFields{0};
+  informer.addHandler([&](const json& o) {
+    if (o["metadata"].contains("managedFields")) ++notifiedWithManagedFields;
+  });
+  informer.start();
+  ASSERT_TRUE(waitFor([&] { return informer.cache().get({"ns", "watched"}).has_value(); }, 5s));
+  for (const char* name : {"listed", "watched"}) {
+    auto cached = *informer.cache().get({"ns", name});
+    EXPECT_FALSE(cached["metadata"].contains("managedFields")) << name;
+    EXPECT_FALSE(cached["metadata"]["annotations"].contains("kubectl.kubernetes.io/last-applied-configuration")) << name;
+    EXPECT_EQ(cached["metadata"]["annotations"]["team.example/owner"], "ml") << "other annotations stay";
+    EXPECT_EQ(cached["metadata"]["resourceVersion"], name == std::string("listed") ? "5" : "11");
+  }
+  EXPECT_EQ(notifiedWithManagedFields, 0) << "handlers see the cached form";
+  informer.stop();
+}
+
+TEST_F(InformerUnitTest, ANullTransformKeepsObjectsWhole) {
+  client.setItems(json::array({withUnreadFields(configMap("listed", "5"))}), "10");
+  auto keepAll = options();
+  keepAll.transform = nullptr;
+  Informer informer(client, clock, keepAll);
+  informer.start();
+  ASSERT_TRUE(waitFor([&] { return informer.hasSynced(); }, 5s));
+  EXPECT_TRUE((*informer.cache().get({"ns", "listed"}))["metadata"].contains("managedFields"));
+  informer.stop();
+}
+
+TEST(StripUnreadFields, DropsAnEmptiedAnnotationMapAndToleratesOddShapes) {
+  json object = {{"metadata", {{"name", "a"},
+                               {"annotations", {{"kubectl.kubernetes.io/last-applied-configuration", "{}"}}}}}};
+  stripUnreadFields(object);
+  EXPECT_EQ(object, (json{{"metadata", {{"name", "a"}}}}));
+  json odd = {{"metadata", "not an object"}};
+  stripUnreadFields(odd);
+  EXPECT_EQ(odd["metadata"], "not an object");
+  json scalar = 3;
+  stripUnreadFields(scalar);
+  EXPECT_EQ(scalar, 3);
 }
 
 }  // namespace

@@ -47,3 +47,26 @@ TEST(ObjectCacheTest, LabelIndexFollowsChanges) {
 
 }  // namespace
 }  // namespace vto::controller
+
+namespace vto::controller {
+namespace {
+
+TEST(ObjectCacheUidIndexTest, FindsAKeyByUidAndForgetsItWithTheObject) {
+  ObjectCache cache;
+  cache.upsert(nlohmann::json{{"metadata", {{"namespace", "a"}, {"name", "x"}, {"uid", "u1"}, {"resourceVersion", "1"}}}});
+  cache.upsert(nlohmann::json{{"metadata", {{"namespace", "b"}, {"name", "y"}, {"uid", "u2"}, {"resourceVersion", "2"}}}});
+  EXPECT_EQ(cache.keyByUid("u1"), (ObjectKey{"a", "x"}));
+  EXPECT_EQ(cache.keyByUid("u2"), (ObjectKey{"b", "y"}));
+  EXPECT_FALSE(cache.keyByUid("u3").has_value());
+  // Re-created under the same name: a new uid, the old one is gone.
+  cache.upsert(nlohmann::json{{"metadata", {{"namespace", "a"}, {"name", "x"}, {"uid", "u9"}, {"resourceVersion", "3"}}}});
+  EXPECT_FALSE(cache.keyByUid("u1").has_value());
+  EXPECT_EQ(cache.keyByUid("u9"), (ObjectKey{"a", "x"}));
+  cache.erase({"a", "x"});
+  EXPECT_FALSE(cache.keyByUid("u9").has_value());
+  cache.replace("", nlohmann::json::array());
+  EXPECT_FALSE(cache.keyByUid("u2").has_value());
+}
+
+}  // namespace
+}  // namespace vto::controller

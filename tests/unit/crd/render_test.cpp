@@ -178,7 +178,7 @@ TEST(Render, HyperparameterTuningJob) {
       - {parameterId: batch, discrete: {values: [32, 64]}}
       - {parameterId: opt, categorical: {values: [adam, sgd]}}
 )");
-  EXPECT_EQ(jobKindOf(run.spec), JobKind::HyperparameterTuningJob);
+  EXPECT_EQ(jobKindOf(run.spec), vertex::JobKind::HyperparameterTuning);
   json body = renderJob(run, 1, "");
   EXPECT_EQ(body["maxTrialCount"], 20);
   EXPECT_EQ(body["parallelTrialCount"], 4);

@@ -84,7 +84,7 @@ const DiscoverySchema& vertexSchema() {
 }
 
 std::string schemaOf(const TrainingRun& run) {
-  return jobKindOf(run.spec) == JobKind::CustomJob ? "GoogleCloudAiplatformV1CustomJob"
+  return jobKindOf(run.spec) == vertex::JobKind::Custom ? "GoogleCloudAiplatformV1CustomJob"
                                                    : "GoogleCloudAiplatformV1HyperparameterTuningJob";
 }
 

@@ -26,7 +26,7 @@ TEST_F(Fixture, ListsEveryPageAndCountsWhatIsNew) {
   crd::DataWatermark status{T0 + std::chrono::seconds(1999), "in/o101999", 0, 0, T0};
   auto poll = pollNewData(gcs, trigger, status, DataState{}, clock);
   ASSERT_TRUE(poll.scan) << poll.error;
-  EXPECT_EQ(gcs.pageCalls, 3);
+  EXPECT_EQ(gcs.listCalls(), 3);
   EXPECT_EQ(poll.scan->listed(), 2500);
   EXPECT_EQ(poll.scan->pendingObjects(), 500);
   EXPECT_EQ(poll.scan->pendingBytes(), 1000);

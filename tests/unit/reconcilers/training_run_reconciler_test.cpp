@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "controller/polling_source.h"
+#include "reconcilers/job_poller.h"
 #include "tests/fakes/clock_fake.h"
 #include "tests/fakes/gcs_fake_client.h"
 #include "tests/fakes/kube_client_fake.h"
@@ -25,45 +27,131 @@ class RecordingEvents final : public controller::EventRecorder {
   std::vector<std::string> reasons, messages;
 };
 
+// Counts checkpoint listings (first pages).
+class CountingGcs final : public vertex::GcsClient {
+ public:
+  explicit CountingGcs(vertex::GcsClient& inner) : inner_(inner) {}
+  vertex::ObjectPage listObjectsPage(const std::string& bucket, const std::string& prefix, const std::string& pageToken,
+                                     const vertex::ListObjectsOptions& options) override {
+    if (pageToken.empty()) ++lists;  // a listing's first page
+    return inner_.listObjectsPage(bucket, prefix, pageToken, options);
+  }
+  std::optional<vertex::GcsObject> getObject(const std::string& bucket, const std::string& name) override {
+    return inner_.getObject(bucket, name);
+  }
+  vertex::GcsObject upload(const std::string& bucket, const std::string& name, const std::string& content,
+                           const std::string& type) override {
+    return inner_.upload(bucket, name, content, type);
+  }
+  void ensureBucket(const std::string& bucket, const std::string& location) override { inner_.ensureBucket(bucket, location); }
+  int lists = 0;
+
+ private:
+  vertex::GcsClient& inner_;
+};
+
+const std::string kUid = "0b7c2a3e-1111-2222-3333-444455556666";
+
 class ReconcilerTest : public ::testing::Test {
  protected:
-  ReconcilerTest() : reconciler(cache, kube, vertex, gcs, jobs, events, clock, options()) {}
+  ReconcilerTest() : reconciler(cache, kube, vertex, countingGcs, jobs, events, clock, options()) {}
 
   static TrainingRunReconcilerOptions options() {
     TrainingRunReconcilerOptions o;
-    o.defaults = {"proj", "us-central1"};
+    o.defaults = {"test-project", "us-central1"};
     return o;
   }
 
   // Creates the run in the fake API server and shows it to the "informer" cache.
-  void apply(const std::string& extraSpec = "") {
+  void apply(const std::string& extraSpec = "", const std::string& name = "r") {
     json run = json::parse(R"({"apiVersion": "vto.dev/v1alpha1", "kind": "TrainingRun",
-      "metadata": {"name": "r", "namespace": "ns", "uid": "0b7c2a3e-1111-2222-3333-444455556666", "generation": 1},
+      "metadata": {"namespace": "ns", "generation": 1},
       "spec": {"trainer": {"container": {"imageUri": "us-docker.pkg.dev/p/r/i:1"}},
                "resources": {"machineType": "n1-standard-4"},
                "baseOutputDirectory": "gs://bucket/r"}})");
+    run["metadata"]["name"] = name;
+    run["metadata"]["uid"] = name == "r" ? kUid : "uid-" + name;
     if (!extraSpec.empty()) run["spec"].merge_patch(json::parse(extraSpec));
     kube.create(trainingRunResource(), "ns", run);
-    sync();
+    sync(name);
   }
   // What an informer would do after our writes.
-  void sync() { cache.upsert(kube.get(trainingRunResource(), "ns", "r")); }
-  controller::Result reconcile() {
-    auto result = reconciler.reconcile({"ns", "r"});
-    sync();
+  void sync(const std::string& name = "r") {
+    try {
+      cache.upsert(kube.get(trainingRunResource(), "ns", name));
+    } catch (const controller::ApiError&) {
+      cache.erase({"ns", name});
+    }
+  }
+  controller::Result reconcile(const std::string& name = "r") {
+    auto result = reconciler.reconcile({"ns", name});
+    sync(name);
     return result;
   }
-  json status() { return kube.get(trainingRunResource(), "ns", "r")["status"]; }
-  std::string currentJob() { return status()["attempts"].back()["jobName"]; }
+  json status(const std::string& name = "r") { return kube.get(trainingRunResource(), "ns", name)["status"]; }
+  std::string currentJob(const std::string& name = "r") { return status(name)["attempts"].back()["jobName"]; }
+  std::string condition(const std::string& type, const std::string& name = "r") {
+    auto current = status(name);  // held: a range-for over a temporary's member would dangle
+    for (const auto& c : current["conditions"]) {
+      if (c["type"] == type) return c["status"].get<std::string>() + "/" + c["reason"].get<std::string>();
+    }
+    return "";
+  }
 
   testing::FakeKubeClient kube;
   controller::ObjectCache cache;
   testing::FakeVertexClient vertex;
   testing::FakeGcsClient gcs;
+  CountingGcs countingGcs{gcs};
   JobCache jobs;
   RecordingEvents events;
   testing::FakeClock clock;
   TrainingRunReconciler reconciler;
+};
+
+// The reconciler with Vertex polling as it runs in `vto run`: a PollingSource over the targets, the
+// JobPoller waking runs by uid through the informer cache's index, all on the fake clock.
+class PolledReconcilerTest : public ReconcilerTest {
+ protected:
+  PolledReconcilerTest()
+      : poller(vertex, jobs, clock, [this](const std::string& uid) {
+          if (auto key = cache.keyByUid(uid)) woken.insert(key->name);
+        }, pollerOptions()),
+        source(clock,
+               [this] {
+                 std::vector<std::string> keys;
+                 for (const auto& [key, target] : targets.current()) keys.push_back(key);
+                 return keys;
+               },
+               [this](const std::string& key) {
+                 auto all = targets.current();
+                 return poller.poll(all.at(key));
+               }) {}
+
+  static JobPollerOptions pollerOptions() {
+    JobPollerOptions o;
+    o.interval = seconds(30);
+    o.fastInterval = seconds(5);
+    o.fullListInterval = seconds(120);
+    return o;
+  }
+  void track(const std::string& name = "r") {
+    targets.update(kube.get(trainingRunResource(), "ns", name), true);
+  }
+  // Moves the clock a second at a time, polling what is due and reconciling the runs it wakes.
+  void runFor(Clock::duration total) {
+    for (auto end = clock.now() + total; clock.now() < end; clock.advance(seconds(1))) {
+      source.pollDue();
+      auto wake = std::move(woken);
+      woken.clear();
+      for (const auto& name : wake) reconcile(name);
+    }
+  }
+
+  PollTargets targets{{"test-project", "us-central1"}};
+  std::set<std::string> woken;
+  JobPoller poller;
+  controller::PollingSource source;
 };
 
 TEST_F(ReconcilerTest, CreatesOneJobWritesItsNameAtOnceAndNeverASecond) {
@@ -85,7 +173,7 @@ TEST_F(ReconcilerTest, CreatesOneJobWritesItsNameAtOnceAndNeverASecond) {
 TEST_F(ReconcilerTest, AdoptsTheJobOfACrashBetweenCreateAndStatusWrite) {
   apply();
   // The job exists in Vertex (labelled for this run and attempt) but status never heard of it.
-  auto orphan = vertex.createJob({"proj", "us-central1"}, vertex::JobKind::Custom,
+  auto orphan = vertex.createJob({"test-project", "us-central1"}, vertex::JobKind::Custom,
                                  {{"displayName", "x"},
                                   {"labels", {{"vto-run-uid", "0b7c2a3e-1111-2222-3333-444455556666"}, {"vto-attempt", "1"}}}});
   reconcile();
@@ -166,6 +254,150 @@ TEST_F(ReconcilerTest, SuspendCancelsAndUnsuspendStartsAttemptTwo) {
   ASSERT_EQ(vertex.createdBodies().size(), 2u);
   EXPECT_EQ(status()["attempts"].size(), 2u);
   EXPECT_EQ(status()["resumes"], 0) << "unsuspending spends no resume budget";
+}
+
+TEST_F(PolledReconcilerTest, AnUpdateStampedBehindTheWatermarkIsStillSeenAndTheRunFinishes) {
+  apply();
+  reconcile();
+  track();
+  ASSERT_EQ(status()["phase"], "Queued");
+  runFor(seconds(3));  // the first poll: a full list, which sets the watermark
+  auto job = currentJob();
+  // Vertex stamps the start a minute behind what the poller has seen (a list is only eventually
+  // consistent; the emulator under load stamps a change with its scheduled time).
+  vertex.setState(job, vertex::JobState::Running, std::nullopt, vertex.lastStamp() - seconds(60));
+  runFor(seconds(60));
+  EXPECT_EQ(status()["phase"], "Queued") << "the changes list alone cannot see it";
+  runFor(seconds(70));  // past the full-list interval
+  EXPECT_EQ(status()["phase"], "Running");
+  // The end, stamped behind too: the full list of unfinished jobs no longer has it, so the job is
+  // read directly.
+  vertex.setState(job, vertex::JobState::Succeeded, std::nullopt, vertex.lastStamp() - seconds(120));
+  runFor(seconds(125));
+  EXPECT_EQ(status()["phase"], "Succeeded");
+  EXPECT_TRUE(events.has("Succeeded"));
+  EXPECT_EQ(vertex.createdBodies().size(), 1u);
+}
+
+TEST_F(PolledReconcilerTest, AFailingTargetShowsOnItsOwnRunsAndNeverBlocksOthers) {
+  apply();
+  apply(R"({"location": "europe-west4"})", "other");
+  reconcile();
+  reconcile("other");
+  track();
+  track("other");
+  vertex.failLocation("projects/test-project/locations/europe-west4",
+                      vertex::ApiError(403, "PERMISSION_DENIED", "Permission 'aiplatform.customJobs.list' denied"));
+  runFor(seconds(3));
+  vertex.setState(currentJob(), vertex::JobState::Running);
+  runFor(seconds(10));
+  EXPECT_EQ(status()["phase"], "Running") << "the healthy target goes on";
+  EXPECT_EQ(condition("Ready"), "");
+  EXPECT_EQ(condition("Ready", "other"), "False/VertexError");
+  EXPECT_NE(status("other")["conditions"].dump().find("aiplatform.customJobs.list"), std::string::npos);
+  // Vertex answers again: the condition goes, the job's change is seen.
+  vertex.failLocation("projects/test-project/locations/europe-west4", std::nullopt);
+  vertex.setState(currentJob("other"), vertex::JobState::Running);
+  runFor(seconds(300));
+  EXPECT_EQ(condition("Ready", "other"), "");
+  EXPECT_EQ(status("other")["phase"], "Running");
+}
+
+TEST_F(PolledReconcilerTest, AfterARestartJobsComeFromTheFirstListNotAGetPerRun) {
+  apply();
+  apply("", "second");
+  reconcile();
+  reconcile("second");
+  track();
+  track("second");
+  vertex.setState(currentJob(), vertex::JobState::Running);
+  vertex.setState(currentJob("second"), vertex::JobState::Running);
+  // A new process: an empty JobCache, a reconciler that leaves missing jobs to the first poll.
+  JobCache restartedJobs;
+  auto restartedOptions = options();
+  restartedOptions.awaitFirstPoll = std::chrono::minutes(1);
+  TrainingRunReconciler restarted(cache, kube, vertex, countingGcs, restartedJobs, events, clock, restartedOptions);
+  JobPoller restartedPoller(vertex, restartedJobs, clock, [this](const std::string& uid) {
+    if (auto key = cache.keyByUid(uid)) woken.insert(key->name);
+  }, pollerOptions());
+  int gets = vertex.getCalls();
+  EXPECT_EQ(restarted.reconcile({"ns", "r"}).requeueAfter, seconds(5));
+  EXPECT_EQ(vertex.getCalls(), gets) << "no GET before the first list";
+  restartedPoller.poll(targets.current().begin()->second);
+  EXPECT_EQ(woken, (std::set<std::string>{"r", "second"}));
+  for (const auto& name : woken) {
+    restarted.reconcile({"ns", name});
+    sync(name);
+  }
+  EXPECT_EQ(status()["phase"], "Running");
+  EXPECT_EQ(status("second")["phase"], "Running");
+  EXPECT_EQ(vertex.getCalls(), gets);
+}
+
+TEST_F(ReconcilerTest, ARunningRunListsCheckpointsAndWritesStatusAtMostOncePerInterval) {
+  apply();
+  reconcile();
+  vertex.setState(currentJob(), vertex::JobState::Running);
+  jobs.erase(currentJob());
+  reconcile();
+  ASSERT_EQ(status()["phase"], "Running");
+  int listsBefore = countingGcs.lists, writesBefore = kube.statusWrites();
+  // Ten minutes of passes every five seconds (the poller, the run's own status writes, resyncs),
+  // with a new checkpoint at each.
+  for (int step = 1; step <= 120; ++step) {
+    gcs.upload("bucket", "r/checkpoints/ckpt-" + std::to_string(step), "x", "application/octet-stream");
+    clock.advance(seconds(5));
+    reconcile();
+    reconcile();  // the pass our own status write triggers
+  }
+  int lists = countingGcs.lists - listsBefore, writes = kube.statusWrites() - writesBefore;
+  EXPECT_LE(lists, 11) << "at most one look per --checkpoint-poll-interval";
+  EXPECT_GE(lists, 9) << "and it does look";
+  EXPECT_LE(writes, lists) << "a status write only for a new checkpoint";
+  EXPECT_NE(status()["lastCheckpoint"]["uri"].get<std::string>().find("ckpt-"), std::string::npos);
+}
+
+TEST_F(ReconcilerTest, AnUnchangedRunIsNotWrittenAgain) {
+  apply();
+  reconcile();
+  int writes = kube.statusWrites();
+  for (int i = 0; i < 5; ++i) reconcile();
+  EXPECT_EQ(kube.statusWrites(), writes);
+}
+
+TEST_F(ReconcilerTest, DeletionCancelsTheJobThenReleasesTheObject) {
+  apply();
+  reconcile();
+  auto job = currentJob();
+  kube.remove(trainingRunResource(), "ns", "r");  // the finalizer holds it: deletionTimestamp only
+  sync();
+  reconcile();
+  EXPECT_EQ(vertex.cancelledNames(), std::vector<std::string>{job});
+  EXPECT_EQ(status()["phase"], "Cancelling");
+  vertex.setState(job, vertex::JobState::Cancelled);
+  reconcile();
+  EXPECT_FALSE(cache.get({"ns", "r"}).has_value()) << "the finalizer went and the object with it";
+}
+
+TEST_F(ReconcilerTest, A403OnCreateFailsTheRunAndStopsRetrying) {
+  apply();
+  vertex.failNextCreate(vertex::ApiError(403, "PERMISSION_DENIED", "Permission denied on resource project test-project."));
+  EXPECT_THROW(reconcile(), controller::TerminalError);
+  EXPECT_EQ(status()["phase"], "Failed");
+  EXPECT_EQ(condition("Submitted"), "False/JobRejected");
+  EXPECT_NE(status()["message"].get<std::string>().find("roles/aiplatform.user"), std::string::npos);
+  EXPECT_TRUE(vertex.createdBodies().empty());
+}
+
+TEST_F(ReconcilerTest, AJobDeletedOutsideVtoFailsTheRunWithoutANewJob) {
+  apply();
+  reconcile();
+  vertex.removeJob(currentJob());
+  jobs.erase(currentJob());
+  reconcile();
+  EXPECT_EQ(status()["phase"], "Failed");
+  EXPECT_EQ(condition("Failed"), "True/JobNotFound") << status().dump();
+  EXPECT_EQ(vertex.createdBodies().size(), 1u);
 }
 
 }  // namespace

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Prints issue 14's target table for each N: vto's figures (operator_bench.cpp's TSV) beside the Go
+peer's (../shared/peer/bench.sh's results.tsv), with each target and whether vto meets it.
+Rows are "N<TAB>operator<TAB>key<TAB>value"."""
+import argparse
+import collections
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--commit", default="?")
+parser.add_argument("--window", type=float, default=120)
+parser.add_argument("vto")
+parser.add_argument("peer", nargs="?")
+args = parser.parse_args()
+
+data = collections.defaultdict(lambda: collections.defaultdict(dict))
+for path in [args.vto] + ([args.peer] if args.peer else []):
+    for line in open(path):
+        n, op, key, value = line.rstrip("\n").split("\t")
+        try:
+            data[int(n)][op][key] = float(value)
+        except ValueError:
+            data[int(n)][op][key] = None  # "timeout", "not all after ..."
+
+
+def get(n, op, key):
+    return data[n].get(op, {}).get(key)
+
+
+def fmt(value, digits=1):
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def verdict(ok):
+    return "–" if ok is None else ("yes" if ok else "**no**")
+
+
+sizes = sorted(data)
+previous = None
+for n in sizes:
+    v = lambda key: get(n, "vto", key)
+    p = lambda key: get(n, "peer", key)
+    per_run = lambda value: None if value is None else value / n
+    rows = []
+
+    def row(label, vto, peer, target, ok, digits=1):
+        rows.append(f"| {label} | {fmt(peer, digits)} | {fmt(vto, digits)} | {target} | {verdict(ok)} |")
+
+    def cmp(a, b, factor):
+        return None if a is None or b is None else a <= b * factor
+
+    row("time until every run has a job, s", v("submit_seconds"), p("submit_seconds"), "≤ the peer's",
+        cmp(v("submit_seconds"), p("submit_seconds"), 1))
+    row("operator CPU to submit, s", v("submit_cpu"), p("submit_cpu"), "≤ ½ the peer's", cmp(v("submit_cpu"), p("submit_cpu"), 0.5), 2)
+    row("peak RSS, MiB", v("peak_rss"), p("peak_rss"), "≤ ½ the peer's", cmp(v("peak_rss"), p("peak_rss"), 0.5))
+    if previous is not None:
+        def kib_per_run(op):
+            a, b = get(previous, op, "peak_rss"), get(n, op, "peak_rss")
+            return None if a is None or b is None else (b - a) * 1024 / (n - previous)
+        vk, pk = kib_per_run("vto"), kib_per_run("peer")
+        row(f"peak RSS per extra run ({previous} → {n}), KiB", vk, pk, "≤ 8 KiB", None if vk is None else vk <= 8)
+    row(f"steady state ({args.window:.0f} s, every job running): CPU, s", v("steady_cpu"), p("steady_cpu"), "≤ ¼ the peer's",
+        cmp(v("steady_cpu"), p("steady_cpu"), 0.25), 2)
+    row("steady state: Vertex reads", v("steady_vertex"), p("steady_vertex"),
+        "≤ changed jobs / page + 1 per location per round", None, 0)
+    row("steady state: API server writes (trainingruns + events)", v("steady_api_writes"), None,
+        "0 without a real change", None if v("steady_api_writes") is None else v("steady_api_writes") == 0, 0)
+    row("steady state: API server requests, all verbs (trainingruns + events)", v("steady_api"), p("steady_api"), "–", None, 0)
+    gcs_per_min = lambda value: None if value is None else value * 60 / args.window
+    row("GCS checkpoint lists per minute", gcs_per_min(v("steady_gcs_lists")), gcs_per_min(p("steady_gcs_lists")),
+        "≤ 200/min (a flag)", None if v("steady_gcs_lists") is None else gcs_per_min(v("steady_gcs_lists")) <= 200, 0)
+    row("API server requests per run at submit", per_run(v("submit_api")), per_run(p("submit_api")), "≤ 3",
+        None if v("submit_api") is None else v("submit_api") / n <= 3, 2)
+    row("cold start to every run reconciled once, s", v("cold_start_seconds"), None, "≤ 20 s",
+        None if v("cold_start_seconds") is None or v("cold_start_seconds") < 0 else v("cold_start_seconds") <= 20)
+    row("Vertex requests per run at submit", per_run(v("submit_vertex")), per_run(p("submit_vertex")), "–", None, 2)
+    row("TCP connections to Vertex closed in the window's last 60 s", v("steady_vertex_conns"), p("steady_vertex_conns"), "–", None, 0)
+    row("time until every run says Running, s", v("running_seconds"), p("running_seconds"), "–", None)
+    row("operator threads", v("threads"), p("threads"), "–", None, 0)
+    row("Events dropped by a full queue (vto, from its log)", v("event_drops"), None, "–", None, 0)
+    row("409 conflicts / reconcile errors (vto)", v("conflicts_409"), p("conflicts_409"), "–", None, 0)
+    row("load average (1 min) when the stack started", v("load_before"), p("load_before"), "–", None, 2)
+
+    print(f"\n### {n} TrainingRuns (vto {args.commit})\n")
+    print("| figure | Go peer | vto | target | met |")
+    print("|---|---|---|---|---|")
+    print("\n".join(rows))
+    previous = n

@@ -1,0 +1,495 @@
+// decide() as tables: each row is what observe saw (a run, its job, a checkpoint, a Vertex error, the
+// clock) and what the plan must say (phase, actions, Events, requeue). No fakes: decide is pure.
+#include "reconcilers/training_run_decide.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "controller/time_format.h"
+#include "vertex/json_codec.h"
+
+namespace vto::reconcilers {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+using vertex::JobState;
+
+const Clock::time_point T0 = vertex::parseTimestamp("2026-03-01T12:00:00Z");
+const std::string kJob = "projects/test-project/locations/us-central1/customJobs/7";
+
+crd::TrainingRun runWith(const std::string& extraSpec = "") {
+  json object = json::parse(R"({"apiVersion": "vto.dev/v1alpha1", "kind": "TrainingRun",
+    "metadata": {"name": "r", "namespace": "ns", "uid": "u-1", "generation": 1, "resourceVersion": "5"},
+    "spec": {"trainer": {"container": {"imageUri": "us-docker.pkg.dev/p/r/i:1"}},
+             "resources": {"machineType": "n1-standard-4"},
+             "baseOutputDirectory": "gs://bucket/r"}})");
+  if (!extraSpec.empty()) object["spec"].merge_patch(json::parse(extraSpec));
+  return crd::decodeTrainingRun(object);
+}
+
+CachedJob jobIn(JobState state, std::optional<vertex::RpcStatus> error = std::nullopt) {
+  CachedJob job;
+  job.name = kJob;
+  job.state = state;
+  job.createTime = T0 - seconds(600);
+  if (state != JobState::Queued && state != JobState::Pending) job.startTime = T0 - seconds(500);
+  if (vertex::isTerminal(state)) job.endTime = T0 - seconds(10);
+  job.error = std::move(error);
+  job.readAt = T0;
+  return job;
+}
+
+// A run whose attempt 1 was submitted as kJob and last seen in `phase`.
+Observed submitted(crd::Phase phase, const std::string& extraSpec = "") {
+  Observed o;
+  o.now = T0;
+  o.run = runWith(extraSpec);
+  o.metadata = o.run->metadata;
+  o.defaults = {"test-project", "us-central1"};
+  o.hasFinalizer = true;
+  o.statusStored = true;
+  o.status.observedGeneration = 1;
+  o.status.phase = phase;
+  o.status.attempts = {crd::Attempt{1, kJob, "", "", "", "", "", ""}};
+  o.status.attemptCount = 1;
+  o.status.startTime = controller::rfc3339(T0 - seconds(600));
+  return o;
+}
+
+Observed fresh() {
+  auto o = submitted(crd::Phase::Pending);
+  o.hasFinalizer = false;
+  o.statusStored = false;
+  o.status = {};
+  return o;
+}
+
+std::vector<std::string> reasons(const Plan& plan) {
+  std::vector<std::string> out;
+  for (const auto& e : plan.events) out.push_back(e.reason);
+  return out;
+}
+
+std::string conditionReason(const crd::TrainingRunStatus& status, const std::string& type) {
+  for (const auto& c : status.conditions) {
+    if (c.type == type) return c.status + "/" + c.reason;
+  }
+  return "";
+}
+
+struct Row {
+  std::string name;
+  std::function<Observed()> observed;
+  std::optional<crd::Phase> phase;  // nullopt: no status write expected
+  std::vector<std::string> events;
+  std::function<void(const Plan&)> check = [](const Plan&) {};
+};
+
+void runTable(const std::vector<Row>& rows) {
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.name);
+    auto o = row.observed();
+    auto plan = decide(o);
+    if (row.phase) {
+      ASSERT_TRUE(plan.status.has_value());
+      EXPECT_EQ(crd::enumName(*plan.status->phase, crd::phaseNames()), crd::enumName(*row.phase, crd::phaseNames()))
+          << plan.status->message;
+    } else {
+      EXPECT_FALSE(plan.status.has_value());
+    }
+    EXPECT_EQ(reasons(plan), row.events);
+    row.check(plan);
+  }
+}
+
+TEST(DecideTest, PhaseTransitionsFollowTheJob) {
+  runTable({
+      {"a new run gets the finalizer and a job", fresh, crd::Phase::Submitted, {},
+       [](const Plan& p) {
+         EXPECT_TRUE(p.addFinalizer);
+         ASSERT_TRUE(p.createJob.has_value());
+         EXPECT_EQ(p.createJob->attempt, 1);
+         EXPECT_EQ(p.createJob->where.project, "test-project");
+         EXPECT_EQ(p.createJob->kind, vertex::JobKind::Custom);
+         EXPECT_EQ(p.createJob->resumeFrom, "");
+       }},
+      {"queued",
+       [] {
+         auto o = submitted(crd::Phase::Submitted);
+         o.job = jobIn(JobState::Queued);
+         return o;
+       },
+       crd::Phase::Queued, {"JobQueued"},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.createJob.has_value());
+         EXPECT_EQ(conditionReason(*p.status, "Running"), "False/JobQueued");
+         EXPECT_EQ(p.requeueAfter, std::chrono::minutes(5));
+       }},
+      {"pending is queued too",
+       [] {
+         auto o = submitted(crd::Phase::Submitted);
+         o.job = jobIn(JobState::Pending);
+         return o;
+       },
+       crd::Phase::Queued, {"JobQueued"}},
+      {"running",
+       [] {
+         auto o = submitted(crd::Phase::Queued);
+         o.job = jobIn(JobState::Running);
+         return o;
+       },
+       crd::Phase::Running, {"JobRunning"},
+       [](const Plan& p) {
+         EXPECT_EQ(conditionReason(*p.status, "Running"), "True/JobRunning");
+         EXPECT_EQ(p.status->job->state, "JOB_STATE_RUNNING");
+         EXPECT_EQ(p.status->job->id, "7");
+       }},
+      {"succeeded",
+       [] {
+         auto o = submitted(crd::Phase::Running);
+         o.job = jobIn(JobState::Succeeded);
+         return o;
+       },
+       crd::Phase::Succeeded, {"Succeeded"},
+       [](const Plan& p) {
+         EXPECT_TRUE(p.finished);
+         EXPECT_EQ(p.status->completionTime, controller::rfc3339(T0 - seconds(10)));
+         EXPECT_EQ(conditionReason(*p.status, "Succeeded"), "True/JobSucceeded");
+       }},
+      {"a user error fails without resuming",
+       [] {
+         auto o = submitted(crd::Phase::Running);
+         o.job = jobIn(JobState::Failed, vertex::RpcStatus{3, "The replica exited with a non-zero status of 1."});
+         o.checkpointListed = true;
+         return o;
+       },
+       crd::Phase::Failed, {"Failed"},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.createJob.has_value());
+         EXPECT_EQ(p.status->attempts[0].failureClass, "UserError");
+         EXPECT_EQ(conditionReason(*p.status, "Failed"), "True/JobFailed");
+       }},
+      {"cancelled outside vto",
+       [] {
+         auto o = submitted(crd::Phase::Running);
+         o.job = jobIn(JobState::Cancelled);
+         return o;
+       },
+       crd::Phase::Cancelled, {"Cancelled"}},
+      {"cancelling is looked at soon",
+       [] {
+         auto o = submitted(crd::Phase::Running);
+         o.job = jobIn(JobState::Cancelling);
+         return o;
+       },
+       crd::Phase::Cancelling, {}, [](const Plan& p) { EXPECT_EQ(p.requeueAfter, seconds(2)); }},
+  });
+}
+
+TEST(DecideTest, FailuresResumeFromTheNewestCheckpointWithinTheBudget) {
+  auto preempted = [](int resumes, Clock::duration sinceFailure) {
+    auto o = submitted(crd::Phase::Running, R"({"checkpointing": {"resumeBackoff": "30s", "maxResumes": 2}})");
+    o.status.resumes = resumes;
+    o.job = jobIn(JobState::Failed, vertex::RpcStatus{14, "The VM was preempted."});
+    o.job->endTime = T0 - sinceFailure;
+    return o;
+  };
+  runTable({
+      {"within the backoff: Resuming, back when it has passed", [&] { return preempted(0, seconds(10)); },
+       crd::Phase::Resuming, {"Resuming"},
+       [](const Plan& p) {
+         EXPECT_EQ(p.requeueAfter, seconds(20));
+         EXPECT_FALSE(p.createJob.has_value());
+         EXPECT_EQ(conditionReason(*p.status, "Failed"), "False/Resuming");
+       }},
+      {"after the backoff: attempt 2 from the checkpoint",
+       [&] {
+         auto o = preempted(0, seconds(30));
+         o.checkpointListed = true;
+         o.checkpoint = Checkpoint{"gs://bucket/r/checkpoints/ckpt-10", "2026-03-01T11:59:00Z"};
+         return o;
+       },
+       crd::Phase::Submitted, {"Resumed"},
+       [](const Plan& p) {
+         ASSERT_TRUE(p.createJob.has_value());
+         EXPECT_EQ(p.createJob->attempt, 2);
+         EXPECT_EQ(p.createJob->resumeFrom, "gs://bucket/r/checkpoints/ckpt-10");
+         EXPECT_EQ(p.status->resumes, 1);
+         EXPECT_EQ(p.status->attemptCount, 2);
+         EXPECT_EQ(p.status->lastCheckpoint->uri, "gs://bucket/r/checkpoints/ckpt-10");
+         EXPECT_EQ(p.resumedAfter, "Preemption");
+       }},
+      {"the checkpoint listing failed: retried, never guessed",
+       [&] { return preempted(0, seconds(30)); }, std::nullopt, {},
+       [](const Plan& p) {
+         EXPECT_TRUE(p.retry.has_value());
+         EXPECT_FALSE(p.createJob.has_value());
+       }},
+      {"the budget is spent",
+       [&] {
+         auto o = preempted(2, seconds(3600));
+         o.checkpointListed = true;
+         return o;
+       },
+       crd::Phase::Failed, {"ResumeBudgetExhausted", "Failed"},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.createJob.has_value());
+         EXPECT_EQ(conditionReason(*p.status, "Failed"), "True/ResumeBudgetExhausted");
+         EXPECT_TRUE(p.finished);
+       }},
+  });
+}
+
+TEST(DecideTest, VertexErrorsBecomeConditions) {
+  runTable({
+      {"the job was deleted outside vto",
+       [] {
+         auto o = submitted(crd::Phase::Running);
+         o.jobNotFound = true;
+         return o;
+       },
+       crd::Phase::Failed, {"Failed"},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.createJob.has_value()) << "never replaced silently";
+         EXPECT_EQ(conditionReason(*p.status, "Failed"), "True/JobNotFound");
+       }},
+      {"403 reading the job: what we know stays, the reason is shown",
+       [] {
+         auto o = submitted(crd::Phase::Running);
+         o.vertexUnavailable = VertexFailure{403, "reading " + kJob + ": PERMISSION_DENIED"};
+         return o;
+       },
+       crd::Phase::Running, {},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.createJob.has_value());
+         EXPECT_EQ(conditionReason(*p.status, "Ready"), "False/VertexError");
+       }},
+      {"just started: the first poll will bring the job",
+       [] {
+         auto o = submitted(crd::Phase::Running);
+         o.awaitingFirstPoll = true;
+         return o;
+       },
+       crd::Phase::Running, {},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.createJob.has_value());
+         EXPECT_EQ(p.requeueAfter, seconds(5));
+       }},
+      {"a failing poll target while the job is known",
+       [] {
+         auto o = submitted(crd::Phase::Running);
+         o.job = jobIn(JobState::Running);
+         o.vertexUnavailable = VertexFailure{503, "polling Vertex AI jobs in projects/test-project/locations/us-central1: UNAVAILABLE"};
+         return o;
+       },
+       crd::Phase::Running, {}, [](const Plan& p) { EXPECT_EQ(conditionReason(*p.status, "Ready"), "False/VertexError"); }},
+      {"403 on create: Failed, terminal, with the fix",
+       [] {
+         auto o = fresh();
+         o.createRejected = VertexFailure{403, "Permission denied on resource project test-project."};
+         return o;
+       },
+       crd::Phase::Failed, {"Failed"},
+       [](const Plan& p) {
+         EXPECT_TRUE(p.terminal.has_value());
+         EXPECT_NE(p.status->message.find("roles/aiplatform.user"), std::string::npos);
+         EXPECT_EQ(conditionReason(*p.status, "Submitted"), "False/JobRejected");
+       }},
+      {"404 on create (no such project): Failed, terminal",
+       [] {
+         auto o = fresh();
+         o.createRejected = VertexFailure{404, "Project test-project not found."};
+         return o;
+       },
+       crd::Phase::Failed, {"Failed"}, [](const Plan& p) { EXPECT_TRUE(p.terminal.has_value()); }},
+  });
+  // Once Vertex answers again the condition goes.
+  auto o = submitted(crd::Phase::Running);
+  o.job = jobIn(JobState::Running);
+  o.status.conditions.push_back(crd::Condition{"Ready", "False", "VertexError", "x", "", 1});
+  auto plan = decide(o);
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ(conditionReason(*plan.status, "Ready"), "");
+}
+
+TEST(DecideTest, DeletionFollowsTheDeletionPolicy) {
+  auto deleting = [](const std::string& spec, std::optional<JobState> state) {
+    auto o = submitted(crd::Phase::Running, spec);
+    o.metadata.deletionTimestamp = "2026-03-01T11:59:59Z";
+    o.run->metadata.deletionTimestamp = o.metadata.deletionTimestamp;
+    if (state) o.job = jobIn(*state);
+    return o;
+  };
+  runTable({
+      {"Cancel: the running job is cancelled first", [&] { return deleting("", JobState::Running); },
+       crd::Phase::Cancelling, {"CancellingJob"},
+       [](const Plan& p) {
+         EXPECT_EQ(p.cancelJob, kJob);
+         EXPECT_FALSE(p.removeFinalizer);
+         EXPECT_EQ(p.requeueAfter, seconds(2));
+       }},
+      {"Cancel: while cancelling, wait", [&] { return deleting("", JobState::Cancelling); }, crd::Phase::Cancelling, {},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.cancelJob.has_value());
+         EXPECT_FALSE(p.removeFinalizer);
+       }},
+      {"Cancel: the job ended, the object goes", [&] { return deleting("", JobState::Cancelled); }, std::nullopt, {},
+       [](const Plan& p) { EXPECT_TRUE(p.removeFinalizer); }},
+      {"Orphan: the job runs on, the object goes", [&] { return deleting(R"({"deletionPolicy": "Orphan"})", JobState::Running); },
+       std::nullopt, {},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.cancelJob.has_value());
+         EXPECT_TRUE(p.removeFinalizer);
+       }},
+      {"no finalizer: nothing to do",
+       [&] {
+         auto o = deleting("", JobState::Running);
+         o.hasFinalizer = false;
+         return o;
+       },
+       std::nullopt, {},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.cancelJob.has_value());
+         EXPECT_FALSE(p.removeFinalizer);
+       }},
+  });
+}
+
+TEST(DecideTest, AFinishedRunWaitsForItsTtlThenIsDeleted) {
+  auto finishedAgo = [](Clock::duration ago) {
+    auto o = submitted(crd::Phase::Succeeded, R"({"ttlSecondsAfterFinished": 100})");
+    o.status.completionTime = controller::rfc3339(T0 - ago);
+    return o;
+  };
+  auto early = decide(finishedAgo(seconds(40)));
+  EXPECT_FALSE(early.deleteRun);
+  EXPECT_EQ(early.requeueAfter, seconds(60));
+  EXPECT_FALSE(early.createJob.has_value());
+  auto due = decide(finishedAgo(seconds(100)));
+  EXPECT_TRUE(due.deleteRun);
+}
+
+TEST(DecideTest, SuspensionCancelsAndUnsuspensionStartsTheNextAttempt) {
+  runTable({
+      {"suspend: cancel the running job",
+       [] {
+         auto o = submitted(crd::Phase::Running, R"({"suspend": true})");
+         o.job = jobIn(JobState::Running);
+         return o;
+       },
+       crd::Phase::Cancelling, {"Suspending"},
+       [](const Plan& p) {
+         EXPECT_EQ(p.cancelJob, kJob);
+         EXPECT_EQ(p.status->attempts[0].message, "cancelled by vto: the run was suspended");
+       }},
+      {"suspend: once cancelled, Suspended",
+       [] {
+         auto o = submitted(crd::Phase::Cancelling, R"({"suspend": true})");
+         o.status.attempts[0].message = "cancelled by vto: the run was suspended";
+         o.job = jobIn(JobState::Cancelled);
+         return o;
+       },
+       crd::Phase::Suspended, {"Suspended"},
+       [](const Plan& p) { EXPECT_EQ(conditionReason(*p.status, "Running"), "False/Suspended"); }},
+      {"suspended before any job: no job",
+       [] {
+         auto o = fresh();
+         o.run = runWith(R"({"suspend": true})");
+         return o;
+       },
+       crd::Phase::Suspended, {"Suspended"}, [](const Plan& p) { EXPECT_FALSE(p.createJob.has_value()); }},
+      {"unsuspend: attempt 2, no resume budget spent",
+       [] {
+         auto o = submitted(crd::Phase::Suspended);
+         o.status.attempts[0].message = "cancelled by vto: the run was suspended";
+         o.job = jobIn(JobState::Cancelled);
+         o.checkpointListed = true;
+         return o;
+       },
+       crd::Phase::Submitted, {"Resumed"},
+       [](const Plan& p) {
+         ASSERT_TRUE(p.createJob.has_value());
+         EXPECT_EQ(p.createJob->attempt, 2);
+         EXPECT_EQ(p.status->resumes, 0);
+       }},
+  });
+}
+
+TEST(DecideTest, InvalidRunsGetAConditionAndAnEventButNoJob) {
+  runTable({
+      {"a decode failure",
+       [] {
+         auto o = fresh();
+         o.run.reset();
+         o.decodeError = "spec.resources.acceleratorCount: must be an integer";
+         return o;
+       },
+       crd::Phase::Invalid, {"InvalidSpec"},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.createJob.has_value());
+         EXPECT_FALSE(p.addFinalizer);
+         EXPECT_EQ(conditionReason(*p.status, "Valid"), "False/SpecInvalid");
+         EXPECT_EQ(p.requeueAfter, Clock::duration::zero());
+       }},
+      {"a spec that fails validation",
+       [] {
+         auto o = fresh();
+         o.run = runWith(R"({"trainer": {"container": {"imageUri": "gcr.io/p/i:1"}}})");
+         return o;
+       },
+       crd::Phase::Invalid, {"InvalidSpec"}, [](const Plan& p) { EXPECT_FALSE(p.createJob.has_value()); }},
+      {"no project or location anywhere: terminal",
+       [] {
+         auto o = fresh();
+         o.defaults = {};
+         return o;
+       },
+       crd::Phase::Invalid, {"InvalidSpec"}, [](const Plan& p) { EXPECT_TRUE(p.terminal.has_value()); }},
+  });
+}
+
+TEST(DecideTest, StatusUnchangedMeansNoWriteAndNoEvent) {
+  auto o = submitted(crd::Phase::Queued);
+  o.job = jobIn(JobState::Running);
+  auto first = decide(o);
+  ASSERT_TRUE(first.status.has_value());
+  // The next pass sees what the first wrote, and the same job, later.
+  o.status = *first.status;
+  o.now = T0 + seconds(30);
+  auto second = decide(o);
+  EXPECT_FALSE(second.status.has_value()) << "nothing changed: no status write";
+  EXPECT_TRUE(second.events.empty());
+  EXPECT_FALSE(second.createJob.has_value());
+  EXPECT_FALSE(second.addFinalizer);
+}
+
+TEST(DecideTest, ARunningRunComesBackWhenItsNextCheckpointLookIsDue) {
+  auto o = submitted(crd::Phase::Running);
+  o.job = jobIn(JobState::Running);
+  o.nextCheckpointAt = T0 + seconds(45);
+  EXPECT_EQ(decide(o).requeueAfter, seconds(45));
+  o.checkpoint = Checkpoint{"gs://bucket/r/checkpoints/ckpt-3", "2026-03-01T11:59:00Z"};
+  auto plan = decide(o);
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ(plan.status->lastCheckpoint->uri, "gs://bucket/r/checkpoints/ckpt-3");
+}
+
+TEST(DecideTest, ACreatedJobIsRecordedAtOnceWithItsState) {
+  auto o = fresh();
+  auto plan = decide(o);
+  ASSERT_TRUE(plan.createJob.has_value());
+  auto created = jobIn(JobState::Queued);
+  auto recorded = recordCreatedJob(o, plan, created, false);
+  ASSERT_TRUE(recorded.status.has_value());
+  EXPECT_EQ(recorded.status->attempts[0].jobName, kJob);
+  EXPECT_EQ(recorded.status->job->name, kJob);
+  EXPECT_EQ(crd::enumName(*recorded.status->phase, crd::phaseNames()), "Queued");
+  EXPECT_EQ(reasons(recorded), (std::vector<std::string>{"JobCreated"})) << "one Event per run at submission";
+  auto adopted = recordCreatedJob(o, plan, created, true);
+  EXPECT_TRUE(adopted.events.empty()) << "an adopted job was not created now";
+}
+
+}  // namespace
+}  // namespace vto::reconcilers
