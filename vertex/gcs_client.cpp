@@ -123,7 +123,9 @@ ObjectPage RestGcsClient::listObjectsPage(const std::string& bucket, const std::
   auto body = parseObjectBody(response);
   ObjectPage page;
   if (auto items = body.find("items"); items != body.end() && items->is_array()) {
-    for (const auto& item : *items) page.objects.push_back(decodeObject(item));
+    for (const auto& item : *items) {
+      if (item.is_object()) page.objects.push_back(decodeObject(item));  // a stray non-object names nothing
+    }
   }
   if (auto prefixes = body.find("prefixes"); prefixes != body.end() && prefixes->is_array()) {
     for (const auto& p : *prefixes) {

@@ -209,8 +209,8 @@ Exchange exchange(Stream& stream, Connection& connection, const http::request<ht
     http::async_read_header(stream, connection.buffer, parser, [&](beast::error_code headerError, size_t bytes) {
       result.error = headerError;
       result.responseStarted = bytes > 0;
+      if (parser.is_header_done() && parser.content_length()) result.declaredLength = *parser.content_length();
       if (headerError) return;
-      if (parser.content_length()) result.declaredLength = *parser.content_length();
       // Boost 1.74's parser does not hold a declared Content-Length to body_limit: check it here.
       if (parser.content_length() && *parser.content_length() > maxBody) {
         result.error = http::error::body_limit;

@@ -113,7 +113,7 @@ TEST(PooledHttpTransport, ARequestsOwnSmallerLimitApplies) {
     transport.send(request);
     FAIL() << "expected a TransportError";
   } catch (const TransportError& error) {
-    EXPECT_NE(std::string(error.what()).find("the answer has 1000 bytes, more than the 100 allowed"), std::string::npos)
+    EXPECT_NE(std::string(error.what()).find("more than the 100 allowed"), std::string::npos)
         << error.what();
   }
   request.maxBodyBytes = 2000;
