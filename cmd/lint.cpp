@@ -15,7 +15,8 @@ namespace vto::cmd {
 int lint(const Args& args) {
   Flags flags("lint",
               "Checks TrainingRun and RetrainingPolicy manifests (YAML or JSON, several documents per file) with\n"
-              "the same rules as the operator, without a cluster. Prints one line per finding:\n\n"
+              "the same rules as the operator, without a cluster. Prints every finding of a document at once\n"
+              "(fields that do not decode and broken rules alike), in path order, one line each:\n\n"
               "  ERROR spec.distribution.workerCount: MirroredStrategy uses the GPUs of one machine; ...\n"
               "  WARNING spec.trainer.container.env[0].name: TF_CONFIG is set by Vertex AI ...\n\n"
               "A finding of a file with several documents ends with the document it is about. Exit status: 0\n"

@@ -36,7 +36,6 @@
 #include "vertex/gcs_client.h"
 #include "vertex/prometheus_client.h"
 #include "vertex/http_transport.h"
-#include "vertex/sleeper.h"
 #include "vertex/vertex_client.h"
 
 namespace vto::cmd {
@@ -47,7 +46,7 @@ Flags runFlags() {
       {"kubeconfig", 0, "", "kubeconfig file; default $KUBECONFIG, then the in-cluster service account"},
       {"namespace", 0, "", "watch only this namespace (repeatable; default all namespaces)", false, true},
       {"vertex-endpoint", 0, "", "Vertex AI base URL (default https://LOCATION-aiplatform.googleapis.com)"},
-      {"allow-insecure-endpoints", 0, "false", "allow plain http to a non-loopback Vertex endpoint", true},
+      {"allow-insecure-endpoints", 0, "false", "allow plain http (credentials in the clear) to a non-loopback Kubernetes, Vertex or GCS endpoint", true},
       {"gcs-endpoint", 0, "", "Cloud Storage base URL (default $STORAGE_EMULATOR_HOST, else storage.googleapis.com)"},
       {"default-project", 0, "", "GCP project for TrainingRuns that name none"},
       {"default-location", 0, "", "Vertex AI location for TrainingRuns that name none"},
@@ -110,7 +109,7 @@ int run(const Args& args) {
   if (!flags.get("clock-offset-file").empty()) fileClock.emplace(flags.get("clock-offset-file"));
   const Clock& clock = fileClock ? static_cast<const Clock&>(*fileClock) : realClock;
   auto registry = std::make_shared<prometheus::Registry>();
-  auto restConfig = controller::resolveRestConfig(flags.get("kubeconfig"));
+  auto restConfig = controller::resolveRestConfig(flags.get("kubeconfig"), flags.getBool("allow-insecure-endpoints"));
 
   controller::ManagerOptions managerOptions;
   managerOptions.metricsBindAddress = flags.get("metrics-bind-address");
@@ -126,7 +125,6 @@ int run(const Args& args) {
 
   vertex::CppRestTransport http;
   auto tokens = vertex::defaultTokenSource(http, clock);
-  vertex::RealSleeper sleeper;
   vertex::VertexClientOptions vertexOptions;
   vertexOptions.endpoint = flags.get("vertex-endpoint");
   vertexOptions.allowInsecure = flags.getBool("allow-insecure-endpoints");
@@ -160,10 +158,10 @@ int run(const Args& args) {
   vertex::ObservedTransport gcsHttp(http, clock, gcsRequests, vertex::gcsMethodOf);
   vertexOptions.observer = &vertexRequests;
   // --- end observability ---
-  vertex::RestVertexClient vertexClient(vertexHttp, *tokens, clock, sleeper, vertexOptions);
+  vertex::RestVertexClient vertexClient(vertexHttp, *tokens, clock, vertexOptions);
   auto gcsFlag = flags.get("gcs-endpoint");
   vertex::RestGcsClient gcs(gcsHttp, vertex::gcsEndpoint(gcsFlag.empty() ? std::nullopt : std::optional(gcsFlag)),
-                            tokens.get());
+                            tokens.get(), vertexOptions.allowInsecure);
   metrics::TrainingRunMetrics trainingRunMetrics(*registry);
 
   controller::InformerOptions informerOptions;

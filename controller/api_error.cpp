@@ -11,8 +11,8 @@ std::string describe(const Status& status) {
 
 }  // namespace
 
-ApiError::ApiError(Status status, std::optional<std::chrono::seconds> retryAfter)
-    : std::runtime_error(describe(status)), status_(std::move(status)), retryAfter_(retryAfter) {}
+ApiError::ApiError(Status status, std::optional<std::chrono::milliseconds> retryAfter)
+    : RetryableError(describe(status), retryAfter), status_(std::move(status)) {}
 
 bool ApiError::isRetryable() const {
   int code = status_.code;

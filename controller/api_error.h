@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "base/retryable_error.h"
+
 namespace vto::controller {
 
 // metav1.Status as the API server returns it with a failed request.
@@ -17,23 +19,22 @@ struct Status {
   nlohmann::json details;  // name, kind, causes[]
 };
 
-class ApiError : public std::runtime_error {
+// A RetryableError like the Vertex and GCS clients' errors: the work queue backs off on all of them
+// the same way, honouring retryAfter().
+class ApiError : public RetryableError {
  public:
-  ApiError(Status status, std::optional<std::chrono::seconds> retryAfter = std::nullopt);
+  ApiError(Status status, std::optional<std::chrono::milliseconds> retryAfter = std::nullopt);
   const Status& status() const { return status_; }
-  // Set from the Retry-After header of a 429 (or 503).
-  std::optional<std::chrono::seconds> retryAfter() const { return retryAfter_; }
 
   bool isNotFound() const { return status_.code == 404; }
   bool isAlreadyExists() const { return status_.code == 409 && status_.reason == "AlreadyExists"; }
   bool isConflict() const { return status_.code == 409 && status_.reason != "AlreadyExists"; }
   // 410 Gone: the resourceVersion a watch or list asked for has been compacted away.
   bool isGone() const { return status_.code == 410; }
-  bool isRetryable() const;
+  bool isRetryable() const override;
 
  private:
   Status status_;
-  std::optional<std::chrono::seconds> retryAfter_;
 };
 
 // Builds a Status from a response body (a Status object when the server sent one) and its code.

@@ -80,10 +80,11 @@ bool Controller::processNext() {
                   key->str(), error.what());
     queue_.forget(*key);
     finish(*key, ReconcileOutcome::Error, started);
-  } catch (const ApiError& error) {
-    // A throttled API server says when to come back: never sooner than that.
+  } catch (const RetryableError& error) {
+    // Any remote API (kube, Vertex, GCS, the client's own quota pacer) may say when to come back:
+    // never sooner than that. Clients do not retry by themselves; this is the one backoff layer.
     spdlog::warn("controller {}: {}: {} (retrying with backoff)", name_, key->str(), error.what());
-    queue_.addRateLimited(*key, error.retryAfter().value_or(std::chrono::seconds(0)));
+    queue_.addRateLimited(*key, error.retryAfter().value_or(std::chrono::milliseconds(0)));
     finish(*key, ReconcileOutcome::Error, started);
   } catch (const std::exception& error) {
     spdlog::warn("controller {}: {}: {} (retrying with backoff)", name_, key->str(), error.what());

@@ -67,7 +67,7 @@ struct RestKubeClient::Impl {
     cfg.set_validate_certificates(!config.insecureSkipTlsVerify);
     auto ca = config.caPem, cert = config.clientCertPem, key = config.clientKeyPem;
     cfg.set_ssl_context_callback([ca, cert, key](boost::asio::ssl::context& ctx) {
-      if (!ca.empty()) ctx.add_certificate_authority(boost::asio::buffer(ca));
+      if (!ca.empty()) trustOnlyClusterCa(ctx, ca);
       if (!cert.empty()) {
         ctx.use_certificate_chain(boost::asio::buffer(cert));
         ctx.use_private_key(boost::asio::buffer(key), boost::asio::ssl::context::pem);
@@ -104,14 +104,11 @@ struct RestKubeClient::Impl {
     if (metrics) metrics->requestDone(code, method, host);
   }
 
-  static std::optional<std::chrono::seconds> retryAfter(const http::http_response& response) {
+  static std::optional<std::chrono::milliseconds> retryAfter(const http::http_response& response) {
     auto header = response.headers().find("Retry-After");
     if (header == response.headers().end()) return std::nullopt;
-    try {
-      return std::chrono::seconds(std::stoi(header->second));
-    } catch (const std::exception&) {
-      return std::nullopt;  // an HTTP date instead of seconds: fall back to our own backoff
-    }
+    // Clamped; an HTTP date or garbage falls back to our own backoff.
+    return parseRetryAfterSeconds(header->second);
   }
 
   [[noreturn]] static void throwTransport(const std::exception& error, const std::string& what) {
@@ -187,6 +184,7 @@ RestKubeClient::RestKubeClient(RestConfig config, RestClientMetrics* metrics,
                                std::chrono::seconds requestTimeout)
     : impl_(std::make_unique<Impl>()) {
   impl_->config = std::move(config);
+  validateRestConfig(impl_->config);  // no token or client key over plain http to another host
   impl_->metrics = metrics;
   web::uri server(impl_->config.server);
   impl_->host = server.host() + (server.port() > 0 ? ":" + std::to_string(server.port()) : "");

@@ -93,6 +93,18 @@ int Manager::run(std::stop_token stop) {
     // A standby is ready too: readiness is about serving, not about leading.
     healthServer_->addReadyCheck("informers-synced", [this] { return cachesSynced(); });
   }
+  // The addresses actually bound (port 0 picks one): tests and the demo read them from this log.
+  auto hostOf = [](const std::string& bindAddress) {
+    std::string host = bindAddress.substr(0, bindAddress.rfind(':'));
+    return host.empty() ? std::string("0.0.0.0") : host;
+  };
+  if (metricsServer_) metricsPort_ = metricsServer_->port();
+  if (healthServer_) healthPort_ = healthServer_->port();
+  if (metricsServer_)
+    spdlog::info("metrics listening on http://{}:{}/metrics", hostOf(options_.metricsBindAddress), metricsServer_->port());
+  if (healthServer_)
+    spdlog::info("health probes listening on http://{}:{}/healthz", hostOf(options_.healthProbeBindAddress),
+                 healthServer_->port());
   for (auto& informer : informers_) informer->start();
 
   std::mutex mutex;

@@ -1,4 +1,5 @@
 #pragma once
+#include <atomic>
 #include <functional>
 #include <stop_token>
 #include <thread>
@@ -69,6 +70,9 @@ class Manager {
   // restarts as a standby).
   int run(std::stop_token stop);
   bool cachesSynced() const;
+  // The ports run() bound (port 0 in the options picks free ones); 0 until it has bound them.
+  int metricsPort() const { return metricsPort_; }
+  int healthPort() const { return healthPort_; }
 
  private:
   struct Runnable;
@@ -87,6 +91,7 @@ class Manager {
   std::vector<std::weak_ptr<prometheus::Collectable>> collectables_;
   std::unique_ptr<metrics::MetricsServer> metricsServer_;
   std::unique_ptr<HealthServer> healthServer_;
+  std::atomic<int> metricsPort_{0}, healthPort_{0};
 };
 
 }  // namespace vto::controller

@@ -1,6 +1,8 @@
 #include "controller/rest_config.h"
 
+#include <boost/asio/ssl.hpp>
 #include <cpprest/asyncrt_utils.h>
+#include <openssl/x509.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cstdlib>
@@ -8,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+
+#include "base/url.h"
 
 namespace vto::controller {
 namespace {
@@ -56,7 +60,17 @@ std::string dataOrFile(const YAML::Node& node, const std::string& field,
 
 }  // namespace
 
-RestConfig loadKubeconfig(const std::string& path, const std::string& context) {
+void validateRestConfig(const RestConfig& config) {
+  requireTrustedEndpoint(config.server, "Kubernetes API server", config.allowInsecureEndpoints);
+}
+
+void trustOnlyClusterCa(boost::asio::ssl::context& context, const std::string& caPem) {
+  // A fresh, empty store replaces the one holding the system's default verify paths.
+  SSL_CTX_set_cert_store(context.native_handle(), X509_STORE_new());
+  context.add_certificate_authority(boost::asio::buffer(caPem));
+}
+
+RestConfig loadKubeconfig(const std::string& path, const std::string& context, bool allowInsecureEndpoints) {
   YAML::Node root;
   try {
     root = YAML::LoadFile(path);
@@ -74,8 +88,14 @@ RestConfig loadKubeconfig(const std::string& path, const std::string& context) {
   auto ctx = findNamed(root["contexts"], contextName, "context", path);
   auto cluster = findNamed(root["clusters"], ctx["cluster"].as<std::string>(""), "cluster", path);
   RestConfig config;
+  config.allowInsecureEndpoints = allowInsecureEndpoints;
   config.server = cluster["server"].as<std::string>("");
   if (config.server.empty()) throw std::runtime_error("kubeconfig " + path + ": cluster has no server");
+  try {
+    validateRestConfig(config);
+  } catch (const std::invalid_argument& error) {
+    throw std::runtime_error("kubeconfig " + path + ": " + error.what());
+  }
   config.caPem = dataOrFile(cluster, "certificate-authority", base);
   config.insecureSkipTlsVerify = cluster["insecure-skip-tls-verify"].as<bool>(false);
   if (ctx["namespace"]) config.defaultNamespace = ctx["namespace"].as<std::string>();
@@ -115,14 +135,14 @@ RestConfig inClusterConfig(const std::string& mountDir) {
   return config;
 }
 
-RestConfig resolveRestConfig(const std::string& kubeconfigFlag) {
-  if (!kubeconfigFlag.empty()) return loadKubeconfig(kubeconfigFlag);
+RestConfig resolveRestConfig(const std::string& kubeconfigFlag, bool allowInsecureEndpoints) {
+  if (!kubeconfigFlag.empty()) return loadKubeconfig(kubeconfigFlag, "", allowInsecureEndpoints);
   const char* env = std::getenv("KUBECONFIG");
   if (env && *env) {
     // KUBECONFIG may list several files; the first one is used.
     std::string first(env);
     first = first.substr(0, first.find(':'));
-    return loadKubeconfig(first);
+    return loadKubeconfig(first, "", allowInsecureEndpoints);
   }
   try {
     return inClusterConfig();

@@ -3,6 +3,19 @@
 // (compiled in), as one multi-document YAML stream for `kubectl apply -f -`.
 #include <string>
 
+#include "crd/machine_catalog.h"
+
 namespace vto::crd {
 std::string customResourceDefinitionsYaml();
-}
+
+// The TrainingRun CRD's machine/accelerator rules are generated from the machine catalog (the table
+// `vto lint` uses) into a marked block of helm/vto/crds/trainingruns.vto.dev.yaml; `vto crd
+// --update-catalog-rules FILE` rewrites the block and a unit test checks that the file is current.
+inline constexpr const char* kCatalogRulesBegin = "# BEGIN machine catalog rules";
+inline constexpr const char* kCatalogRulesEnd = "# END machine catalog rules";
+// `crdYaml` with the block between the markers replaced by `catalog`'s rules, indented like the
+// BEGIN marker. Throws std::runtime_error when the markers are missing.
+std::string withCatalogRules(const std::string& crdYaml, const MachineCatalog& catalog);
+// The checked-in TrainingRun CRD, as compiled in.
+std::string trainingRunCrdYaml();
+}  // namespace vto::crd

@@ -35,11 +35,37 @@ int trailingNumber(const std::string& machineType) {
   }
 }
 
+std::string celString(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "'";
+}
+
+std::string celIntList(const std::vector<int>& values) {
+  std::string out = "[";
+  for (size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + std::to_string(values[i]);
+  return out + "]";
+}
+
 std::string joinInts(const std::vector<int>& values) {
   std::string out;
   for (size_t i = 0; i < values.size(); ++i)
     out += (i == 0 ? "" : (i + 1 == values.size() ? " or " : ", ")) + std::to_string(values[i]);
   return out;
+}
+
+// The advice of check() and of the CRD's CEL rules, in one place. CEL's cost estimate treats
+// string(int) as unbounded, so the CEL messages carry only what the rule knows statically (and the
+// machine type): lint appends ", not N" to the count advice.
+std::string countAdvice(const std::string& machineType, const std::string& acceleratorType, const std::vector<int>& counts) {
+  return machineType + " with " + acceleratorType + " allows acceleratorCount " + joinInts(counts);
+}
+std::string vcpuAdvice(const std::string& machineType, const std::string& acceleratorType, int count, int maxVcpus) {
+  return machineType + " has more vCPUs than " + std::to_string(count) + " x " + acceleratorType + " allow (at most " +
+         std::to_string(maxVcpus) + "); choose a smaller machine type or more accelerators";
 }
 
 }  // namespace
@@ -94,6 +120,16 @@ const MachineCatalog& MachineCatalog::builtIn() {
   return catalog;
 }
 
+std::string MachineCatalog::machinesFor(const std::string& acceleratorType) const {
+  std::string fits;
+  for (const auto& o : offers_)
+    if (std::find(o.acceleratorTypes.begin(), o.acceleratorTypes.end(), acceleratorType) != o.acceleratorTypes.end()) {
+      std::string machines = o.machinesText();
+      if (!machines.empty()) fits += (fits.empty() ? "" : ", ") + machines;
+    }
+  return fits;
+}
+
 std::optional<CompatibilityProblem> MachineCatalog::check(const std::string& machineType,
                                                           const std::string& acceleratorType, int count) const {
   std::vector<const Offer*> forMachine;
@@ -115,29 +151,107 @@ std::optional<CompatibilityProblem> MachineCatalog::check(const std::string& mac
     if (std::find(o->acceleratorTypes.begin(), o->acceleratorTypes.end(), acceleratorType) == o->acceleratorTypes.end())
       continue;
     if (!o->counts.empty() && std::find(o->counts.begin(), o->counts.end(), count) == o->counts.end())
-      return CompatibilityProblem{true, true,
-                                  machineType + " with " + acceleratorType + " allows acceleratorCount " +
-                                      joinInts(o->counts) + ", not " + std::to_string(count)};
+      return CompatibilityProblem{true, true, countAdvice(machineType, acceleratorType, o->counts) + ", not " + std::to_string(count)};
     if (auto limit = o->maxVcpusPerCount.find(count); limit != o->maxVcpusPerCount.end()) {
       int vcpus = trailingNumber(machineType);
       if (vcpus > limit->second)
-        return CompatibilityProblem{true, true, machineType + " has " + std::to_string(vcpus) + " vCPUs, but " +
-                                              std::to_string(count) + " x " + acceleratorType + " allow at most " +
-                                              std::to_string(limit->second) +
-                                              "; choose a smaller machine type or more accelerators"};
+        return CompatibilityProblem{true, true, vcpuAdvice(machineType, acceleratorType, count, limit->second)};
     }
     return std::nullopt;
   }
 
-  std::string fits;
-  for (const auto& o : offers_)
-    if (std::find(o.acceleratorTypes.begin(), o.acceleratorTypes.end(), acceleratorType) != o.acceleratorTypes.end())
-      fits += (fits.empty() ? "" : ", ") + o.machinesText();
+  std::string fits = machinesFor(acceleratorType);
   if (fits.empty())
     return CompatibilityProblem{false, false, "vto does not know which machine types carry " + acceleratorType +
                                            "; check the Vertex AI configure-compute page before submitting"};
   return CompatibilityProblem{true, false, "Accelerator \"" + acceleratorType + "\" is not supported for machine type \"" +
                                         machineType + "\"; " + acceleratorType + " fits: " + fits};
+}
+
+std::vector<CelRule> MachineCatalog::celRules() const {
+  // check() runs only when type and count are both set or both absent (validation reports the rest),
+  // and CEL sees a retired type only as an enum error, so rules skip retired types.
+  const std::string both = "has(self.acceleratorType) && has(self.acceleratorCount)";
+  auto machineIn = [](const std::vector<std::string>& machines, const std::vector<std::string>& prefixes) {
+    std::vector<std::string> terms;
+    if (!machines.empty()) {
+      std::string list;
+      for (const auto& m : machines) list += (list.empty() ? "" : ", ") + celString(m);
+      terms.push_back("self.machineType in [" + list + "]");
+    }
+    for (const auto& p : prefixes) terms.push_back("self.machineType.startsWith(" + celString(p) + ")");
+    std::string out;
+    for (const auto& t : terms) out += (out.empty() ? "" : " || ") + t;
+    return terms.empty() ? std::string("false") : "(" + out + ")";
+  };
+  std::vector<CelRule> rules;
+
+  // Machines that come with fixed GPUs need them spelled out.
+  std::map<std::string, std::string> fixed;  // machine -> "N x TYPE; set ..."
+  for (const auto& o : offers_)
+    if (!o.machineTypes.empty() && o.counts.size() == 1)
+      for (const auto& m : o.machineTypes)
+        fixed.emplace(m, std::to_string(o.counts[0]) + " x " + o.acceleratorTypes[0] + "; set acceleratorType: " +
+                             o.acceleratorTypes[0] + " and acceleratorCount: " + std::to_string(o.counts[0]));
+  if (!fixed.empty()) {
+    std::string map;
+    std::vector<std::string> machines;
+    for (const auto& [m, text] : fixed) {
+      map += (map.empty() ? "" : ", ") + celString(m) + ": " + celString(text);
+      machines.push_back(m);
+    }
+    rules.push_back({"has(self.acceleratorType) || has(self.acceleratorCount) || !" + machineIn(machines, {}),
+                     "'machine type ' + self.machineType + ' comes with ' + {" + map + "}[self.machineType]",
+                     ".acceleratorType"});
+  }
+
+  std::vector<std::string> types;
+  for (const auto& o : offers_)
+    for (const auto& t : o.acceleratorTypes)
+      if (!isRetiredAccelerator(t) && std::find(types.begin(), types.end(), t) == types.end()) types.push_back(t);
+  for (const auto& type : types) {
+    std::string fits = machinesFor(type);
+    if (fits.empty()) continue;  // check() only warns: the table does not know this accelerator's machines
+    std::string isType = both + " && self.acceleratorType == " + celString(type);
+    std::vector<std::string> machines, prefixes;
+    std::map<std::string, std::vector<int>> exactCounts;
+    for (const auto& o : offers_) {
+      if (std::find(o.acceleratorTypes.begin(), o.acceleratorTypes.end(), type) == o.acceleratorTypes.end()) continue;
+      machines.insert(machines.end(), o.machineTypes.begin(), o.machineTypes.end());
+      prefixes.insert(prefixes.end(), o.machinePrefixes.begin(), o.machinePrefixes.end());
+      if (!o.counts.empty())
+        for (const auto& m : o.machineTypes) exactCounts[m] = o.counts;
+      if (o.machinePrefixes.empty()) continue;
+      std::string onThese = isType + " && " + machineIn({}, o.machinePrefixes);
+      // The advice starts with the machine type, its one dynamic part: built for "", it is the rest.
+      auto afterMachineType = [](const std::string& advice) { return "self.machineType + " + celString(advice); };
+      if (!o.counts.empty())
+        rules.push_back({"!(" + onThese + ") || self.acceleratorCount in " + celIntList(o.counts),
+                         afterMachineType(countAdvice("", type, o.counts)), ".acceleratorCount"});
+      // One rule per count, so that each message is static but for the machine type.
+      const std::string vcpus = "int(self.machineType.substring(self.machineType.lastIndexOf('-') + 1))";
+      for (const auto& [count, maxVcpus] : o.maxVcpusPerCount)
+        rules.push_back({"!(" + onThese + " && self.acceleratorCount == " + std::to_string(count) +
+                             " && self.machineType.matches('-[0-9]{1,4}$')) || " + vcpus + " <= " + std::to_string(maxVcpus),
+                         afterMachineType(vcpuAdvice("", type, count, maxVcpus)), ".acceleratorCount"});
+    }
+    rules.push_back({"!(" + isType + ") || " + machineIn(machines, prefixes),
+                     "'Accelerator \"" + type + "\" is not supported for machine type \"' + self.machineType + '\"; " + type +
+                         " fits: " + fits + "'",
+                     ".acceleratorType"});
+    if (!exactCounts.empty()) {
+      std::string map, text;
+      for (const auto& [m, counts] : exactCounts) {
+        map += (map.empty() ? "" : ", ") + celString(m) + ": " + celIntList(counts);
+        text += (text.empty() ? "" : ", ") + celString(m) + ": " + celString(joinInts(counts));
+      }
+      rules.push_back({"!(" + isType + " && self.machineType in {" + map + "}) || self.acceleratorCount in {" + map +
+                           "}[self.machineType]",
+                       "self.machineType + ' with " + type + " allows acceleratorCount ' + {" + text + "}[self.machineType]",
+                       ".acceleratorCount"});
+    }
+  }
+  return rules;
 }
 
 }  // namespace vto::crd

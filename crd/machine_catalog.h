@@ -21,6 +21,13 @@ struct CompatibilityProblem {
   std::string message;  // says what to use instead
 };
 
+// One x-kubernetes-validations rule for the CRD's resources object (self = spec.resources).
+struct CelRule {
+  std::string rule;
+  std::string messageExpression;  // gives the same advice as check()
+  std::string fieldPath;          // ".acceleratorType" or ".acceleratorCount", where check() reports it
+};
+
 class MachineCatalog {
  public:
   // The compiled-in table.
@@ -30,6 +37,10 @@ class MachineCatalog {
   // nullopt when `machineType` can carry `count` x `acceleratorType` ("" and 0 for none).
   std::optional<CompatibilityProblem> check(const std::string& machineType, const std::string& acceleratorType,
                                             int count) const;
+
+  // check()'s certain problems as CEL rules, so the API server refuses them at `kubectl apply`
+  // (see crd_yaml.h). Assumes at most one entry per (machine type, accelerator) pair, as in the table.
+  std::vector<CelRule> celRules() const;
 
  private:
   struct Offer {
@@ -41,6 +52,8 @@ class MachineCatalog {
     bool matches(const std::string& machineType) const;
     std::string machinesText() const;
   };
+  // "a2-highgpu-1g, a2-highgpu-2g, n1-standard-*": the machine types that carry `acceleratorType`.
+  std::string machinesFor(const std::string& acceleratorType) const;
   std::vector<Offer> offers_;
 };
 

@@ -2,6 +2,28 @@
 
 namespace vto::crd {
 
+namespace {
+thread_local DecodeErrorCollector* activeCollector = nullptr;
+}  // namespace
+
+DecodeErrorCollector::DecodeErrorCollector() : previous_(activeCollector) { activeCollector = this; }
+DecodeErrorCollector::~DecodeErrorCollector() { activeCollector = previous_; }
+
+void reportDecodeError(DecodeError error) {
+  if (!activeCollector) throw error;
+  activeCollector->errors_.push_back(std::move(error));
+}
+
+bool decodeField(const std::function<void()>& decode) {
+  try {
+    decode();
+    return true;
+  } catch (DecodeError& e) {
+    reportDecodeError(std::move(e));
+    return false;
+  }
+}
+
 std::string joinPath(const std::string& parent, const std::string& key) {
   return parent.empty() ? key : parent + "." + key;
 }
@@ -65,7 +87,7 @@ std::map<std::string, std::string> readStringMap(const json& value, const std::s
   std::map<std::string, std::string> out;
   for (const auto& [k, v] : value.items()) {
     if (v.is_null()) continue;
-    out[k] = readString(v, joinPath(path, k));
+    decodeField([&, &k = k, &v = v] { out[k] = readString(v, joinPath(path, k)); });
   }
   return out;
 }
@@ -87,39 +109,36 @@ const json* ObjectReader::get(const std::string& key) {
 }
 
 void ObjectReader::with(const std::string& key, const std::function<void(const json&, const std::string&)>& decode) {
-  if (auto* v = get(key)) decode(*v, pathOf(key));
+  if (auto* v = get(key)) decodeField([&] { decode(*v, pathOf(key)); });
 }
 
 void ObjectReader::string(const std::string& key, std::string& out) {
-  if (auto* v = get(key)) out = readString(*v, pathOf(key));
+  if (auto* v = get(key)) decodeField([&] { out = readString(*v, pathOf(key)); });
 }
 void ObjectReader::boolean(const std::string& key, bool& out) {
-  if (auto* v = get(key)) out = readBool(*v, pathOf(key));
+  if (auto* v = get(key)) decodeField([&] { out = readBool(*v, pathOf(key)); });
 }
 void ObjectReader::number(const std::string& key, double& out) {
-  if (auto* v = get(key)) out = readNumber(*v, pathOf(key));
+  if (auto* v = get(key)) decodeField([&] { out = readNumber(*v, pathOf(key)); });
 }
 void ObjectReader::number(const std::string& key, std::optional<double>& out) {
-  if (auto* v = get(key)) out = readNumber(*v, pathOf(key));
+  if (auto* v = get(key)) decodeField([&] { out = readNumber(*v, pathOf(key)); });
 }
 void ObjectReader::stringList(const std::string& key, std::vector<std::string>& out) {
-  if (auto* v = get(key)) out = readStringList(*v, pathOf(key));
+  if (auto* v = get(key)) decodeField([&] { out = readStringList(*v, pathOf(key)); });
 }
 void ObjectReader::stringMap(const std::string& key, std::map<std::string, std::string>& out) {
-  if (auto* v = get(key)) out = readStringMap(*v, pathOf(key));
+  if (auto* v = get(key)) decodeField([&] { out = readStringMap(*v, pathOf(key)); });
 }
 void ObjectReader::raw(const std::string& key, json& out) {
   if (auto* v = get(key)) out = *v;
 }
 
 void ObjectReader::finish() const {
-  for (const auto& [key, value] : object_.items()) {
-    if (known_.count(key)) continue;
-    std::vector<std::string> names(known_.begin(), known_.end());
-    std::string list;
-    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-    throw DecodeError(pathOf(key), "unknown field; the known fields here are: " + list);
-  }
+  std::string list;
+  for (const auto& n : known_) list += (list.empty() ? "" : ", ") + n;
+  for (const auto& [key, value] : object_.items())
+    if (!known_.count(key)) reportDecodeError(DecodeError(pathOf(key), "unknown field; the known fields here are: " + list));
 }
 
 }  // namespace vto::crd

@@ -31,6 +31,28 @@ class DecodeError : public std::runtime_error {
   std::string message_;
 };
 
+// Collect mode, for `vto lint`: while a DecodeErrorCollector is alive on this thread, a field that fails
+// to decode is recorded and keeps its default, and decoding goes on with the next field, so one pass
+// finds every problem (as the API server reports them all at once). Without one, the first error throws.
+class DecodeErrorCollector {
+ public:
+  DecodeErrorCollector();
+  ~DecodeErrorCollector();
+  DecodeErrorCollector(const DecodeErrorCollector&) = delete;
+  DecodeErrorCollector& operator=(const DecodeErrorCollector&) = delete;
+  std::vector<DecodeError> take() { return std::move(errors_); }
+
+ private:
+  friend void reportDecodeError(DecodeError error);
+  std::vector<DecodeError> errors_;
+  DecodeErrorCollector* previous_;
+};
+
+// Records `error` in the active collector, or throws it when none is active.
+void reportDecodeError(DecodeError error);
+// Runs decode(); a DecodeError it throws is reported as above. False when decode() did not complete.
+bool decodeField(const std::function<void()>& decode);
+
 // "spec" + "trainer" -> "spec.trainer"; "" + "spec" -> "spec".
 std::string joinPath(const std::string& parent, const std::string& key);
 // "spec.args" + 2 -> "spec.args[2]".
@@ -69,12 +91,12 @@ class ObjectReader {
   template <typename Int>
   void integer(const std::string& key, Int& out, int64_t min = std::numeric_limits<Int>::min(),
                int64_t max = std::numeric_limits<Int>::max()) {
-    if (auto* v = get(key)) out = static_cast<Int>(readInteger(*v, pathOf(key), min, max));
+    if (auto* v = get(key)) decodeField([&] { out = static_cast<Int>(readInteger(*v, pathOf(key), min, max)); });
   }
   template <typename Int>
   void integer(const std::string& key, std::optional<Int>& out, int64_t min = std::numeric_limits<Int>::min(),
                int64_t max = std::numeric_limits<Int>::max()) {
-    if (auto* v = get(key)) out = static_cast<Int>(readInteger(*v, pathOf(key), min, max));
+    if (auto* v = get(key)) decodeField([&] { out = static_cast<Int>(readInteger(*v, pathOf(key), min, max)); });
   }
   void stringList(const std::string& key, std::vector<std::string>& out);
   void stringMap(const std::string& key, std::map<std::string, std::string>& out);
@@ -83,7 +105,7 @@ class ObjectReader {
   // Marks keys as known without decoding them (fields decoded elsewhere).
   void ignore(const std::string& key) { known_.insert(key); }
 
-  // Throws on the first field that was never asked for.
+  // Reports every field that was never asked for (throws on the first outside collect mode).
   void finish() const;
 
  private:
@@ -92,13 +114,14 @@ class ObjectReader {
   std::set<std::string> known_;
 };
 
-// Decodes each element of a JSON array with decode(element, "path[i]").
+// Decodes each element of a JSON array with decode(element, "path[i]"); in collect mode an element
+// that fails is reported and left out.
 template <typename T>
 std::vector<T> readList(const json& value, const std::string& path,
                         const std::function<T(const json&, const std::string&)>& decode) {
   if (!value.is_array()) throw DecodeError(path, "must be a list, not " + describeType(value));
   std::vector<T> out;
-  for (size_t i = 0; i < value.size(); ++i) out.push_back(decode(value[i], indexPath(path, i)));
+  for (size_t i = 0; i < value.size(); ++i) decodeField([&] { out.push_back(decode(value[i], indexPath(path, i))); });
   return out;
 }
 

@@ -71,7 +71,7 @@ std::vector<EnvVar> readEnv(const json& value, const std::string& path) {
     r.string("name", e.name);
     r.string("value", e.value);
     r.finish();
-    if (e.name.empty()) throw DecodeError(joinPath(p, "name"), "required: the variable's name");
+    if (e.name.empty()) reportDecodeError(DecodeError(joinPath(p, "name"), "required: the variable's name"));
     return e;
   });
 }
@@ -123,7 +123,8 @@ ReplicaPool readReplicaPool(const json& value, const std::string& path) {
   r.integer("replicaCount", pool.replicaCount, 1, 1000);
   r.string("machineType", pool.machineType);
   r.finish();
-  if (pool.machineType.empty()) throw DecodeError(joinPath(path, "machineType"), "required: the machine type of these replicas, e.g. n1-highmem-8");
+  if (pool.machineType.empty())
+    reportDecodeError(DecodeError(joinPath(path, "machineType"), "required: the machine type of these replicas, e.g. n1-highmem-8"));
   return pool;
 }
 
@@ -141,7 +142,8 @@ Distribution readDistribution(const json& value, const std::string& path) {
     rs.string("machineType", server.machineType);
     rs.string("imageUri", server.imageUri);
     rs.finish();
-    if (server.machineType.empty()) throw DecodeError(joinPath(p, "machineType"), "required: an n1-highcpu-* machine type, e.g. n1-highcpu-16");
+    if (server.machineType.empty())
+      reportDecodeError(DecodeError(joinPath(p, "machineType"), "required: an n1-highcpu-* machine type, e.g. n1-highcpu-16"));
     d.reductionServer = server;
   });
   r.finish();
@@ -186,7 +188,7 @@ TuningParameter readParameter(const json& value, const std::string& path) {
   r.with("double", [&](const json& v, const std::string& vp) {
     ObjectReader d(v, vp);
     DoubleRange range;
-    if (!d.has("min") || !d.has("max")) throw DecodeError(vp, "needs both min and max");
+    if (!d.has("min") || !d.has("max")) reportDecodeError(DecodeError(vp, "needs both min and max"));
     d.number("min", range.min);
     d.number("max", range.max);
     d.finish();
@@ -195,7 +197,7 @@ TuningParameter readParameter(const json& value, const std::string& path) {
   r.with("integer", [&](const json& v, const std::string& vp) {
     ObjectReader d(v, vp);
     IntegerRange range;
-    if (!d.has("min") || !d.has("max")) throw DecodeError(vp, "needs both min and max");
+    if (!d.has("min") || !d.has("max")) reportDecodeError(DecodeError(vp, "needs both min and max"));
     d.integer("min", range.min);
     d.integer("max", range.max);
     d.finish();
@@ -217,14 +219,16 @@ TuningParameter readParameter(const json& value, const std::string& path) {
   });
   r.with("scale", [&](const json& v, const std::string& vp) { p.scale = readEnum(v, vp, parameterScaleNames()); });
   r.finish();
-  if (p.parameterId.empty()) throw DecodeError(joinPath(path, "parameterId"), "required: the name the trial receives the value under");
+  if (p.parameterId.empty())
+    reportDecodeError(DecodeError(joinPath(path, "parameterId"), "required: the name the trial receives the value under"));
   return p;
 }
 
 HyperparameterTuning readTuning(const json& value, const std::string& path) {
   ObjectReader r(value, path);
   HyperparameterTuning h;
-  if (!r.has("maxTrialCount")) throw DecodeError(joinPath(path, "maxTrialCount"), "required: how many trials to run in total");
+  if (!r.has("maxTrialCount"))
+    reportDecodeError(DecodeError(joinPath(path, "maxTrialCount"), "required: how many trials to run in total"));
   r.integer("maxTrialCount", h.maxTrialCount, 1, kMaxInt32);
   r.integer("parallelTrialCount", h.parallelTrialCount, 1, kMaxInt32);
   r.integer("maxFailedTrialCount", h.maxFailedTrialCount, 0, kMaxInt32);
@@ -236,7 +240,8 @@ HyperparameterTuning readTuning(const json& value, const std::string& path) {
       m.string("metricId", metric.metricId);
       m.with("goal", [&](const json& g, const std::string& gp) { metric.goal = readEnum(g, gp, metricGoalNames()); });
       m.finish();
-      if (metric.metricId.empty()) throw DecodeError(joinPath(ip, "metricId"), "required: the metric the trials report");
+      if (metric.metricId.empty())
+        reportDecodeError(DecodeError(joinPath(ip, "metricId"), "required: the metric the trials report"));
       return metric;
     });
   });
@@ -369,7 +374,8 @@ TrainingRunStatus decodeTrainingRunStatus(const json& value, const std::string& 
     b.raw("parameters", t.parameters);
     b.with("metrics", [&](const json& m, const std::string& mp) {
       if (!m.is_object()) throw DecodeError(mp, "must be a map of numbers");
-      for (const auto& [k, n] : m.items()) t.metrics[k] = readNumber(n, joinPath(mp, k));
+      for (const auto& [k, n] : m.items())
+        decodeField([&, &k = k, &n = n] { t.metrics[k] = readNumber(n, joinPath(mp, k)); });
     });
     b.finish();
     s.bestTrial = t;
@@ -386,12 +392,12 @@ TrainingRun decodeTrainingRun(const json& object) {
   std::string apiVersion, kind;
   r.string("apiVersion", apiVersion);
   r.string("kind", kind);
-  if (apiVersion != kApiVersion) throw DecodeError("apiVersion", "must be " + std::string(kApiVersion) + ", not \"" + apiVersion + "\"");
-  if (kind != kTrainingRunKind) throw DecodeError("kind", "must be TrainingRun, not \"" + kind + "\"");
+  if (apiVersion != kApiVersion)
+    reportDecodeError(DecodeError("apiVersion", "must be " + std::string(kApiVersion) + ", not \"" + apiVersion + "\""));
+  if (kind != kTrainingRunKind) reportDecodeError(DecodeError("kind", "must be TrainingRun, not \"" + kind + "\""));
   r.with("metadata", [&](const json& v, const std::string& p) { run.metadata = decodeObjectMeta(v, p); });
-  const json* spec = r.get("spec");
-  if (!spec) throw DecodeError("spec", "required: a TrainingRun needs a spec (see `kubectl explain trainingrun.spec`)");
-  run.spec = decodeTrainingRunSpec(*spec, "spec");
+  if (const json* spec = r.get("spec")) decodeField([&] { run.spec = decodeTrainingRunSpec(*spec, "spec"); });
+  else reportDecodeError(DecodeError("spec", "required: a TrainingRun needs a spec (see `kubectl explain trainingrun.spec`)"));
   r.with("status", [&](const json& v, const std::string& p) { run.status = decodeTrainingRunStatus(v, p); });
   r.finish();
   return run;

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <stdexcept>
 
+#include "base/gcp_names.h"
 #include "crd/labels.h"
 #include "crd/machine_catalog.h"
 #include "crd/schedule.h"
@@ -205,6 +206,15 @@ void checkScheduling(Findings& f, const TrainingRunSpec& spec) {
     f.warning("checkpointing.resumeBackoff", "the backoff is capped at 1h; a longer value acts as 1h");
 }
 
+// Project and location become part of the host and path of requests carrying the operator's token;
+// the same rules are in the CRD schema and inside the Vertex client (base/gcp_names.h).
+void checkPlacement(Findings& f, const TrainingRunSpec& spec) {
+  if (!spec.project.empty() && !isProjectId(spec.project))
+    f.error("project", "\"" + spec.project.substr(0, 64) + "\" " + std::string(kProjectIdRule));
+  if (!spec.location.empty() && !isVertexRegion(spec.location))
+    f.error("location", "\"" + spec.location.substr(0, 64) + "\" " + std::string(kRegionRule));
+}
+
 void checkLabels(Findings& f, const TrainingRunSpec& spec) {
   for (const auto& [key, value] : spec.labels) {
     std::string field = "labels." + key;
@@ -341,6 +351,7 @@ std::vector<Finding> validateTrainingRunSpec(const TrainingRunSpec& spec, const 
   checkScheduling(f, spec);
   checkLabels(f, spec);
   checkTuning(f, spec);
+  checkPlacement(f, spec);
   for (size_t i = 0; i < spec.workerPoolSpecs.size(); ++i) {
     const auto& pool = spec.workerPoolSpecs[i];
     std::string at = indexPath("workerPoolSpecs", i);

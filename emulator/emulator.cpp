@@ -1,5 +1,7 @@
 #include "emulator/emulator.h"
 
+#include <set>
+
 #include <spdlog/spdlog.h>
 
 #include "emulator/schema_validator.h"
@@ -239,17 +241,26 @@ void Emulator::tick() {
   std::lock_guard tickLock(tickMutex_);
   auto writes = jobs_.advance();
   if (checkpoints_ == nullptr) return;
+  std::set<std::string> crashed;
   for (const auto& write : writes) {
+    if (crashed.count(write.jobName)) continue;
+    std::string uri = "gs://" + write.bucket + "/" + write.object;
     try {
-      try {
-        checkpoints_->upload(write.bucket, write.object, write.content, "application/json");
-      } catch (const ApiError& error) {
-        if (!error.notFound()) throw;
-        checkpoints_->ensureBucket(write.bucket);  // an emulator starts without buckets
-        checkpoints_->upload(write.bucket, write.object, write.content, "application/json");
+      checkpoints_->upload(write.bucket, write.object, write.content, "application/json");
+    } catch (const ApiError& error) {
+      // Real training code crashes when its checkpoint bucket is missing; so does the emulated job.
+      if (!error.notFound()) {
+        spdlog::warn("cannot write checkpoint {}: {}", uri, error.what());
+        continue;
       }
+      crashed.insert(write.jobName);
+      spdlog::warn("job {} fails: its checkpoint bucket gs://{} does not exist", write.jobName, write.bucket);
+      jobs_.crash(write.jobName, write.step,
+                  "The training code could not write its checkpoint " + uri + ": the bucket gs://" + write.bucket +
+                      " does not exist (404). Create the bucket, or set baseOutputDirectory (or "
+                      "checkpointing.directory) to a bucket the job can write.");
     } catch (const std::exception& error) {
-      spdlog::warn("cannot write checkpoint gs://{}/{}: {}", write.bucket, write.object, error.what());
+      spdlog::warn("cannot write checkpoint {}: {}", uri, error.what());
     }
   }
 }

@@ -240,6 +240,17 @@ void JobStore::fail(const std::string& name, FailureClass failure) {
   }
 }
 
+void JobStore::crash(const std::string& name, int step, const std::string& reason) {
+  std::lock_guard lock(mutex_);
+  auto& job = find(name);
+  auto state = vertex::jobStateFromJson(job.resource["state"]);
+  if (vertex::isTerminal(state) && state != JobState::Succeeded) return;
+  std::erase_if(job.stepsRun, [&](int s) { return s > step; });
+  job.nextStep = settings_.steps + 1;  // no further steps
+  finish(job, JobState::Failed, clock_.now(),
+         std::make_pair(kInvalidArgument, "The replica workerpool0-0 exited with a non-zero status of 1. " + reason));
+}
+
 json JobStore::trace(const std::string& name) const {
   std::lock_guard lock(mutex_);
   const auto& job = find(name);
@@ -302,7 +313,8 @@ void JobStore::advanceCustom(Job& job, Clock::time_point now, std::vector<Checkp
     job.stepsRun.push_back(job.nextStep);
     if (!job.checkpointBucket.empty()) {
       json content = {{"job", job.resource["name"]}, {"step", job.nextStep}};
-      writes.push_back({job.checkpointBucket, job.checkpointPrefix + "ckpt-" + std::to_string(job.nextStep), content.dump()});
+      writes.push_back({job.checkpointBucket, job.checkpointPrefix + "ckpt-" + std::to_string(job.nextStep), content.dump(),
+                        job.resource["name"].get<std::string>(), job.nextStep});
     }
     finishedAt = job.nextStepAt;
     ++job.nextStep;

@@ -31,6 +31,8 @@ struct CheckpointWrite {
   std::string bucket;
   std::string object;
   std::string content;
+  std::string jobName;  // the job whose training code writes it
+  int step = 0;
 };
 
 struct ListResult {
@@ -51,6 +53,10 @@ class JobStore {
   nlohmann::json remove(const std::string& name);  // the delete Operation
   nlohmann::json operation(const std::string& name) const;
   void fail(const std::string& name, FailureClass failure);
+  // The training code of `name` crashed at `step` (e.g. it could not write a checkpoint): the job
+  // fails as Vertex reports a replica exiting non-zero, with `reason` appended. A job that the same
+  // tick already finished as Succeeded never got past that step, so it fails too.
+  void crash(const std::string& name, int step, const std::string& reason);
   nlohmann::json trace(const std::string& name) const;
 
   // Moves every job to clock.now(); returns the checkpoints written by steps that completed.

@@ -16,6 +16,7 @@
 namespace {
 
 constexpr const char* kUsage = R"(usage: vto-emulator --listen HOST:PORT [options]
+  --listen HOST:PORT             where to serve; port 0 picks a free port, printed in the ready line
   --gcs-endpoint URL             fake-gcs-server for checkpoints (default: $STORAGE_EMULATOR_HOST; none: no checkpoints)
   --queue-time DURATION          time a job spends QUEUED then PENDING (default 2s)
   --steps N                      training steps per job, per trial for tuning jobs (default 5)
@@ -118,7 +119,8 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  // stdout carries only the "listening" line that callers wait for; logs go to stderr.
+  // stdout carries only the "listening on URL" line that callers wait for (and read the port from);
+  // logs go to stderr.
   spdlog::set_default_logger(spdlog::stderr_color_mt("vto-emulator"));
 
   RealClock clock;
@@ -128,7 +130,14 @@ int main(int argc, char** argv) {
   if (!endpoint.empty()) gcs = std::make_unique<vertex::RestGcsClient>(http, vertex::gcsEndpoint(endpoint), nullptr);
 
   emulator::Emulator emulator(clock, options, gcs.get());
-  emulator::HttpServer server(emulator, listen);
+  std::unique_ptr<emulator::HttpServer> serverOwner;
+  try {
+    serverOwner = std::make_unique<emulator::HttpServer>(emulator, listen);
+  } catch (const std::invalid_argument& error) {
+    std::cerr << "vto-emulator: " << error.what() << "\n";
+    return 2;
+  }
+  auto& server = *serverOwner;
   try {
     server.open();
   } catch (const std::exception& error) {

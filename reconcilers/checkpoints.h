@@ -8,10 +8,13 @@
 //     the newest update time.
 //  3. Where no component holds a number, the newest by update time wins.
 //  4. Nothing under the directory: no checkpoint; the attempt starts from scratch.
+// The bucket is the tenant's, so the listing is bounded: pages, wall time, one candidate in memory.
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "vertex/gcs_client.h"
 
 namespace vto::reconcilers {
@@ -28,5 +31,27 @@ vertex::GcsUri checkpointListing(const std::string& directory);
 // `directory` is gs://bucket/path (with or without a trailing slash); `objects` are everything listed
 // under it.
 std::optional<Checkpoint> latestCheckpoint(const std::string& directory, const std::vector<vertex::GcsObject>& objects);
+
+struct CheckpointSearchLimits {
+  int maxPages = 20;                                 // objects.list requests per search, all prefixes together
+  Clock::duration maxTime = std::chrono::seconds(20);  // measured on the injected clock
+  int pageSize = 1000;
+  int maxUnnumberedDirectories = 8;  // subdirectories without a number that are searched below
+};
+
+struct CheckpointSearch {
+  std::optional<Checkpoint> latest;  // the best seen, even when the search stopped early
+  bool complete = true;              // false: a limit stopped the search (see `stoppedBecause`)
+  std::string stoppedBecause;
+  int pages = 0;  // list requests made
+};
+
+// Finds the newest checkpoint under `directory` with bounded listing: the directory is listed with
+// delimiter "/" and a partial response (names, update times, prefixes); a numbered subdirectory
+// (step-12/) is one candidate without listing its files, except the winners, which are listed
+// for their update time; an unnumbered subdirectory is searched in full (up to the limits). Pages
+// are streamed: only the best candidate is kept. A repeated page token throws vertex::ApiError.
+CheckpointSearch findLatestCheckpoint(vertex::GcsClient& gcs, const std::string& directory, const Clock& clock,
+                                      const CheckpointSearchLimits& limits = {});
 
 }  // namespace vto::reconcilers

@@ -279,9 +279,7 @@ vertex::Job TrainingRunReconciler::startNextAttempt(Pass& pass, const std::strin
 }
 
 std::optional<Checkpoint> TrainingRunReconciler::newestCheckpoint(const Pass& pass) {
-  auto directory = crd::checkpointDirectoryOf(pass.run.spec);
-  auto listing = checkpointListing(directory);
-  return latestCheckpoint(directory, gcs_.listObjects(listing.bucket, listing.object));
+  return findLatestCheckpoint(gcs_, crd::checkpointDirectoryOf(pass.run.spec), clock_).latest;
 }
 
 void TrainingRunReconciler::refreshCheckpoint(Pass& pass) {

@@ -2,11 +2,13 @@
 # make demo: the whole system on loopback — a real kube-apiserver + etcd, fake-gcs-server, the Vertex
 # emulator and the operator — then the sample TrainingRuns, watched until they finish. Ctrl-C stops
 # everything and leaves no process behind. `scripts/demo.sh --no-watch` sets up and exits (smoke test).
+# Every server binds a port it picked itself (or retries a lost one); build/demo/env records them all.
+# VTO_DEMO_STATE and VTO_BIN_DIR move the state directory and the binaries (tests/integration/demo_readme_test.cpp).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-BIN=$ROOT/build/bin
-STATE=$ROOT/build/demo
+BIN=${VTO_BIN_DIR:-$ROOT/build/bin}
+STATE=${VTO_DEMO_STATE:-$ROOT/build/demo}
 WATCH=1; [ "${1:-}" = "--no-watch" ] && WATCH=0
 
 say() { printf '\033[1mdemo:\033[0m %s\n' "$*"; }
@@ -26,6 +28,7 @@ start() {
   local name=$1; shift
   setsid "$@" >"$STATE/$name.out" 2>"$STATE/$name.log" &
   pids+=($!)
+  echo $! >>"$STATE/pids"  # so a test can check that nothing outlives the demo
 }
 # wait_until SECONDS DESCRIPTION CMD...: polls CMD with a deadline.
 wait_until() {
@@ -45,18 +48,36 @@ export KUBECONFIG=$STATE/cluster/kubeconfig
 echo "export KUBECONFIG=$KUBECONFIG" >"$STATE/env"
 say "API server ready; in another terminal: source build/demo/env"
 
-GCS_PORT=$(free_port)
-start gcs "$BIN/fake-gcs-server" -scheme http -host 127.0.0.1 -port "$GCS_PORT" -backend memory \
-  -public-host "127.0.0.1:$GCS_PORT" -log-level warn
+# fake-gcs-server cannot report a port it picked itself: give it a free one, and a new one when
+# another process took that port before it bound (it exits with "address already in use").
+for attempt in 1 2 3 4 5; do
+  GCS_PORT=$(free_port)
+  start gcs "$BIN/fake-gcs-server" -scheme http -host 127.0.0.1 -port "$GCS_PORT" -backend memory \
+    -public-host "127.0.0.1:$GCS_PORT" -log-level info
+  gcs_pid=${pids[-1]}
+  wait_until 30 "fake-gcs-server" bash -c "grep -q 'server started' '$STATE/gcs.log' || ! kill -0 $gcs_pid"
+  kill -0 "$gcs_pid" 2>/dev/null && break
+  grep -q 'address already in use' "$STATE/gcs.log" && ((attempt < 5)) || { say "fake-gcs-server failed; see $STATE/gcs.log"; exit 1; }
+done
 wait_until 30 "fake-gcs-server" curl -sf "http://127.0.0.1:$GCS_PORT/storage/v1/b"
 say "fake-gcs-server on http://127.0.0.1:$GCS_PORT"
+echo "export STORAGE_EMULATOR_HOST=http://127.0.0.1:$GCS_PORT" >>"$STATE/env"
+
+# Every bucket the samples name, as a user would create them on Google Cloud: the training code
+# writes its checkpoints there (and the emulator fails a job whose bucket is missing).
+for bucket in $(grep -ho 'gs://[a-z0-9][a-z0-9._-]*' config/samples/*.yaml | sort -u | cut -c6-); do
+  curl -sf -X POST -H 'Content-Type: application/json' -d "{\"name\": \"$bucket\"}" \
+    "http://127.0.0.1:$GCS_PORT/storage/v1/b?project=demo-project" >/dev/null
+  say "bucket gs://$bucket created"
+done
 
 if [ -x "$BIN/vto-emulator" ]; then
-  VERTEX_PORT=$(free_port)
   # Short steps so the demo finishes in about a minute; each step writes a checkpoint to fake-gcs-server.
-  start vertex "$BIN/vto-emulator" --listen "127.0.0.1:$VERTEX_PORT" --gcs-endpoint "http://127.0.0.1:$GCS_PORT" \
+  # Port 0: the emulator binds a free port and names it in its "listening on URL" line.
+  start vertex "$BIN/vto-emulator" --listen 127.0.0.1:0 --gcs-endpoint "http://127.0.0.1:$GCS_PORT" \
     --queue-time 3s --steps 10 --step-time 2s
-  wait_until 30 "the Vertex emulator" bash -c "exec 3<>/dev/tcp/127.0.0.1/$VERTEX_PORT"
+  wait_until 30 "the Vertex emulator" grep -q 'listening on http://' "$STATE/vertex.out"
+  VERTEX_PORT=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$STATE/vertex.out")
   say "Vertex AI emulator on http://127.0.0.1:$VERTEX_PORT"
   echo "export VERTEX_EMULATOR=http://127.0.0.1:$VERTEX_PORT" >>"$STATE/env"
 else
@@ -71,8 +92,8 @@ else
   say "the CRDs are not implemented yet (issue 4): skipped"
 fi
 
-# --- Observability (issue 13): the operator's metrics port, fixed so Prometheus can scrape it. ---
-METRICS_PORT=$(free_port)
+# --- Observability (issue 13): Prometheus scrapes the metrics port the operator bound (read back below). ---
+METRICS_PORT=
 
 if "$BIN/vto" run --help >/dev/null 2>&1; then
   # The emulator also plays the GCE metadata server, so the operator's real Google auth chain runs.
@@ -80,8 +101,15 @@ if "$BIN/vto" run --help >/dev/null 2>&1; then
   start operator "$BIN/vto" run --log-format text --vertex-fast-poll-interval 1 --vertex-poll-interval 2 \
     --kubeconfig "$KUBECONFIG" --vertex-endpoint "http://127.0.0.1:$VERTEX_PORT" \
     --gcs-endpoint "http://127.0.0.1:$GCS_PORT" --default-project demo-project --default-location us-central1 \
-    --metrics-bind-address "127.0.0.1:$METRICS_PORT" --health-probe-bind-address 127.0.0.1:0
+    --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0
+  # The operator binds free ports itself and logs them: read them back for the user.
+  wait_until 60 "the operator's endpoints" grep -q 'health probes listening on http://' "$STATE/operator.log"
+  METRICS_URL=$(grep -o 'metrics listening on http://[^ ]*' "$STATE/operator.log" | head -1 | cut -d' ' -f4)
+  HEALTH_URL=$(grep -o 'health probes listening on http://[^ ]*' "$STATE/operator.log" | head -1 | cut -d' ' -f5)
+  echo "export VTO_METRICS_URL=$METRICS_URL VTO_HEALTH_URL=$HEALTH_URL" >>"$STATE/env"
+  METRICS_PORT=${METRICS_URL#http://127.0.0.1:}; METRICS_PORT=${METRICS_PORT%/metrics}  # Prometheus scrapes it
   say "operator started (log: $STATE/operator.log)"
+  say "operator metrics: $METRICS_URL   health: $HEALTH_URL"
   kubectl apply -f config/samples/ >/dev/null
   say "sample TrainingRuns applied"
   # Retraining: config/samples/retrainingpolicy_every_minute.yaml retrains every minute with warm start.

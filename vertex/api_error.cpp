@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "vertex/http_transport.h"
+
 namespace vto::vertex {
 namespace {
 
@@ -46,32 +48,72 @@ std::string statusForHttp(int httpStatus) {
   }
 }
 
+// Bounded: error text ends up in logs, Events and status messages.
+constexpr std::size_t kMaxMessage = 1000;
+
+std::string excerpt(std::string_view body) {
+  std::string text(body.substr(0, 200));
+  for (auto& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+  }
+  return text.empty() ? "no response body" : text;
+}
+
 }  // namespace
 
 ApiError::ApiError(int httpStatus, std::string status, std::string message, nlohmann::json details)
-    : std::runtime_error("HTTP " + std::to_string(httpStatus) + " " + status + ": " + message),
+    : RetryableError("HTTP " + std::to_string(httpStatus) + " " + status + ": " + message),
       httpStatus_(httpStatus),
+      retryable_(httpStatus == 429 || httpStatus == 500 || httpStatus == 503 || httpStatus == 504),
       status_(std::move(status)),
       message_(std::move(message)),
       details_(std::move(details)) {}
 
-bool ApiError::retryable() const {
-  return httpStatus_ == 429 || httpStatus_ == 500 || httpStatus_ == 503 || httpStatus_ == 504;
+ApiError ApiError::unexpectedResponse(int httpStatus, std::string_view body, std::string_view problem) {
+  ApiError error(httpStatus, "UNKNOWN",
+                 "unexpected response (" + std::string(problem) + "): " + excerpt(body) +
+                     "; check that the endpoint is the Google API and not a proxy");
+  error.retryable_ = true;
+  return error;
+}
+
+ApiError ApiError::refusedRequest(std::string message) {
+  return ApiError(400, "INVALID_ARGUMENT", "refused before sending any request: " + std::move(message));
 }
 
 ApiError parseApiError(int httpStatus, std::string_view body) {
   auto parsed = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_object() && parsed.contains("error") && parsed["error"].is_object()) {
     const auto& error = parsed["error"];
-    auto status = error.value("status", statusForHttp(httpStatus));
-    auto message = error.value("message", std::string());
-    auto details = error.contains("details") ? error["details"] : nlohmann::json::array();
+    std::string status = statusForHttp(httpStatus);
+    if (auto it = error.find("status"); it != error.end()) {
+      if (it->is_string()) {
+        status = it->get<std::string>().substr(0, 64);
+      } else if (it->is_number_integer()) {
+        status = std::string(rpcCodeName(it->get<int>()));
+      }
+    }
+    std::string message;
+    if (auto it = error.find("message"); it != error.end()) {
+      message = it->is_string() ? it->get<std::string>() : it->dump();
+    }
+    if (message.size() > kMaxMessage) message.resize(kMaxMessage);
+    auto details = nlohmann::json::array();
+    if (auto it = error.find("details"); it != error.end() && it->is_array()) details = *it;
     return ApiError(httpStatus, status, message, details);
   }
   // Not Google's shape (a proxy, a load balancer): keep a bounded excerpt of the body as the message.
-  std::string excerpt(body.substr(0, 200));
-  return ApiError(httpStatus, statusForHttp(httpStatus), excerpt.empty() ? "no response body" : excerpt);
+  return ApiError(httpStatus, statusForHttp(httpStatus), excerpt(body));
 }
+
+ApiError apiErrorOf(const HttpResponse& response) {
+  auto error = parseApiError(response.status, response.body);
+  if (auto header = response.headers.find("retry-after"); header != response.headers.end()) {
+    error.setRetryAfter(parseRetryAfterSeconds(header->second));
+  }
+  return error;
+}
+
 
 std::string_view rpcCodeName(int code) {
   return code >= 0 && code < static_cast<int>(kRpcCodes.size()) ? kRpcCodes[code].name : "UNKNOWN";

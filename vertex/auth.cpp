@@ -5,8 +5,11 @@
 #include <fstream>
 
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
+#include "base/url.h"
 #include "vertex/api_error.h"
+#include "vertex/json_codec.h"
 #include "vertex/jwt.h"
 
 namespace vto::vertex {
@@ -23,25 +26,39 @@ std::string formEncode(const std::map<std::string, std::string>& fields) {
   return body;
 }
 
+// Bounded: the token endpoint's words end up in logs and status.
+std::string boundedString(const json& object, const char* field) { return stringField(object, field).substr(0, 300); }
+
+// Google issues tokens for an hour; a day is the most any sane endpoint would claim.
+constexpr double kMaxTokenLifetimeSeconds = 86400;
+
 // Parses {"access_token", "expires_in"}; the error text names the endpoint, never the body's token.
 AccessToken parseTokenResponse(const HttpResponse& response, const std::string& endpoint, const Clock& clock) {
   auto body = json::parse(response.body, nullptr, false);
   if (response.status != 200) {
     std::string reason;
     if (body.is_object()) {
-      reason = body.value("error", std::string());
-      auto description = body.value("error_description", std::string());
+      reason = boundedString(body, "error");
+      auto description = boundedString(body, "error_description");
       if (!description.empty()) reason += ": " + description;
     }
     throw AuthError("token endpoint " + endpoint + " answered HTTP " + std::to_string(response.status) +
                     (reason.empty() ? "" : " (" + reason + ")"));
   }
-  if (!body.is_object() || !body.contains("access_token") || !body["access_token"].is_string()) {
+  if (!body.is_object() || !body.contains("access_token") || !body["access_token"].is_string() ||
+      body["access_token"].get_ref<const std::string&>().empty()) {
     throw AuthError("token endpoint " + endpoint + " answered without an access_token");
   }
-  auto lifetime = body.contains("expires_in") && body["expires_in"].is_number() ? body["expires_in"].get<long long>()
-                                                                               : 3600LL;
-  return {body["access_token"].get<std::string>(), clock.now() + std::chrono::seconds(lifetime)};
+  double lifetime = 3600;
+  if (auto it = body.find("expires_in"); it != body.end()) {
+    lifetime = it->is_number() ? it->get<double>() : -1;
+    if (!(lifetime >= 1 && lifetime <= kMaxTokenLifetimeSeconds)) {
+      throw AuthError("token endpoint " + endpoint + " answered expires_in " + it->dump().substr(0, 40) +
+                      "; expected a number of seconds from 1 to 86400 (check that token_uri is Google's)");
+    }
+  }
+  return {body["access_token"].get<std::string>(),
+          clock.now() + std::chrono::seconds(static_cast<long long>(lifetime))};
 }
 
 AccessToken postForm(HttpTransport& http, const Clock& clock, const std::string& uri,
@@ -68,9 +85,31 @@ std::string requireString(const json& file, const std::string& field, const std:
 
 }  // namespace
 
+void checkTokenUri(const std::string& uri, const std::string& source) {
+  ParsedUrl parsed;
+  try {
+    parsed = parseUrl(uri);
+  } catch (const std::invalid_argument& error) {
+    throw AuthError(source + ": token_uri: " + error.what());
+  }
+  auto endsWith = [&](std::string_view suffix) {
+    return parsed.host.size() > suffix.size() &&
+           parsed.host.compare(parsed.host.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  bool google = parsed.scheme == "https" && (endsWith(".googleapis.com") || parsed.host == "accounts.google.com");
+  bool loopback = (parsed.scheme == "https" || parsed.scheme == "http") && isLoopbackHost(parsed.host);
+  if (!google && !loopback) {
+    throw AuthError(source + ": token_uri \"" + uri.substr(0, 200) +
+                    "\" is not Google's token endpoint; use https://oauth2.googleapis.com/token (a loopback "
+                    "address is accepted for local emulators)");
+  }
+}
+
 ServiceAccountTokenSource::ServiceAccountTokenSource(HttpTransport& http, const Clock& clock, ServiceAccountKey key,
                                                      std::string scope)
-    : http_(http), clock_(clock), key_(std::move(key)), scope_(std::move(scope)) {}
+    : http_(http), clock_(clock), key_(std::move(key)), scope_(std::move(scope)) {
+  checkTokenUri(key_.tokenUri, "service account " + key_.clientEmail);
+}
 
 AccessToken ServiceAccountTokenSource::token() {
   auto issuedAt = std::chrono::duration_cast<std::chrono::seconds>(clock_.now().time_since_epoch()).count();
@@ -92,7 +131,9 @@ AccessToken ServiceAccountTokenSource::token() {
 }
 
 AuthorizedUserTokenSource::AuthorizedUserTokenSource(HttpTransport& http, const Clock& clock, AuthorizedUser user)
-    : http_(http), clock_(clock), user_(std::move(user)) {}
+    : http_(http), clock_(clock), user_(std::move(user)) {
+  checkTokenUri(user_.tokenUri, "authorized user credentials");
+}
 
 AccessToken AuthorizedUserTokenSource::token() {
   return postForm(http_, clock_, user_.tokenUri,
@@ -120,18 +161,49 @@ AccessToken MetadataTokenSource::token() {
 }
 
 CachedTokenSource::CachedTokenSource(std::unique_ptr<TokenSource> source, const Clock& clock,
-                                     std::chrono::seconds margin)
-    : source_(std::move(source)), clock_(clock), margin_(margin) {}
+                                     std::chrono::seconds margin, std::chrono::seconds retryAfterFailure)
+    : source_(std::move(source)), clock_(clock), margin_(margin), retryAfterFailure_(retryAfterFailure) {}
 
 AccessToken CachedTokenSource::token() {
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    auto now = clock_.now();
+    if (cached_ && refreshAt_ > now) return *cached_;
+    if (!refreshing_) break;
+    if (cached_ && cached_->expiry > now) return *cached_;  // another caller is refreshing it
+    refreshed_.wait(lock);
+  }
+  refreshing_ = true;
+  lock.unlock();
+  std::optional<AccessToken> fresh;
+  std::exception_ptr failure;
+  try {
+    fresh = source_->token();
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  lock.lock();
+  refreshing_ = false;
+  refreshed_.notify_all();
   auto now = clock_.now();
-  if (!cached_ || refreshAt_ <= now) {
-    cached_ = source_->token();
+  if (fresh) {
+    cached_ = std::move(fresh);
     auto lifetime = cached_->expiry - now;
     refreshAt_ = cached_->expiry - std::min<Clock::duration>(margin_, lifetime / 2);
+    return *cached_;
   }
-  return *cached_;
+  if (cached_ && cached_->expiry > now) {
+    // The old token still works: keep serving it and try the refresh again a little later.
+    refreshAt_ = now + retryAfterFailure_;
+    try {
+      std::rethrow_exception(failure);
+    } catch (const std::exception& error) {
+      spdlog::warn("refreshing the Google access token failed, the current one is still valid: {}", error.what());
+    } catch (...) {
+    }
+    return *cached_;
+  }
+  std::rethrow_exception(failure);
 }
 
 void CachedTokenSource::invalidate() {

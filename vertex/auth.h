@@ -5,6 +5,7 @@
 //   2. gcloud's application default credentials file ($HOME/.config/gcloud/application_default_credentials.json);
 //   3. the metadata server (GCE, GKE Workload Identity); GCE_METADATA_HOST overrides its host.
 // Tokens, refresh tokens and keys are secrets: nothing here logs them or puts them into an exception.
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -12,6 +13,7 @@
 #include <string>
 
 #include "base/clock.h"
+#include "base/retryable_error.h"
 #include "vertex/http_transport.h"
 
 namespace vto::vertex {
@@ -30,10 +32,17 @@ class TokenSource {
   virtual void invalidate() {}
 };
 
-class AuthError : public std::runtime_error {
+// No token could be had (token endpoint down or refusing, bad credentials file). A RetryableError
+// so that a run waiting for credentials is requeued with backoff like any other remote failure.
+class AuthError : public RetryableError {
  public:
-  using std::runtime_error::runtime_error;
+  explicit AuthError(const std::string& what) : RetryableError(what) {}
 };
+
+// A token endpoint from a credentials file must be Google's (https, a googleapis.com host or
+// accounts.google.com) or a loopback address (tests, emulators): the file's token_uri receives a
+// signed assertion or a refresh token. Throws AuthError naming the file's field and the fix.
+void checkTokenUri(const std::string& uri, const std::string& source);
 
 inline constexpr const char* kCloudPlatformScope = "https://www.googleapis.com/auth/cloud-platform";
 
@@ -90,12 +99,15 @@ class MetadataTokenSource final : public TokenSource {
 };
 
 // Keeps the last token and refreshes it `margin` before it expires (or half-way through its life
-// when that is shorter than twice the margin). Concurrent callers that find it stale wait for the
-// one refresh in flight instead of starting their own.
+// when that is shorter than twice the margin). One caller refreshes, without holding the lock;
+// meanwhile the others get the old token while it is still valid and wait only when there is none.
+// When a refresh fails and the old token has not expired, the old token is served and the refresh
+// is tried again after `retryAfterFailure`.
 class CachedTokenSource final : public TokenSource {
  public:
   CachedTokenSource(std::unique_ptr<TokenSource> source, const Clock& clock,
-                    std::chrono::seconds margin = std::chrono::seconds(300));
+                    std::chrono::seconds margin = std::chrono::seconds(300),
+                    std::chrono::seconds retryAfterFailure = std::chrono::seconds(10));
   AccessToken token() override;
   void invalidate() override;
 
@@ -103,7 +115,10 @@ class CachedTokenSource final : public TokenSource {
   std::unique_ptr<TokenSource> source_;
   const Clock& clock_;
   std::chrono::seconds margin_;
-  std::mutex mutex_;  // held during a refresh: that is what makes callers share it
+  std::chrono::seconds retryAfterFailure_;
+  std::mutex mutex_;  // never held while the source is asked for a token
+  std::condition_variable refreshed_;
+  bool refreshing_ = false;
   std::optional<AccessToken> cached_;
   Clock::time_point refreshAt_;
 };

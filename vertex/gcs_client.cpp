@@ -6,24 +6,45 @@
 #include <nlohmann/json.hpp>
 
 #include "vertex/api_error.h"
+#include "vertex/json_codec.h"
 
 namespace vto::vertex {
 namespace {
 
 using nlohmann::json;
 
+// int64 fields arrive as decimal strings (or numbers from some emulators); anything else reads as 0.
+std::string int64Text(const json& object, const char* field) {
+  auto it = object.find(field);
+  if (it == object.end()) return "";
+  if (it->is_number_integer()) return it->dump();
+  if (it->is_string()) return it->get<std::string>();
+  return "";
+}
+
 GcsObject decodeObject(const json& item) {
   GcsObject object;
-  object.bucket = item.value("bucket", std::string());
-  object.name = item.value("name", std::string());
-  if (item.contains("size")) object.size = std::stoll(item["size"].is_string() ? item["size"].get<std::string>()
-                                                                               : item["size"].dump());
-  object.updated = item.value("updated", std::string());
-  object.timeCreated = item.value("timeCreated", std::string());
-  if (item.contains("generation")) {
-    object.generation = item["generation"].is_string() ? item["generation"].get<std::string>() : item["generation"].dump();
+  if (!item.is_object()) return object;
+  object.bucket = stringField(item, "bucket");
+  object.name = stringField(item, "name");
+  auto size = int64Text(item, "size");
+  try {
+    std::size_t used = 0;
+    if (!size.empty()) object.size = std::stoll(size, &used);
+    if (used != size.size()) object.size = 0;
+  } catch (const std::exception&) {
+    object.size = 0;
   }
+  object.updated = stringField(item, "updated");
+  object.generation = int64Text(item, "generation");
+  object.timeCreated = stringField(item, "timeCreated");
   return object;
+}
+
+json parseObjectBody(const HttpResponse& response) {
+  auto parsed = json::parse(response.body, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_object()) throw ApiError::unexpectedResponse(response.status, response.body, "not a JSON object");
+  return parsed;
 }
 
 }  // namespace
@@ -39,97 +60,114 @@ GcsUri parseGcsUri(const std::string& uri) {
   return {rest.substr(0, slash), rest.substr(slash + 1)};
 }
 
-RestGcsClient::RestGcsClient(HttpTransport& http, std::string endpoint, TokenSource* tokens)
-    : endpoint_(std::move(endpoint)), http_(http), tokens_(tokens) {
-  while (!endpoint_.empty() && endpoint_.back() == '/') endpoint_.pop_back();
-}
-
-HttpResponse RestGcsClient::send(HttpRequest request) {
-  if (tokens_ != nullptr) request.headers["Authorization"] = "Bearer " + tokens_->token().value;
-  return http_.send(request);
-}
-
-std::vector<GcsObject> RestGcsClient::listObjects(const std::string& bucket, const std::string& prefix) {
-  std::vector<GcsObject> objects;
-  std::string pageToken;
-  do {
-    HttpRequest request;
-    request.url = endpoint_ + "/storage/v1/b/" + urlEncode(bucket) + "/o?prefix=" + urlEncode(prefix);
-    if (!pageToken.empty()) request.url += "&pageToken=" + urlEncode(pageToken);
-    auto response = send(request);
-    if (response.status != 200) throw parseApiError(response.status, response.body);
-    auto page = json::parse(response.body);
-    for (const auto& item : page.value("items", json::array())) objects.push_back(decodeObject(item));
-    pageToken = page.value("nextPageToken", std::string());
-  } while (!pageToken.empty());
-  return objects;
-}
-
 void PageTokenGuard::next(const std::string& token) {
   if (std::find(seen_.begin(), seen_.end(), token) != seen_.end()) {
-    throw ApiError(200, "INTERNAL", what_ + ": the server repeated a page token it had already sent");
+    throw ApiError::unexpectedResponse(200, "", what_ + ": the server repeated a page token it had already sent");
   }
   seen_.push_back(token);
 }
 
+std::vector<GcsObject> GcsClient::listObjects(const std::string& bucket, const std::string& prefix, int maxPages) {
+  std::vector<GcsObject> objects;
+  PageTokenGuard tokens("listing gs://" + bucket + "/" + prefix);
+  std::string pageToken;
+  for (int page = 1;; ++page) {
+    auto result = listObjectsPage(bucket, prefix, pageToken, {});
+    std::move(result.objects.begin(), result.objects.end(), std::back_inserter(objects));
+    if (result.nextPageToken.empty()) return objects;
+    if (page >= maxPages) {
+      throw ApiError(200, "OUT_OF_RANGE",
+                     "gs://" + bucket + "/" + prefix + " holds more than " + std::to_string(maxPages) +
+                         " pages of objects; list a narrower prefix");
+    }
+    tokens.next(result.nextPageToken);
+    pageToken = result.nextPageToken;
+  }
+}
+
+RestGcsClient::RestGcsClient(HttpTransport& http, std::string endpoint, TokenSource* tokens, bool allowInsecure)
+    : endpoint_(std::move(endpoint)), http_(http), tokens_(tokens) {
+  while (!endpoint_.empty() && endpoint_.back() == '/') endpoint_.pop_back();
+  if (tokens_ != nullptr) {
+    requireTrustedEndpoint(endpoint_, "Cloud Storage endpoint", allowInsecure);
+  } else {
+    parseUrl(endpoint_);
+  }
+}
+
+HttpResponse RestGcsClient::send(HttpRequest request) {
+  for (bool refreshedToken = false;; refreshedToken = true) {
+    if (tokens_ != nullptr) request.headers["Authorization"] = "Bearer " + tokens_->token().value;
+    auto response = http_.send(request);
+    if (response.status == 401 && tokens_ != nullptr && !refreshedToken) {
+      tokens_->invalidate();  // revoked or expired early: one more try with a fresh token
+      continue;
+    }
+    return response;
+  }
+}
+
 ObjectPage RestGcsClient::listObjectsPage(const std::string& bucket, const std::string& prefix,
                                           const std::string& pageToken, const ListObjectsOptions& options) {
+  UrlBuilder url(endpoint_);
+  url.literal("storage/v1/b").segment(bucket).literal("o").query("prefix", prefix);
+  if (!options.delimiter.empty()) url.query("delimiter", options.delimiter);
+  if (!options.fields.empty()) url.query("fields", options.fields);
+  if (options.maxResults > 0) url.query("maxResults", std::to_string(options.maxResults));
+  if (!options.matchGlob.empty()) url.query("matchGlob", options.matchGlob);
+  if (!pageToken.empty()) url.query("pageToken", pageToken);
   HttpRequest request;
-  request.url = endpoint_ + "/storage/v1/b/" + urlEncode(bucket) + "/o?prefix=" + urlEncode(prefix);
-  if (!options.delimiter.empty()) request.url += "&delimiter=" + urlEncode(options.delimiter);
-  if (!options.fields.empty()) request.url += "&fields=" + urlEncode(options.fields);
-  if (options.maxResults > 0) request.url += "&maxResults=" + std::to_string(options.maxResults);
-  if (!options.matchGlob.empty()) request.url += "&matchGlob=" + urlEncode(options.matchGlob);
-  if (!pageToken.empty()) request.url += "&pageToken=" + urlEncode(pageToken);
+  request.url = url.str();
   auto response = send(request);
-  if (response.status != 200) throw parseApiError(response.status, response.body);
-  auto body = json::parse(response.body, nullptr, /*allow_exceptions=*/false);
-  if (!body.is_object()) throw ApiError(200, "INTERNAL", "the object listing is not a JSON object");
+  if (response.status != 200) throw apiErrorOf(response);
+  auto body = parseObjectBody(response);
   ObjectPage page;
   if (auto items = body.find("items"); items != body.end() && items->is_array()) {
-    for (const auto& item : *items) {
-      if (item.is_object()) page.objects.push_back(decodeObject(item));
-    }
+    for (const auto& item : *items) page.objects.push_back(decodeObject(item));
   }
   if (auto prefixes = body.find("prefixes"); prefixes != body.end() && prefixes->is_array()) {
     for (const auto& p : *prefixes) {
       if (p.is_string()) page.prefixes.push_back(p.get<std::string>());
     }
   }
-  if (auto token = body.find("nextPageToken"); token != body.end() && token->is_string()) {
-    page.nextPageToken = token->get<std::string>();
-  }
+  page.nextPageToken = stringField(body, "nextPageToken");
   return page;
 }
 
 std::optional<GcsObject> RestGcsClient::getObject(const std::string& bucket, const std::string& name) {
   HttpRequest request;
-  request.url = endpoint_ + "/storage/v1/b/" + urlEncode(bucket) + "/o/" + urlEncode(name);
+  request.url = UrlBuilder(endpoint_).literal("storage/v1/b").segment(bucket).literal("o").segment(name).str();
   auto response = send(request);
   if (response.status == 404) return std::nullopt;
-  if (response.status != 200) throw parseApiError(response.status, response.body);
-  return decodeObject(json::parse(response.body));
+  if (response.status != 200) throw apiErrorOf(response);
+  return decodeObject(parseObjectBody(response));
 }
 
 GcsObject RestGcsClient::upload(const std::string& bucket, const std::string& name, const std::string& content,
                                 const std::string& contentType) {
   HttpRequest request;
   request.method = "POST";
-  request.url = endpoint_ + "/upload/storage/v1/b/" + urlEncode(bucket) + "/o?uploadType=media&name=" + urlEncode(name);
+  request.url = UrlBuilder(endpoint_)
+                    .literal("upload/storage/v1/b")
+                    .segment(bucket)
+                    .literal("o")
+                    .query("uploadType", "media")
+                    .query("name", name)
+                    .str();
   request.headers["Content-Type"] = contentType;
   request.body = content;
   auto response = send(request);
-  if (response.status != 200) throw parseApiError(response.status, response.body);
-  return decodeObject(json::parse(response.body));
+  if (response.status != 200) throw apiErrorOf(response);
+  return decodeObject(parseObjectBody(response));
 }
 
 void RestGcsClient::ensureBucket(const std::string& bucket, const std::string& project) {
   HttpRequest request;
   request.method = "POST";
-  request.url = endpoint_ + "/storage/v1/b?project=" + urlEncode(project);
+  request.url = UrlBuilder(endpoint_).literal("storage/v1/b").query("project", project).str();
   request.body = json{{"name", bucket}}.dump();
   auto response = send(request);
-  if (response.status != 200 && response.status != 409) throw parseApiError(response.status, response.body);
+  if (response.status != 200 && response.status != 409) throw apiErrorOf(response);
 }
 
 std::string gcsEndpoint(const std::optional<std::string>& explicitEndpoint, const EnvLookup& env) {

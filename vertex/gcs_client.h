@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/url.h"
 #include "vertex/auth.h"
 #include "vertex/http_transport.h"
 
@@ -15,9 +16,9 @@ struct GcsObject {
   std::string bucket;
   std::string name;
   std::int64_t size = 0;
-  std::string updated;      // RFC 3339; moves on any metadata edit
+  std::string updated;     // RFC 3339
   std::string generation;
-  std::string timeCreated;  // RFC 3339; set once, when this generation was written
+  std::string timeCreated;  // RFC 3339; set once, when this generation was written (`updated` moves on any edit)
 };
 
 // gs://bucket/some/prefix -> {bucket, "some/prefix"}.
@@ -28,12 +29,13 @@ struct GcsUri {
 // Throws std::invalid_argument with the expected form when `uri` is not gs://BUCKET[/PATH].
 GcsUri parseGcsUri(const std::string& uri);
 
-// One page of objects.list (the same shape as the security branch's bounded listing).
+// One page of objects.list. With a delimiter, names that continue past it below `prefix` are
+// rolled up into `prefixes` ("dir/step-12/") instead of being listed one by one.
 struct ListObjectsOptions {
   std::string delimiter;  // "" or "/"
-  // The partial response to ask for, e.g. "items(name,timeCreated),nextPageToken"; "" for all.
+  // The partial response to ask for, e.g. "items(name,updated),prefixes,nextPageToken"; "" for all.
   std::string fields;
-  int maxResults = 0;     // 0: the server's default (1000)
+  int maxResults = 0;  // 0: the server's default (1000)
   std::string matchGlob;  // "" or a glob the server filters names by, e.g. "**.parquet"
 };
 
@@ -43,8 +45,29 @@ struct ObjectPage {
   std::string nextPageToken;  // empty on the last page
 };
 
+// The most pages listObjects() follows; a listing that needs more is refused.
+inline constexpr int kMaxListPages = 100;
+
+class GcsClient {
+ public:
+  virtual ~GcsClient() = default;
+  // One page under `prefix`, starting at `pageToken` ("" for the first).
+  virtual ObjectPage listObjectsPage(const std::string& bucket, const std::string& prefix, const std::string& pageToken,
+                                     const ListObjectsOptions& options) = 0;
+  // Every object whose name starts with `prefix`, following nextPageToken for at most `maxPages`
+  // pages. Throws ApiError (retryable) when the server repeats a page token or there are more pages;
+  // for big listings use listObjectsPage and keep only what you need (reconcilers/checkpoints.h).
+  std::vector<GcsObject> listObjects(const std::string& bucket, const std::string& prefix, int maxPages = kMaxListPages);
+  // nullopt when the object does not exist.
+  virtual std::optional<GcsObject> getObject(const std::string& bucket, const std::string& name) = 0;
+  virtual GcsObject upload(const std::string& bucket, const std::string& name, const std::string& content,
+                           const std::string& contentType = "application/octet-stream") = 0;
+  // Creates the bucket when it is missing; emulators start empty (the real service is set up by hand).
+  virtual void ensureBucket(const std::string& bucket, const std::string& project = "vto") = 0;
+};
+
 // Tracks the page tokens of one listing: a server that hands back a token it gave before would
-// otherwise be followed forever. Throws ApiError on a repeat.
+// otherwise be followed forever. Throws ApiError (retryable) on a repeat.
 class PageTokenGuard {
  public:
   explicit PageTokenGuard(std::string what) : what_(std::move(what)) {}
@@ -55,29 +78,15 @@ class PageTokenGuard {
   std::vector<std::string> seen_;  // bounded by the page cap of the listing
 };
 
-class GcsClient {
- public:
-  // One page under `prefix`, starting at `pageToken` ("" for the first).
-  virtual ObjectPage listObjectsPage(const std::string& bucket, const std::string& prefix, const std::string& pageToken,
-                                     const ListObjectsOptions& options) = 0;
-  virtual ~GcsClient() = default;
-  // Every object whose name starts with `prefix`, following nextPageToken.
-  virtual std::vector<GcsObject> listObjects(const std::string& bucket, const std::string& prefix) = 0;
-  // nullopt when the object does not exist.
-  virtual std::optional<GcsObject> getObject(const std::string& bucket, const std::string& name) = 0;
-  virtual GcsObject upload(const std::string& bucket, const std::string& name, const std::string& content,
-                           const std::string& contentType = "application/octet-stream") = 0;
-  // Creates the bucket when it is missing; emulators start empty (the real service is set up by hand).
-  virtual void ensureBucket(const std::string& bucket, const std::string& project = "vto") = 0;
-};
-
 class RestGcsClient final : public GcsClient {
  public:
   // endpoint: "https://storage.googleapis.com" or an emulator such as "http://127.0.0.1:4443".
-  // tokens may be null for an emulator that needs none.
-  RestGcsClient(HttpTransport& http, std::string endpoint, TokenSource* tokens);
+  // tokens may be null for an emulator that needs none. With tokens, the endpoint must pass
+  // base/url.h's requireTrustedEndpoint (https, or http only to loopback or with allowInsecure):
+  // the constructor throws std::invalid_argument otherwise, so no token is ever attached to a
+  // request to an unchecked endpoint.
+  RestGcsClient(HttpTransport& http, std::string endpoint, TokenSource* tokens, bool allowInsecure = false);
 
-  std::vector<GcsObject> listObjects(const std::string& bucket, const std::string& prefix) override;
   ObjectPage listObjectsPage(const std::string& bucket, const std::string& prefix, const std::string& pageToken,
                              const ListObjectsOptions& options) override;
   std::optional<GcsObject> getObject(const std::string& bucket, const std::string& name) override;

@@ -6,6 +6,8 @@
 #include <map>
 #include <string>
 
+#include "base/url.h"
+
 namespace vto::vertex {
 
 struct HttpRequest {
@@ -38,7 +40,7 @@ class CppRestTransport final : public HttpTransport {
   HttpResponse send(const HttpRequest& request) override;
 };
 
-// Percent-encodes a query parameter value or a path segment.
-std::string urlEncode(const std::string& text);
+// Percent-encoding lives with the URL builder in base/url.h.
+using vto::urlEncode;
 
 }  // namespace vto::vertex

@@ -38,8 +38,9 @@ JobState jobStateFromJson(const nlohmann::json& value) {
       return static_cast<JobState>(number);
     }
   }
-  throw std::invalid_argument("unknown job state " + value.dump() +
-                              "; expected a JOB_STATE_* name or its number 0-11");
+  // A state added to the API after this build (or garbage): unspecified, which the reconciler treats
+  // as "not known yet" and polls again, instead of failing the whole decode.
+  return JobState::Unspecified;
 }
 
 bool isTerminal(JobState state) {
@@ -53,6 +54,12 @@ bool isTerminal(JobState state) {
     default:
       return false;
   }
+}
+
+std::string stringField(const nlohmann::json& object, const char* field) {
+  if (!object.is_object()) return "";
+  auto it = object.find(field);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
 std::int64_t int64FromJson(const nlohmann::json& value) {

@@ -30,10 +30,14 @@ enum class JobState {
 
 std::string_view jobStateName(JobState state);
 std::optional<JobState> jobStateFromName(std::string_view name);
-// Accepts "JOB_STATE_RUNNING" or 3; throws std::invalid_argument on anything else.
+// Accepts "JOB_STATE_RUNNING" or 3; anything else (a state newer than this build) is Unspecified.
 JobState jobStateFromJson(const nlohmann::json& value);
 // SUCCEEDED, FAILED, CANCELLED, EXPIRED and PARTIALLY_SUCCEEDED: the job will not change again.
 bool isTerminal(JobState state);
+
+// The string at `field`, or "" when it is absent or not a string: responses are decoded without
+// trusting their types.
+std::string stringField(const nlohmann::json& object, const char* field);
 
 // Accepts "42" or 42; throws std::invalid_argument otherwise.
 std::int64_t int64FromJson(const nlohmann::json& value);

@@ -6,17 +6,6 @@ void SlidingWindow::forget(Clock::time_point now) {
   while (!events_.empty() && events_.front() + window_ <= now) events_.pop_front();
 }
 
-Clock::time_point SlidingWindow::reserve(Clock::time_point now, int limit) {
-  forget(now);
-  auto slot = now;
-  if (events_.size() >= static_cast<std::size_t>(limit)) {
-    // Allowed once the limit-th most recent event has left the window.
-    slot = std::max(now, events_[events_.size() - limit] + window_);
-  }
-  events_.push_back(slot);
-  return slot;
-}
-
 bool SlidingWindow::tryRecord(Clock::time_point now, int limit) {
   forget(now);
   if (events_.size() >= static_cast<std::size_t>(limit)) return false;
@@ -24,21 +13,32 @@ bool SlidingWindow::tryRecord(Clock::time_point now, int limit) {
   return true;
 }
 
-RateLimiter::RateLimiter(const Clock& clock, Sleeper& sleeper, std::chrono::milliseconds window)
-    : clock_(clock), sleeper_(sleeper), window_(window) {}
+Clock::duration SlidingWindow::waitFor(Clock::time_point now, int limit) {
+  forget(now);
+  if (events_.size() < static_cast<std::size_t>(limit)) return Clock::duration::zero();
+  // One more fits once the limit-th most recent event has left the window.
+  return events_[events_.size() - limit] + window_ - now;
+}
 
-std::chrono::milliseconds RateLimiter::acquire(const std::string& key, int perWindow) {
-  if (perWindow <= 0) return std::chrono::milliseconds(0);
-  Clock::time_point slot;
-  {
-    // Reserve under the lock, wait outside it so that other keys are not held up.
-    std::lock_guard lock(mutex_);
-    slot = windows_.try_emplace(key, window_).first->second.reserve(clock_.now(), perWindow);
-  }
-  auto wait = std::chrono::ceil<std::chrono::milliseconds>(slot - clock_.now());
-  if (wait.count() <= 0) return std::chrono::milliseconds(0);
-  sleeper_.sleepFor(wait);
-  return wait;
+QuotaPacingError::QuotaPacingError(const std::string& key, std::chrono::milliseconds delay)
+    : RetryableError("client-side quota for " + key + " is used up for now; retrying in " +
+                         std::to_string(delay.count()) + " ms (raise --vertex-creates-per-minute or "
+                         "--vertex-requests-per-minute if the project's Vertex quota allows more)",
+                     delay) {}
+
+QuotaPacer::QuotaPacer(const Clock& clock, std::chrono::milliseconds window) : clock_(clock), window_(window) {}
+
+std::optional<std::chrono::milliseconds> QuotaPacer::tryAcquire(const std::string& key, int perWindow) {
+  if (perWindow <= 0) return std::nullopt;
+  std::lock_guard lock(mutex_);
+  auto& window = windows_.try_emplace(key, window_).first->second;
+  auto now = clock_.now();
+  if (window.tryRecord(now, perWindow)) return std::nullopt;
+  return std::max(std::chrono::milliseconds(1), std::chrono::ceil<std::chrono::milliseconds>(window.waitFor(now, perWindow)));
+}
+
+void QuotaPacer::acquireOrThrow(const std::string& key, int perWindow) {
+  if (auto wait = tryAcquire(key, perWindow)) throw QuotaPacingError(key, *wait);
 }
 
 }  // namespace vto::vertex

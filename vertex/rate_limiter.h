@@ -1,15 +1,18 @@
 #pragma once
 // Per-minute quotas, the shape of Vertex's: at most N events in any sliding window. The client
-// paces itself with RateLimiter (a burst is spread out instead of being answered with 429); the
-// emulator enforces a quota with the same SlidingWindow (a burst beyond it is rejected).
+// paces itself with QuotaPacer (a request beyond the quota is not sent; the caller is told when to
+// come back, and the work queue requeues the run then); the emulator enforces a quota with the same
+// SlidingWindow (a burst beyond it is rejected). This is not the work queue's per-key failure
+// backoff (controller/rate_limiter.h): that one decides when a failed key is retried.
 #include <chrono>
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "base/clock.h"
-#include "vertex/sleeper.h"
+#include "base/retryable_error.h"
 
 namespace vto::vertex {
 
@@ -17,28 +20,34 @@ namespace vto::vertex {
 class SlidingWindow {
  public:
   explicit SlidingWindow(std::chrono::milliseconds window) : window_(window) {}
-  // The earliest time >= now at which one more event keeps at most `limit` in any window; the
-  // event is recorded at that time.
-  Clock::time_point reserve(Clock::time_point now, int limit);
   // Records an event at `now` if that keeps at most `limit` in the window; false otherwise.
   bool tryRecord(Clock::time_point now, int limit);
+  // How long from `now` until one more event fits (zero when it fits now).
+  Clock::duration waitFor(Clock::time_point now, int limit);
 
  private:
   void forget(Clock::time_point now);
   std::chrono::milliseconds window_;
-  std::deque<Clock::time_point> events_;  // oldest first; reserved slots may lie in the future
+  std::deque<Clock::time_point> events_;  // oldest first
 };
 
-class RateLimiter {
+// The client's own quota said "not yet": retry after the delay it gives.
+class QuotaPacingError : public RetryableError {
  public:
-  RateLimiter(const Clock& clock, Sleeper& sleeper, std::chrono::milliseconds window = std::chrono::minutes(1));
-  // Blocks (through the Sleeper) until one more request under `key` stays within `perWindow`
-  // requests per window, then records it. perWindow <= 0 means unlimited. Returns the time waited.
-  std::chrono::milliseconds acquire(const std::string& key, int perWindow);
+  QuotaPacingError(const std::string& key, std::chrono::milliseconds delay);
+};
+
+class QuotaPacer {
+ public:
+  explicit QuotaPacer(const Clock& clock, std::chrono::milliseconds window = std::chrono::minutes(1));
+  // Records one request under `key` if it stays within `perWindow` per window (<= 0: unlimited);
+  // otherwise records nothing and returns how long to wait. Never blocks.
+  std::optional<std::chrono::milliseconds> tryAcquire(const std::string& key, int perWindow);
+  // tryAcquire, throwing QuotaPacingError{retryAfter = the wait} when the quota is used up.
+  void acquireOrThrow(const std::string& key, int perWindow);
 
  private:
   const Clock& clock_;
-  Sleeper& sleeper_;
   std::chrono::milliseconds window_;
   std::mutex mutex_;
   std::map<std::string, SlidingWindow> windows_;

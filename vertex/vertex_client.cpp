@@ -1,8 +1,8 @@
 #include "vertex/vertex_client.h"
 
-#include <cpprest/base_uri.h>
 #include <spdlog/spdlog.h>
 
+#include "base/gcp_names.h"
 #include "vertex/api_error.h"
 
 namespace vto::vertex {
@@ -11,44 +11,68 @@ namespace {
 using nlohmann::json;
 
 std::optional<RpcStatus> decodeStatus(const json& resource) {
-  if (!resource.contains("error") || !resource["error"].is_object()) return std::nullopt;
-  const auto& error = resource["error"];
+  auto it = resource.find("error");
+  if (it == resource.end() || !it->is_object()) return std::nullopt;
+  const auto& error = *it;
   RpcStatus status;
-  if (error.contains("code")) {
-    const auto& code = error["code"];
-    status.code = code.is_string() ? rpcCodeNumber(code.get<std::string>()) : code.get<int>();
+  if (auto code = error.find("code"); code != error.end()) {
+    if (code->is_string()) {
+      status.code = rpcCodeNumber(code->get<std::string>());
+    } else if (code->is_number_integer()) {
+      auto number = code->get<std::int64_t>();
+      status.code = number >= 0 && number <= 16 ? static_cast<int>(number) : 2;  // 2: UNKNOWN
+    }
   }
-  status.message = error.value("message", std::string());
+  status.message = stringField(error, "message");
   return status;
 }
 
 std::optional<Clock::time_point> timeField(const json& resource, const char* field) {
-  if (!resource.contains(field) || !resource[field].is_string()) return std::nullopt;
-  return parseTimestamp(resource[field].get<std::string>());
+  auto text = stringField(resource, field);
+  if (text.empty()) return std::nullopt;
+  try {
+    return parseTimestamp(text);
+  } catch (const std::invalid_argument&) {
+    return std::nullopt;  // a malformed time is as good as none; the state still decodes
+  }
 }
 
 Operation decodeOperation(const json& resource) {
   Operation operation;
-  operation.name = resource.value("name", std::string());
-  operation.done = resource.value("done", false);
+  operation.name = stringField(resource, "name");
+  auto done = resource.find("done");
+  operation.done = done != resource.end() && done->is_boolean() && done->get<bool>();
   operation.error = decodeStatus(resource);
   operation.raw = resource;
   return operation;
 }
 
-std::optional<std::chrono::milliseconds> parseRetryAfter(const HttpResponse& response) {
-  auto header = response.headers.find("retry-after");
-  if (header == response.headers.end()) return std::nullopt;
-  try {
-    return std::chrono::milliseconds(static_cast<long long>(std::stod(header->second) * 1000));
-  } catch (const std::exception&) {
-    return std::nullopt;  // an HTTP-date: rare from Google; the backoff applies instead
-  }
+bool isDigits(std::string_view text) {
+  return !text.empty() && text.size() <= 30 &&
+         std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-bool isLoopback(const std::string& host) {
-  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
+std::optional<JobKind> kindOfCollection(std::string_view collection) {
+  if (collection == "customJobs") return JobKind::Custom;
+  if (collection == "hyperparameterTuningJobs") return JobKind::HyperparameterTuning;
+  return std::nullopt;
 }
+
+std::vector<std::string_view> splitPath(std::string_view name) {
+  std::vector<std::string_view> parts;
+  std::size_t start = 0;
+  while (parts.size() <= 8) {
+    auto slash = name.find('/', start);
+    parts.push_back(name.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start));
+    if (slash == std::string_view::npos) break;
+    start = slash + 1;
+  }
+  return parts;
+}
+
+const char* kJobNameForm =
+    "expected projects/PROJECT/locations/REGION/customJobs/ID or "
+    "projects/PROJECT/locations/REGION/hyperparameterTuningJobs/ID (ID a number), as Vertex returns them";
 
 }  // namespace
 
@@ -56,38 +80,63 @@ std::string_view collectionName(JobKind kind) {
   return kind == JobKind::Custom ? "customJobs" : "hyperparameterTuningJobs";
 }
 
+std::optional<ResourceName> parseResourceName(std::string_view name) {
+  if (name.size() > 512) return std::nullopt;
+  auto parts = splitPath(name);
+  if (parts.size() < 4 || parts[0] != "projects" || parts[2] != "locations") return std::nullopt;
+  if (!(isProjectId(parts[1]) || isProjectNumber(parts[1])) || !isVertexRegion(parts[3])) return std::nullopt;
+  ResourceName parsed;
+  parsed.where = {std::string(parts[1]), std::string(parts[3])};
+  std::size_t next = 4;
+  if (parts.size() >= 6 && kindOfCollection(parts[4])) {
+    if (!isDigits(parts[5])) return std::nullopt;
+    parsed.kind = kindOfCollection(parts[4]);
+    parsed.jobId = parts[5];
+    next = 6;
+  }
+  if (parts.size() == next) return parsed.kind ? std::optional(parsed) : std::nullopt;
+  if (parts.size() == next + 2 && parts[next] == "operations" && isDigits(parts[next + 1])) {
+    parsed.operationId = parts[next + 1];
+    return parsed;
+  }
+  return std::nullopt;
+}
+
 JobKind jobKindOf(const std::string& jobName) {
-  if (jobName.find("/customJobs/") != std::string::npos) return JobKind::Custom;
-  if (jobName.find("/hyperparameterTuningJobs/") != std::string::npos) return JobKind::HyperparameterTuning;
-  throw std::invalid_argument("\"" + jobName +
-                              "\" is not a job name; expected projects/P/locations/L/customJobs/ID or "
-                              "projects/P/locations/L/hyperparameterTuningJobs/ID");
+  auto parsed = parseResourceName(jobName);
+  if (!parsed || !parsed->kind || !parsed->operationId.empty()) {
+    throw std::invalid_argument("\"" + jobName.substr(0, 200) + "\" is not a Vertex job name; " + kJobNameForm);
+  }
+  return *parsed->kind;
 }
 
 Location locationOf(const std::string& resourceName) {
-  // projects/{project}/locations/{location}/...
-  auto fail = [&] {
-    return std::invalid_argument("\"" + resourceName + "\" does not start with projects/PROJECT/locations/LOCATION/");
-  };
-  if (resourceName.rfind("projects/", 0) != 0) throw fail();
-  auto projectEnd = resourceName.find('/', 9);
-  if (projectEnd == std::string::npos || resourceName.compare(projectEnd, 11, "/locations/") != 0) throw fail();
-  auto locationStart = projectEnd + 11;
-  auto locationEnd = resourceName.find('/', locationStart);
-  auto location = resourceName.substr(locationStart, locationEnd == std::string::npos ? std::string::npos
-                                                                                       : locationEnd - locationStart);
-  if (projectEnd == 9 || location.empty()) throw fail();
-  return {resourceName.substr(9, projectEnd - 9), location};
+  auto parsed = parseResourceName(resourceName);
+  if (!parsed) {
+    throw std::invalid_argument("\"" + resourceName.substr(0, 200) + "\" is not a Vertex job or operation name; " +
+                                kJobNameForm);
+  }
+  return parsed->where;
+}
+
+void checkLocation(const Location& where) {
+  if (!isProjectId(where.project) && !isProjectNumber(where.project)) {
+    throw std::invalid_argument(*checkProjectId("project", where.project));
+  }
+  if (auto problem = checkVertexRegion("location", where.location)) throw std::invalid_argument(*problem);
 }
 
 Job decodeJob(JobKind kind, const json& resource) {
   Job job;
   job.kind = kind;
-  job.name = resource.value("name", std::string());
-  job.displayName = resource.value("displayName", std::string());
-  if (resource.contains("state")) job.state = jobStateFromJson(resource["state"]);
-  if (resource.contains("labels") && resource["labels"].is_object()) {
-    for (const auto& [key, value] : resource["labels"].items()) job.labels[key] = value.get<std::string>();
+  if (!resource.is_object()) return job;
+  job.name = stringField(resource, "name");
+  job.displayName = stringField(resource, "displayName");
+  if (auto state = resource.find("state"); state != resource.end()) job.state = jobStateFromJson(*state);
+  if (auto labels = resource.find("labels"); labels != resource.end() && labels->is_object()) {
+    for (const auto& [key, value] : labels->items()) {
+      if (value.is_string()) job.labels[key] = value.get<std::string>();
+    }
   }
   job.createTime = timeField(resource, "createTime");
   job.startTime = timeField(resource, "startTime");
@@ -99,126 +148,139 @@ Job decodeJob(JobKind kind, const json& resource) {
 }
 
 void validateEndpoint(const std::string& endpoint, bool allowInsecure) {
-  web::uri uri;
-  try {
-    uri = web::uri(endpoint);
-  } catch (const web::uri_exception&) {
-    throw std::invalid_argument("Vertex endpoint \"" + endpoint + "\" is not a URL; write https://HOST[:PORT]");
-  }
-  if (uri.scheme() == "https") return;
-  if (uri.scheme() == "http") {
-    if (isLoopback(uri.host()) || allowInsecure) return;
-    throw std::invalid_argument("Vertex endpoint \"" + endpoint +
-                                "\" uses plain http to a non-loopback host; use https, or pass "
-                                "--allow-insecure-endpoints if you really mean it");
-  }
-  throw std::invalid_argument("Vertex endpoint \"" + endpoint + "\" must start with https:// (or http:// for loopback)");
+  requireTrustedEndpoint(endpoint, "Vertex endpoint", allowInsecure);
 }
 
-RestVertexClient::RestVertexClient(HttpTransport& http, TokenSource& tokens, const Clock& clock, Sleeper& sleeper,
+RestVertexClient::RestVertexClient(HttpTransport& http, TokenSource& tokens, const Clock& clock,
                                    VertexClientOptions options)
-    : http_(http),
-      tokens_(tokens),
-      sleeper_(sleeper),
-      options_(std::move(options)),
-      backoff_(options_.retry),
-      limiter_(clock, sleeper, options_.limits.window) {
+    : http_(http), tokens_(tokens), options_(std::move(options)), pacer_(clock, options_.limits.window) {
   while (!options_.endpoint.empty() && options_.endpoint.back() == '/') options_.endpoint.pop_back();
   if (!options_.endpoint.empty()) validateEndpoint(options_.endpoint, options_.allowInsecure);
 }
 
-std::string RestVertexClient::baseUrl(const Location& where) const {
-  if (!options_.endpoint.empty()) return options_.endpoint;
-  return "https://" + where.location + "-aiplatform.googleapis.com";
+UrlBuilder RestVertexClient::urlFor(const Location& where) const {
+  // Checked again here, whoever validated before: the location becomes part of the host name.
+  try {
+    checkLocation(where);
+  } catch (const std::invalid_argument& error) {
+    throw ApiError::refusedRequest(error.what());
+  }
+  UrlBuilder url(options_.endpoint.empty() ? "https://" + where.location + "-aiplatform.googleapis.com"
+                                           : options_.endpoint);
+  url.literal("v1").segment("projects").segment(where.project).segment("locations").segment(where.location);
+  return url;
 }
 
-json RestVertexClient::call(const std::string& method, const Location& where, const std::string& pathAndQuery,
-                            const json* body, Quota quota) {
-  auto key = where.parent() + (quota == Quota::Create ? "#create" : "#other");
-  auto waited =
-      limiter_.acquire(key, quota == Quota::Create ? options_.limits.createsPerMinute : options_.limits.requestsPerMinute);
-  if (options_.observer != nullptr) options_.observer->quotaWaited(waited);
+UrlBuilder RestVertexClient::urlFor(const ResourceName& name) const {
+  auto url = urlFor(name.where);
+  if (name.kind) url.segment(collectionName(*name.kind)).segment(name.jobId);
+  if (!name.operationId.empty()) url.segment("operations").segment(name.operationId);
+  return url;
+}
 
+ResourceName RestVertexClient::parseOrRefuse(const std::string& name, bool mustBeJob) const {
+  auto parsed = parseResourceName(name);
+  if (!parsed || (mustBeJob && (!parsed->kind || !parsed->operationId.empty())) ||
+      (!mustBeJob && parsed->operationId.empty())) {
+    throw ApiError::refusedRequest("\"" + name.substr(0, 200) + "\" is not a Vertex " +
+                                   (mustBeJob ? "job" : "operation") + " name; " + kJobNameForm);
+  }
+  return *parsed;
+}
+
+json RestVertexClient::call(const std::string& method, const Location& where, const std::string& url,
+                            const json* body, Quota quota) {
+  auto key = where.parent() + (quota == Quota::Create ? " (job creations)" : " (requests)");
+  auto wait = pacer_.tryAcquire(key, quota == Quota::Create ? options_.limits.createsPerMinute
+                                                            : options_.limits.requestsPerMinute);
+  if (options_.observer != nullptr) options_.observer->quotaWaited(wait.value_or(std::chrono::milliseconds(0)));
+  if (wait) throw QuotaPacingError(key, *wait);
   HttpRequest request;
   request.method = method;
-  request.url = baseUrl(where) + "/v1/" + pathAndQuery;
+  request.url = url;
   request.timeout = options_.timeout;
   if (body != nullptr) {
     request.headers["Content-Type"] = "application/json";
     request.body = body->dump();
   }
-  bool refreshedToken = false;
-  for (int attempt = 1;; ++attempt) {
+  for (bool refreshedToken = false;; refreshedToken = true) {
     request.headers["Authorization"] = "Bearer " + tokens_.token().value;
-    std::optional<std::chrono::milliseconds> retryAfter;
-    try {
-      auto response = http_.send(request);
-      if (response.status >= 200 && response.status < 300) {
-        return response.body.empty() ? json::object() : json::parse(response.body);
-      }
-      auto error = parseApiError(response.status, response.body);
-      if (response.status == 401 && !refreshedToken) {
-        // The token may have been revoked or expired early: one more try with a fresh one.
-        refreshedToken = true;
-        tokens_.invalidate();
-        --attempt;
-        continue;
-      }
-      if (!error.retryable() || attempt >= options_.retry.maxAttempts) {
-        error.retryAfter = parseRetryAfter(response);
-        throw error;
-      }
-      retryAfter = parseRetryAfter(response);
-      spdlog::debug("vertex {} {}: HTTP {} {}, retry {}", method, pathAndQuery, response.status, error.status(), attempt);
-    } catch (const TransportError& error) {
-      if (attempt >= options_.retry.maxAttempts) throw;
-      spdlog::debug("vertex {} {}: {}, retry {}", method, pathAndQuery, error.what(), attempt);
+    ++requests_;
+    auto response = http_.send(request);  // TransportError goes to the caller as it is
+    if (response.status >= 200 && response.status < 300) {
+      if (response.body.empty()) return json::object();
+      auto parsed = json::parse(response.body, nullptr, /*allow_exceptions=*/false);
+      if (!parsed.is_object()) throw ApiError::unexpectedResponse(response.status, response.body, "not a JSON object");
+      return parsed;
     }
-    ++retries_;
-    sleeper_.sleepFor(backoff_.delay(attempt, retryAfter));
+    if (response.status == 401 && !refreshedToken) {
+      // The token may have been revoked or expired early: one more try, at once, with a fresh one.
+      tokens_.invalidate();
+      continue;
+    }
+    auto error = apiErrorOf(response);
+    spdlog::debug("vertex {} {}: HTTP {} {}", method, url, response.status, error.status());
+    throw error;
   }
 }
 
 Job RestVertexClient::createJob(const Location& where, JobKind kind, const json& resource) {
-  auto path = where.parent() + "/" + std::string(collectionName(kind));
-  return decodeJob(kind, call("POST", where, path, &resource, Quota::Create));
+  auto url = urlFor(where).segment(collectionName(kind)).str();
+  auto created = call("POST", where, url, &resource, Quota::Create);
+  auto job = decodeJob(kind, created);
+  // The name is written to status and used for every later request: it must be one we would accept.
+  auto parsed = parseResourceName(job.name);
+  if (!parsed || parsed->kind != kind || !parsed->operationId.empty()) {
+    throw ApiError::unexpectedResponse(200, created.dump(), "the created job has no valid name");
+  }
+  return job;
 }
 
 Job RestVertexClient::getJob(const std::string& name) {
-  return decodeJob(jobKindOf(name), call("GET", locationOf(name), name, nullptr, Quota::Other));
+  auto parsed = parseOrRefuse(name, /*mustBeJob=*/true);
+  auto resource = call("GET", parsed.where, urlFor(parsed).str(), nullptr, Quota::Other);
+  return decodeJob(*parsed.kind, resource);
 }
 
 JobPage RestVertexClient::listJobs(const Location& where, JobKind kind, const ListOptions& options) {
-  auto path = where.parent() + "/" + std::string(collectionName(kind));
-  std::string query;
-  auto add = [&](const std::string& name, const std::string& value) {
-    query += (query.empty() ? "?" : "&") + name + "=" + urlEncode(value);
-  };
-  if (!options.filter.empty()) add("filter", options.filter);
-  if (options.pageSize > 0) add("pageSize", std::to_string(options.pageSize));
-  if (!options.pageToken.empty()) add("pageToken", options.pageToken);
-  auto response = call("GET", where, path + query, nullptr, Quota::Other);
+  auto url = urlFor(where).segment(collectionName(kind));
+  if (!options.filter.empty()) url.query("filter", options.filter);
+  if (options.pageSize > 0) url.query("pageSize", std::to_string(options.pageSize));
+  if (!options.pageToken.empty()) url.query("pageToken", options.pageToken);
+  auto response = call("GET", where, url.str(), nullptr, Quota::Other);
   JobPage page;
-  for (const auto& item : response.value(std::string(collectionName(kind)), json::array())) {
-    page.jobs.push_back(decodeJob(kind, item));
+  auto items = response.find(std::string(collectionName(kind)));
+  if (items != response.end() && items->is_array()) {
+    int skipped = 0;
+    for (const auto& item : *items) {
+      auto job = decodeJob(kind, item);
+      auto parsed = parseResourceName(job.name);
+      if (!parsed || parsed->kind != kind || !parsed->operationId.empty()) {
+        ++skipped;  // a job without a valid name can be neither matched to a run nor fetched again
+        continue;
+      }
+      page.jobs.push_back(std::move(job));
+    }
+    if (skipped > 0) spdlog::warn("vertex list {}: skipped {} jobs without a valid name", where.parent(), skipped);
   }
-  page.nextPageToken = response.value("nextPageToken", std::string());
+  page.nextPageToken = stringField(response, "nextPageToken");
   return page;
 }
 
 void RestVertexClient::cancelJob(const std::string& name) {
-  jobKindOf(name);  // reject a name that is not a job before spending a request on it
+  auto parsed = parseOrRefuse(name, /*mustBeJob=*/true);
   json empty = json::object();
-  call("POST", locationOf(name), name + ":cancel", &empty, Quota::Other);
+  call("POST", parsed.where, urlFor(parsed).verb("cancel").str(), &empty, Quota::Other);
 }
 
 Operation RestVertexClient::deleteJob(const std::string& name) {
-  jobKindOf(name);
-  return decodeOperation(call("DELETE", locationOf(name), name, nullptr, Quota::Other));
+  auto parsed = parseOrRefuse(name, /*mustBeJob=*/true);
+  return decodeOperation(call("DELETE", parsed.where, urlFor(parsed).str(), nullptr, Quota::Other));
 }
 
 Operation RestVertexClient::getOperation(const std::string& name) {
-  return decodeOperation(call("GET", locationOf(name), name, nullptr, Quota::Other));
+  auto parsed = parseOrRefuse(name, /*mustBeJob=*/false);
+  return decodeOperation(call("GET", parsed.where, urlFor(parsed).str(), nullptr, Quota::Other));
 }
 
 Operation waitForOperation(VertexClient& client, const std::string& name, Sleeper& sleeper,

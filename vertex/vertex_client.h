@@ -11,12 +11,12 @@
 #include <nlohmann/json.hpp>
 
 #include "base/clock.h"
+#include "base/url.h"
 #include "vertex/auth.h"
 #include "vertex/http_transport.h"
 #include "vertex/json_codec.h"
 #include "vertex/rate_limiter.h"
 #include "vertex/request_observer.h"
-#include "vertex/retry.h"
 #include "vertex/sleeper.h"
 
 namespace vto::vertex {
@@ -24,16 +24,36 @@ namespace vto::vertex {
 enum class JobKind { Custom, HyperparameterTuning };
 // "customJobs" / "hyperparameterTuningJobs": the collection segment of the REST path.
 std::string_view collectionName(JobKind kind);
-// The kind a resource name belongs to; throws std::invalid_argument for another resource.
-JobKind jobKindOf(const std::string& jobName);
 
 struct Location {
   std::string project;
   std::string location;  // e.g. us-central1
   std::string parent() const { return "projects/" + project + "/locations/" + location; }
 };
-// The project and location a resource name lives in; throws std::invalid_argument.
+
+// A Vertex resource name, parsed with one strict pattern (names come back from Vertex and are
+// stored in status, which anyone with status write access can change, so they are untrusted):
+//   projects/P/locations/L/(customJobs|hyperparameterTuningJobs)/ID
+//   projects/P/locations/L[/(customJobs|hyperparameterTuningJobs)/ID]/operations/OPID
+// P is a project ID or number, L a region, ID and OPID decimal numbers.
+struct ResourceName {
+  Location where;
+  std::optional<JobKind> kind;  // set for a job and for an operation under a job
+  std::string jobId;
+  std::string operationId;  // empty for a job
+};
+std::optional<ResourceName> parseResourceName(std::string_view name);
+
+// The kind of a job name; throws std::invalid_argument (with the expected form) for anything that
+// is not exactly a job name.
+JobKind jobKindOf(const std::string& jobName);
+// The project and location of a job or operation name; throws std::invalid_argument.
 Location locationOf(const std::string& resourceName);
+
+// Refuses (std::invalid_argument, saying what a valid value looks like) a project that is neither a
+// project ID nor a number and a location that is not a region: both end up in the request's host
+// or path.
+void checkLocation(const Location& where);
 
 // google.rpc.Status as embedded in a job or an Operation: `code` is the rpc code (1 = CANCELLED).
 struct RpcStatus {
@@ -75,8 +95,11 @@ struct Operation {
 class VertexClient {
  public:
   virtual ~VertexClient() = default;
-  // All methods throw ApiError for an answer that is not success (after retries) and
-  // TransportError when retries ran out without any answer.
+  // All methods fail fast, without sleeping or retrying: ApiError for an answer that is not success
+  // (retryAfter from the server's Retry-After, clamped), TransportError when there was no answer,
+  // QuotaPacingError when the client's own per-minute quota says "not yet", AuthError when no token
+  // can be had, ApiError::refusedRequest for a project, location or name that fails the checks
+  // above. All are RetryableError: the work queue is the one backoff layer.
   virtual Job createJob(const Location& where, JobKind kind, const nlohmann::json& resource) = 0;
   virtual Job getJob(const std::string& name) = 0;
   virtual JobPage listJobs(const Location& where, JobKind kind, const ListOptions& options) = 0;
@@ -96,19 +119,20 @@ struct VertexClientOptions {
   std::string endpoint;
   // Plain http is accepted only for loopback hosts unless this is set.
   bool allowInsecure = false;
-  RetryPolicy retry;
   RateLimits limits;
   std::chrono::milliseconds timeout{60000};
-  RequestObserver* observer = nullptr;  // told how long each call waited for the pacer (metrics)
+  // Told, for metrics, how long the pacer deferred a call (it does not block: the call fails with
+  // QuotaPacingError and the work queue brings the run back after that time).
+  RequestObserver* observer = nullptr;
 };
 
-// Throws std::invalid_argument naming the fix when `endpoint` is not a usable base URL.
+// Throws std::invalid_argument naming the fix when `endpoint` is not a usable base URL
+// (base/url.h's requireTrustedEndpoint: https, or http to loopback or with allowInsecure).
 void validateEndpoint(const std::string& endpoint, bool allowInsecure);
 
 class RestVertexClient final : public VertexClient {
  public:
-  RestVertexClient(HttpTransport& http, TokenSource& tokens, const Clock& clock, Sleeper& sleeper,
-                   VertexClientOptions options = {});
+  RestVertexClient(HttpTransport& http, TokenSource& tokens, const Clock& clock, VertexClientOptions options = {});
 
   Job createJob(const Location& where, JobKind kind, const nlohmann::json& resource) override;
   Job getJob(const std::string& name) override;
@@ -117,22 +141,24 @@ class RestVertexClient final : public VertexClient {
   Operation deleteJob(const std::string& name) override;
   Operation getOperation(const std::string& name) override;
 
-  // Retries made so far (every attempt after the first of a call), for tests and metrics.
-  int retries() const { return retries_.load(); }
+  // Requests sent so far (the 401 token-refresh retry included), for tests and metrics.
+  int requests() const { return requests_.load(); }
 
  private:
   enum class Quota { Create, Other };
-  nlohmann::json call(const std::string& method, const Location& where, const std::string& pathAndQuery,
+  // `url` has been built by urlFor() from checked parts.
+  nlohmann::json call(const std::string& method, const Location& where, const std::string& url,
                       const nlohmann::json* body, Quota quota);
-  std::string baseUrl(const Location& where) const;
+  // base + /v1/projects/P/locations/L, every segment encoded; refuses unchecked parts.
+  UrlBuilder urlFor(const Location& where) const;
+  UrlBuilder urlFor(const ResourceName& name) const;
+  ResourceName parseOrRefuse(const std::string& name, bool mustBeJob) const;
 
   HttpTransport& http_;
   TokenSource& tokens_;
-  Sleeper& sleeper_;
   VertexClientOptions options_;
-  Backoff backoff_;
-  RateLimiter limiter_;
-  std::atomic<int> retries_{0};
+  QuotaPacer pacer_;
+  std::atomic<int> requests_{0};
 };
 
 // Polls getOperation until done, pausing `interval` between polls, at most `maxPolls` times.

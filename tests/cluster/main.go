@@ -2,8 +2,14 @@
 // an embedded etcd and the real kube-apiserver (k8s.io/kubernetes/cmd/kube-apiserver) in one process,
 // on free ports, with RBAC authorisation, service-account token signing and self-signed certificates.
 //
-// Once /readyz answers it writes DIR/kubeconfig (cluster-admin, TLS verified against DIR/ca.crt) and
-// prints "ready" on stdout. SIGTERM or SIGINT stops the API server and then etcd, and the process exits.
+// Once /readyz answers it writes DIR/kubeconfig (cluster-admin, TLS verified against DIR/ca.crt, with
+// the port it got) and prints "ready" on stdout. SIGTERM or SIGINT stops the API server and then etcd,
+// and the process exits.
+//
+// Ports: a port found free can be taken by another process before the listener binds it. etcd's
+// listeners are retried in-process on "address already in use"; the API server cannot be started
+// twice in one process (its flags and metrics are global), so on a bind failure of a port it picked
+// itself the program stops etcd and re-executes itself, which picks new ports.
 package main
 
 import (
@@ -16,6 +22,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"flag"
 	"fmt"
 	"math/big"
@@ -26,6 +33,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -45,10 +53,44 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: vto-testcluster --dir DIR [--port N] [-v N]")
 		os.Exit(2)
 	}
-	if err := run(*dir, *port, *verbosity); err != nil {
+	err := run(*dir, *port, *verbosity)
+	if err != nil && *port == 0 && isAddressInUse(err) {
+		reexecOnNewPorts(err)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "vto-testcluster:", err)
 		os.Exit(1)
 	}
+}
+
+// How many times the process re-executes itself after losing a port it picked to another process.
+const maxPortAttempts = 5
+
+func isAddressInUse(err error) bool {
+	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
+}
+
+// reexecOnNewPorts replaces the process with a fresh copy of itself (same pid, so the caller's pipe
+// and "ready" line are unaffected), which picks new free ports. etcd has already stopped: run()
+// returned.
+func reexecOnNewPorts(cause error) {
+	attempt, _ := strconv.Atoi(os.Getenv("VTO_TESTCLUSTER_PORT_ATTEMPT"))
+	if attempt+1 >= maxPortAttempts {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "vto-testcluster: %v; retrying on new ports\n", cause)
+	self, err := os.Executable()
+	if err != nil {
+		return
+	}
+	env := []string{"VTO_TESTCLUSTER_PORT_ATTEMPT=" + strconv.Itoa(attempt+1)}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "VTO_TESTCLUSTER_PORT_ATTEMPT=") {
+			env = append(env, kv)
+		}
+	}
+	err = syscall.Exec(self, os.Args, env)
+	fmt.Fprintln(os.Stderr, "vto-testcluster: re-exec failed:", err)
 }
 
 func run(dir string, apiPort, verbosity int) error {
@@ -147,7 +189,19 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// startEtcd starts etcd on free ports, trying new ones when another process took one first.
 func startEtcd(dataDir string) (*embed.Etcd, error) {
+	var err error
+	for attempt := 0; attempt < maxPortAttempts; attempt++ {
+		var e *embed.Etcd
+		if e, err = startEtcdOnFreePorts(dataDir); err == nil || !isAddressInUse(err) {
+			return e, err
+		}
+	}
+	return nil, err
+}
+
+func startEtcdOnFreePorts(dataDir string) (*embed.Etcd, error) {
 	clientPort, err := freePort()
 	if err != nil {
 		return nil, err

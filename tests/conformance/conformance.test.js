@@ -5,7 +5,6 @@
 
 const assert = require('node:assert/strict');
 const {spawn} = require('node:child_process');
-const net = require('node:net');
 const path = require('node:path');
 const readline = require('node:readline');
 const {after, before, describe, test} = require('node:test');
@@ -16,21 +15,11 @@ const binDir = process.env.VTO_BIN_DIR;
 if (!binDir) throw new Error('set VTO_BIN_DIR to the directory holding vto-emulator');
 const parent = 'projects/conformance/locations/us-central1';
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const {port} = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-// Starts the emulator and resolves once it prints its listening line.
-function startEmulator(port) {
+// Starts the emulator on a port it binds itself (port 0) and resolves with {child, port} once its
+// listening line says which port that is.
+function startEmulator() {
   const child = spawn(path.join(binDir, 'vto-emulator'),
-      ['--listen', `127.0.0.1:${port}`, '--queue-time', '100ms', '--steps', '2', '--step-time', '100ms',
+      ['--listen', '127.0.0.1:0', '--queue-time', '100ms', '--steps', '2', '--step-time', '100ms',
         '--cancel-time', '100ms'],
       {stdio: ['ignore', 'pipe', 'inherit']});
   return new Promise((resolve, reject) => {
@@ -38,9 +27,10 @@ function startEmulator(port) {
     const timer = setTimeout(() => reject(new Error('vto-emulator did not start within 30 s')), 30000);
     child.once('exit', code => reject(new Error(`vto-emulator exited with ${code}`)));
     lines.on('line', line => {
-      if (line.includes('listening on')) {
+      const match = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(line);
+      if (match) {
         clearTimeout(timer);
-        resolve(child);
+        resolve({child, port: Number(match[1])});
       }
     });
   });
@@ -69,8 +59,9 @@ let emulator;
 let client;
 
 before(async () => {
-  const port = await freePort();
-  emulator = await startEmulator(port);
+  const started = await startEmulator();
+  emulator = started.child;
+  const port = started.port;
   // The token comes from the emulator's metadata endpoint, as GKE Workload Identity would give it.
   const response = await fetch(
       `http://127.0.0.1:${port}/computeMetadata/v1/instance/service-accounts/default/token`,

@@ -1,7 +1,9 @@
 #pragma once
-// An in-memory GcsClient for unit tests.
+// An in-memory GcsClient for unit tests: objects.list with prefix, delimiter, maxResults and page
+// tokens as Cloud Storage answers them (names in lexicographic order, prefixes rolled up).
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "vertex/gcs_client.h"
 
@@ -9,29 +11,45 @@ namespace vto::testing {
 
 class FakeGcsClient final : public vertex::GcsClient {
  public:
-  std::vector<vertex::GcsObject> listObjects(const std::string& bucket, const std::string& prefix) override {
-    std::lock_guard lock(mutex_);
-    std::vector<vertex::GcsObject> found;
-    for (const auto& [key, object] : objects_) {
-      if (key.first == bucket && key.second.rfind(prefix, 0) == 0) found.push_back(object);
-    }
-    return found;
-  }
-  // Pages of options.maxResults (default 1000) in name order; the page token is the next name.
-  // matchGlob is not applied (the real server's is tested against fake-gcs-server).
-  vertex::ObjectPage listObjectsPage(const std::string& bucket, const std::string& prefix, const std::string& pageToken,
+  vertex::ObjectPage listObjectsPage(const std::string& bucket, const std::string& prefix, const std::string& token,
                                      const vertex::ListObjectsOptions& options) override {
     std::lock_guard lock(mutex_);
+    ++listCalls_;
     ++pageCalls;
+    const std::string pageToken = token == repeatToken ? "" : token;
     vertex::ObjectPage page;
-    const size_t limit = options.maxResults > 0 ? static_cast<size_t>(options.maxResults) : 1000;
-    for (auto it = objects_.lower_bound({bucket, pageToken.empty() || pageToken == repeatToken ? prefix : pageToken}); it != objects_.end(); ++it) {
-      if (it->first.first != bucket || it->first.second.rfind(prefix, 0) != 0) break;
-      if (page.objects.size() == limit) {
-        page.nextPageToken = repeatToken.empty() ? it->first.second : repeatToken;
-        break;
+    std::set<std::string> prefixes;
+    int limit = options.maxResults > 0 ? options.maxResults : 1000;
+    int used = 0;
+    std::string last;
+    for (auto it = objects_.lower_bound({bucket, pageToken}); it != objects_.end() && it->first.first == bucket; ++it) {
+      const auto& name = it->first.second;
+      if (name.rfind(prefix, 0) != 0 || (!pageToken.empty() && name <= pageToken)) continue;
+      if (!options.delimiter.empty()) {
+        auto cut = name.find(options.delimiter, prefix.size());
+        if (cut != std::string::npos) {
+          auto rolled = name.substr(0, cut + options.delimiter.size());
+          if (!prefixes.count(rolled)) {
+            if (used == limit) break;
+            prefixes.insert(rolled);
+            page.prefixes.push_back(rolled);
+            ++used;
+          }
+          last = name;
+          continue;
+        }
       }
+      if (used == limit) break;
       page.objects.push_back(it->second);
+      ++used;
+      last = name;
+    }
+    if (used == limit && !last.empty()) {
+      // More may follow: the token is the last name consumed (a rolled-up prefix's last name).
+      auto next = objects_.upper_bound({bucket, last});
+      if (next != objects_.end() && next->first.first == bucket && next->first.second.rfind(prefix, 0) == 0) {
+        page.nextPageToken = repeatToken.empty() ? last : repeatToken;
+      }
     }
     return page;
   }
@@ -42,7 +60,8 @@ class FakeGcsClient final : public vertex::GcsClient {
     objects_[{bucket, name}] = object;
   }
   int pageCalls = 0;
-  std::string repeatToken;  // set: every page names this token as the next (a broken server)
+  // Set: every page names this token as the next, and it restarts the listing (a broken server).
+  std::string repeatToken;
 
   std::optional<vertex::GcsObject> getObject(const std::string& bucket, const std::string& name) override {
     std::lock_guard lock(mutex_);
@@ -53,7 +72,7 @@ class FakeGcsClient final : public vertex::GcsClient {
   vertex::GcsObject upload(const std::string& bucket, const std::string& name, const std::string& content,
                            const std::string&) override {
     std::lock_guard lock(mutex_);
-    vertex::GcsObject object{bucket, name, static_cast<std::int64_t>(content.size()), "", std::to_string(++generation_)};
+    vertex::GcsObject object{bucket, name, static_cast<std::int64_t>(content.size()), updated_, std::to_string(++generation_)};
     objects_[{bucket, name}] = object;
     contents_[{bucket, name}] = content;
     return object;
@@ -65,12 +84,23 @@ class FakeGcsClient final : public vertex::GcsClient {
     auto found = contents_.find({bucket, name});
     return found == contents_.end() ? "" : found->second;
   }
+  // The `updated` time given to objects uploaded from now on.
+  void setUpdated(std::string updated) {
+    std::lock_guard lock(mutex_);
+    updated_ = std::move(updated);
+  }
+  int listCalls() const {
+    std::lock_guard lock(mutex_);
+    return listCalls_;
+  }
 
  private:
   mutable std::mutex mutex_;
   std::map<std::pair<std::string, std::string>, vertex::GcsObject> objects_;
   std::map<std::pair<std::string, std::string>, std::string> contents_;
   long long generation_ = 0;
+  int listCalls_ = 0;
+  std::string updated_;
 };
 
 }  // namespace vto::testing

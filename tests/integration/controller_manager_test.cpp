@@ -61,10 +61,9 @@ TEST(ManagerTest, LeadsReconcilesAndDrainsOnStop) {
   ASSERT_EQ(cluster.kubectl("create namespace manager-test").exitCode, 0);
   RestKubeClient client(loadKubeconfig(cluster.kubeconfig()));
   RealClock clock;
-  int metricsPort = vto::testing::freeLoopbackPort(), healthPort = vto::testing::freeLoopbackPort();
   ManagerOptions options;
-  options.metricsBindAddress = "127.0.0.1:" + std::to_string(metricsPort);
-  options.healthProbeBindAddress = "127.0.0.1:" + std::to_string(healthPort);
+  options.metricsBindAddress = "127.0.0.1:0";  // the manager binds free ports and reports them
+  options.healthProbeBindAddress = "127.0.0.1:0";
   options.leaderElect = true;
   options.leaderElection.leaseNamespace = "manager-test";
   options.leaderElection.identity = "manager-test-1";
@@ -81,10 +80,11 @@ TEST(ManagerTest, LeadsReconcilesAndDrainsOnStop) {
   ASSERT_TRUE(waitFor([&] { return reconciler.seen("fast"); }, 30s));
   auto lease = cluster.kubectl("get lease vto-controller-leader -n manager-test -o jsonpath='{.spec.holderIdentity}'");
   EXPECT_EQ(lease.output, "manager-test-1");
+  ASSERT_TRUE(waitFor([&] { return manager.metricsPort() != 0 && manager.healthPort() != 0; }, 30s));
   auto ready = runShell("curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:" +
-                        std::to_string(healthPort) + "/readyz");
+                        std::to_string(manager.healthPort()) + "/readyz");
   EXPECT_EQ(ready.output, "200");
-  auto scraped = runShell("curl -sf http://127.0.0.1:" + std::to_string(metricsPort) + "/metrics");
+  auto scraped = runShell("curl -sf http://127.0.0.1:" + std::to_string(manager.metricsPort()) + "/metrics");
   EXPECT_NE(scraped.output.find("leader_election_master_status{name=\"vto-controller-leader\"} 1"),
             std::string::npos) << scraped.output;
 

@@ -125,8 +125,9 @@ TEST(MetricsTest, PromtoolAcceptsTheMetricsWithControllerRuntimeNames) {
 }
 
 TEST(HealthTest, ReadyOnlyOnceTheCacheHasSynced) {
-  int port = vto::testing::freeLoopbackPort();
-  HealthServer health("127.0.0.1:" + std::to_string(port));
+  HealthServer health("127.0.0.1:0");  // binds a free port itself
+  int port = health.port();
+  ASSERT_GT(port, 0);
   std::atomic<bool> synced{false};
   health.addReadyCheck("informers-synced", [&] { return synced.load(); });
   auto url = "http://127.0.0.1:" + std::to_string(port);

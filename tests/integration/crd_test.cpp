@@ -103,6 +103,52 @@ TEST_F(CrdTest, LintAgreesWithTheApiServerOnEveryInvalidManifest) {
   }
 }
 
+TEST_F(CrdTest, EveryAcceleratorCaseIsRefusedByTheApiServerWithLintsAdvice) {
+  // The machine/accelerator rules are CEL generated from the catalog lint uses (see crd_yaml.h): every
+  // accelerator case of the corpus is refused at `kubectl apply`, not only later by the operator.
+  int checked = 0;
+  for (const auto& file : yamlFiles(sourceDir() / "tests/data/invalid")) {
+    if (file.filename().string().rfind("08-", 0) != 0) continue;
+    std::string advice = expectedCelMessage(file);
+    ASSERT_FALSE(advice.empty()) << file << " has no `# expect-cel:` advice";
+    auto applied = sharedCluster().kubectl("apply --dry-run=server -f " + shellQuote(file));
+    EXPECT_NE(applied.exitCode, 0) << file << " was accepted:\n" << applied.output;
+    EXPECT_NE(applied.output.find(advice), std::string::npos) << file << ": expected \"" << advice << "\" in:\n" << applied.output;
+    auto linted = runShell(shellQuote(binDir() + "/vto") + " lint -f " + shellQuote(file));
+    EXPECT_NE(linted.output.find(advice), std::string::npos) << file << ":\n" << linted.output;
+    ++checked;
+  }
+  EXPECT_GE(checked, 7);
+}
+
+TEST_F(CrdTest, LintReportsInOnePassWhatTheApiServerReports) {
+  // Issue 15's manifest: a structural mistake (workerCount: 0) and three semantic ones.
+  std::string path = makeTempDir("vto-crd-four") + "/four.yaml";
+  std::ofstream(path) << R"(apiVersion: vto.dev/v1alpha1
+kind: TrainingRun
+metadata: {name: four, namespace: default}
+spec:
+  trainer: {container: {imageUri: gcr.io/p/img:1}}
+  resources: {machineType: n1-standard-8, acceleratorType: NVIDIA_TESLA_A100, acceleratorCount: 1}
+  distribution: {strategy: MultiWorkerMirrored, workerCount: 0}
+  baseOutputDirectory: s3://bucket/out
+)";
+  auto applied = sharedCluster().kubectl("apply --dry-run=server -f " + shellQuote(path));
+  EXPECT_NE(applied.exitCode, 0) << applied.output;
+  auto linted = runShell(shellQuote(binDir() + "/vto") + " lint -f " + shellQuote(path));
+  EXPECT_EQ(linted.exitCode, 1);
+  EXPECT_NE(linted.output.find("4 error(s)"), std::string::npos) << linted.output;
+  for (const char* advice : {"Container Registry (gcr.io) is deprecated", "must be a gs:// URI",
+                             "Accelerator \"NVIDIA_TESLA_A100\" is not supported for machine type \"n1-standard-8\""}) {
+    EXPECT_NE(applied.output.find(advice), std::string::npos) << advice << " missing in:\n" << applied.output;
+    EXPECT_NE(linted.output.find(advice), std::string::npos) << advice << " missing in:\n" << linted.output;
+  }
+  EXPECT_NE(linted.output.find("ERROR spec.distribution.workerCount: must be >= 1"), std::string::npos) << linted.output;
+  // In path order, as the API server lists them.
+  EXPECT_LT(linted.output.find("spec.baseOutputDirectory"), linted.output.find("spec.distribution.workerCount")) << linted.output;
+  EXPECT_LT(linted.output.find("spec.resources.acceleratorType"), linted.output.find("spec.trainer.container.imageUri")) << linted.output;
+}
+
 TEST_F(CrdTest, DefaultsAreAppliedByTheApiServer) {
   auto& cluster = sharedCluster();
   auto sample = sourceDir() / "config/samples/trainingrun_custom_container.yaml";
@@ -183,6 +229,21 @@ TEST_F(CrdTest, ExplainTeachesTheFields) {
     EXPECT_NE(r.output.find(expected), std::string::npos) << expected << " missing in:\n" << r.output;
   auto policy = sharedCluster().kubectl("explain rtp.spec.triggers.schedule.cron");
   EXPECT_NE(policy.output.find("5-field cron"), std::string::npos) << policy.output;
+}
+
+TEST_F(CrdTest, ExplainShowsDurationsAsStringsWithTheirFormat) {
+  for (const char* field : {"spec.scheduling.timeout", "spec.scheduling.maxWaitDuration", "spec.checkpointing.resumeBackoff"}) {
+    auto r = sharedCluster().kubectl(std::string("explain trainingrun.") + field);
+    ASSERT_EQ(r.exitCode, 0) << r.output;
+    EXPECT_NE(r.output.find("<string>"), std::string::npos) << field << ":\n" << r.output;
+    EXPECT_EQ(r.output.find("<Object>"), std::string::npos) << field << ":\n" << r.output;
+    EXPECT_NE(r.output.find("a duration such as"), std::string::npos) << field << ":\n" << r.output;
+  }
+  // A duration in another form than h/m/s is refused with the format.
+  auto r = runShell("sed 's/timeout: 2h/timeout: 2 hours/' " +
+                    shellQuote(sourceDir() / "config/samples/trainingrun_custom_container.yaml") + " | kubectl --kubeconfig=" +
+                    shellQuote(sharedCluster().kubeconfig()) + " apply --dry-run=server -f - 2>&1");
+  EXPECT_NE(r.output.find("timeout must be a positive duration like 24h"), std::string::npos) << r.output;
 }
 
 // The offline commands, as a user runs them (no cluster needed).

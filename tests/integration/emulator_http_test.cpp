@@ -12,7 +12,7 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-const std::string kParent = "/v1/projects/p/locations/europe-west4";
+const std::string kParent = "/v1/projects/emu-project/locations/europe-west4";
 
 class EmulatorOverHttp : public ::testing::Test {
  protected:

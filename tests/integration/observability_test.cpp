@@ -27,7 +27,6 @@ using nlohmann::json;
 using std::chrono::seconds;
 
 const char* kNamespace = "obs";
-const int kMetricsPort = freeLoopbackPort();
 const int kPrometheusPort = freeLoopbackPort();
 
 const char* kRetrainNamespace = "obs-retrain";
@@ -77,12 +76,19 @@ OperatorStack& stack() {
   static OperatorStack shared({"--queue-time", "1s", "--steps", "6", "--step-time", "1s", "--cancel-time", "300ms"});
   static bool started = [] {
     shared.useChartServiceAccount();
-    shared.startOperator({"--leader-elect", "--leader-election-namespace", "vto-system", "--checkpoint-poll-interval",
-                          "1", "--metrics-bind-address", "127.0.0.1:" + std::to_string(kMetricsPort)});
+    // The operator binds its metrics port itself (port 0, the stack's default) and logs it: metricsUrl().
+    shared.startOperator({"--leader-elect", "--leader-election-namespace", "vto-system", "--checkpoint-poll-interval", "1"});
     return true;
   }();
   (void)started;
   return shared;
+}
+
+// "127.0.0.1:PORT" of the operator's /metrics, as it logged it once bound.
+std::string metricsHostPort() {
+  std::string url = stack().metricsUrl();  // http://127.0.0.1:PORT/metrics
+  std::string rest = url.substr(url.find("://") + 3);
+  return rest.substr(0, rest.find('/'));
 }
 
 // Debian's Prometheus on loopback, scraping vto every second the way the chart's ServiceMonitor does
@@ -97,7 +103,7 @@ class PrometheusServer {
                              "  - job_name: vto\n"
                              "    honor_labels: true\n"
                              "    static_configs:\n"
-                             "      - targets: ['127.0.0.1:" << kMetricsPort << "']\n"
+                             "      - targets: ['" << metricsHostPort() << "']\n"
                              "        labels: {namespace: vto-system}\n";
     process_ = std::make_unique<Subprocess>(
         std::vector<std::string>{"prometheus", "--config.file=" + config, "--storage.tsdb.path=" + dir + "/prometheus-data",
@@ -164,7 +170,7 @@ std::string runningJob(const std::string& name, int attempt) {
 }
 
 std::string scrapeMetrics() {
-  return runShell("curl -sf http://127.0.0.1:" + std::to_string(kMetricsPort) + "/metrics").output;
+  return runShell("curl -sf " + stack().metricsUrl()).output;
 }
 
 struct Scenario {

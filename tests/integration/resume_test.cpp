@@ -12,20 +12,16 @@ namespace {
 
 using std::chrono::seconds;
 
-const int kMetricsPort = freeLoopbackPort();
-
 // Jobs train 10 steps of 2 s and write ckpt-<step> after each; the operator looks at checkpoints every second.
 OperatorStack& stack() {
   static OperatorStack shared({"--queue-time", "1s", "--steps", "10", "--step-time", "2s", "--cancel-time", "300ms"});
-  static bool started = (shared.startOperator({"--checkpoint-poll-interval", "1", "--metrics-bind-address",
-                                               "127.0.0.1:" + std::to_string(kMetricsPort)}),
-                         true);
+  static bool started = (shared.startOperator({"--checkpoint-poll-interval", "1"}), true);
   (void)started;
   return shared;
 }
 
 std::string scrapeMetrics() {
-  return runShell("curl -sf http://127.0.0.1:" + std::to_string(kMetricsPort) + "/metrics").output;
+  return runShell("curl -sf " + stack().metricsUrl()).output;
 }
 
 const char* kNamespace = "resume";

@@ -27,15 +27,7 @@ void applyRuns(OperatorStack& stack, const std::string& ns, int count) {
 
 // All of vto's jobs whose runs live in `ns`.
 std::vector<vertex::Job> jobsInNamespace(OperatorStack& stack, const std::string& ns) {
-  vertex::ListOptions options;
-  options.filter = "labels.managed-by=\"vto\" AND labels.vto-namespace=\"" + ns + "\"";
-  std::vector<vertex::Job> jobs;
-  do {
-    auto page = stack.vertex().listJobs({kTestProject, kTestLocation}, vertex::JobKind::Custom, options);
-    jobs.insert(jobs.end(), page.jobs.begin(), page.jobs.end());
-    options.pageToken = page.nextPageToken;
-  } while (!options.pageToken.empty());
-  return jobs;
+  return stack.listJobs("labels.managed-by=\"vto\" AND labels.vto-namespace=\"" + ns + "\"");
 }
 
 // Jobs beyond the first for any (run, attempt): each one is a duplicate.

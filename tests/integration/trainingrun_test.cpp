@@ -102,11 +102,13 @@ TEST(TrainingRun, SuspendCancelsTheJobAndUnsuspendStartsTheNextAttempt) {
 TEST(TrainingRun, AnInvalidSpecReachesInvalidWithAnEventAndCreatesNoJob) {
   const std::string ns = "invalid";
   stack().createNamespace(ns);
-  // The API server accepts this (no CEL rule knows the machine table); the operator must refuse it.
-  auto manifest = simpleRunManifest(ns, "bad-gpu");
+  // The API server accepts this (no CEL rule says a TPU slice is one pool); the operator must refuse it.
+  // (An accelerator the machine cannot carry is refused by the CRD itself now: see crd_test.)
+  auto manifest = simpleRunManifest(ns, "bad-gpu", "  distribution: {strategy: MultiWorkerMirrored, workerCount: 2}\n");
   const std::string cpuMachine = "    machineType: n1-standard-4\n";
   manifest.replace(manifest.find(cpuMachine), cpuMachine.size(),
-                   "    machineType: n1-standard-8\n    acceleratorType: NVIDIA_TESLA_A100\n    acceleratorCount: 1\n");
+                   "    machineType: cloud-tpu\n    acceleratorType: TPU_V3\n    acceleratorCount: 8\n");
+  manifest.replace(manifest.find("framework: pytorch"), std::string("framework: pytorch").size(), "framework: tensorflow");
   applyManifest(manifest);
   ASSERT_TRUE(stack().waitForPhase(ns, "bad-gpu", "Invalid", seconds(60))) << stack().operatorLog();
   auto run = stack().getRun(ns, "bad-gpu");
@@ -115,7 +117,7 @@ TEST(TrainingRun, AnInvalidSpecReachesInvalidWithAnEventAndCreatesNoJob) {
     if (c["type"] == "Valid") validFalse = c["status"] == "False" && c["reason"] == "SpecInvalid";
   }
   EXPECT_TRUE(validFalse) << run["status"].dump(2);
-  EXPECT_NE(run["status"]["message"].get<std::string>().find("spec.resources.acceleratorType"), std::string::npos)
+  EXPECT_NE(run["status"]["message"].get<std::string>().find("spec.distribution.strategy"), std::string::npos)
       << run["status"]["message"];
   EXPECT_TRUE(waitFor(
       [&] {

@@ -1,11 +1,14 @@
 // The real Vertex client, auth and GCS client against the real vto-emulator and fake-gcs-server.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
 
 #include "tests/support/emulator_processes.h"
 #include "tests/fakes/vertex_test_keys.h"
+#include "reconcilers/checkpoints.h"
 #include "vertex/api_error.h"
 #include "vertex/auth.h"
 #include "vertex/gcs_client.h"
@@ -62,7 +65,7 @@ class VertexAgainstEmulator : public ::testing::Test {
     logger->set_level(spdlog::level::trace);
     logger->flush_on(spdlog::level::trace);
     spdlog::set_default_logger(logger);
-    gcs_ = new testing::FakeGcsServer(*dir_ + "/fake-gcs.log");
+    gcs_ = new testing::FakeGcsServer(*dir_ + "/fake-gcs.log", {"vto-it"});
     emulator_ = new testing::EmulatorProcess({"--gcs-endpoint", gcs_->url(), "--queue-time", "200ms", "--steps", "3",
                                               "--step-time", "200ms", "--cancel-time", "100ms"},
                                              *dir_ + "/emulator.log");
@@ -78,11 +81,10 @@ class VertexAgainstEmulator : public ::testing::Test {
     recorded_ = std::make_unique<RecordingTokenSource>(*tokens_);
   }
 
-  std::unique_ptr<RestVertexClient> client(int maxAttempts = 5) {
+  std::unique_ptr<RestVertexClient> client() {
     VertexClientOptions options;
     options.endpoint = emulator_->url();
-    options.retry = {maxAttempts, 20ms, 200ms, 2.0};
-    return std::make_unique<RestVertexClient>(http_, *recorded_, clock_, sleeper_, options);
+    return std::make_unique<RestVertexClient>(http_, *recorded_, clock_, options);
   }
 
   static json control(const std::string& method, const std::string& path, const json& body = nullptr) {
@@ -145,29 +147,61 @@ TEST_F(VertexAgainstEmulator, ResumedJobRunsOnlyTheRemainingSteps) {
   EXPECT_EQ(trace["resumedFrom"], "gs://vto-it/run-resume/checkpoints/ckpt-1");
 }
 
-TEST_F(VertexAgainstEmulator, RetriesThrottlingAndUnavailabilityAndCountsThem) {
+// One backoff layer: each throttled or unavailable answer comes straight back as a RetryableError
+// (the work queue waits, not the client); the next call goes through.
+TEST_F(VertexAgainstEmulator, ThrottlingAndUnavailabilityFailFastAsRetryableErrors) {
   auto vertex = client();
   auto before = control("GET", "stats");
   control("POST", "faults", {{"unavailable", 2}, {"throttled", 1}});
-  auto page = vertex->listJobs(kWhere, JobKind::Custom, {});
-  EXPECT_EQ(vertex->retries(), 3);
+  std::vector<int> statuses;
+  for (int i = 0; i < 3; ++i) {
+    try {
+      vertex->listJobs(kWhere, JobKind::Custom, {});
+      ADD_FAILURE() << "call " << i << " should have met a fault";
+    } catch (const ApiError& error) {
+      EXPECT_TRUE(error.isRetryable()) << error.what();
+      statuses.push_back(error.httpStatus());
+    }
+  }
+  std::sort(statuses.begin(), statuses.end());
+  EXPECT_EQ(statuses, (std::vector<int>{429, 503, 503}));
+  EXPECT_NO_THROW(vertex->listJobs(kWhere, JobKind::Custom, {}));
+  EXPECT_EQ(vertex->requests(), 4);  // no hidden retries
   auto after = control("GET", "stats");
   EXPECT_EQ(after.value("unavailable", 0) - before.value("unavailable", 0), 2);
   EXPECT_EQ(after.value("throttled", 0) - before.value("throttled", 0), 1);
 }
 
-TEST_F(VertexAgainstEmulator, GivesUpAfterMaxAttempts) {
-  auto vertex = client(3);
-  control("POST", "faults", {{"unavailable", 10}});
-  try {
-    vertex->listJobs(kWhere, JobKind::Custom, {});
-    ADD_FAILURE() << "expected ApiError";
-  } catch (const ApiError& error) {
-    EXPECT_EQ(error.httpStatus(), 503);
-    EXPECT_EQ(error.status(), "UNAVAILABLE");
+// A checkpoint directory with many objects: the search lists prefixes, not every file, and keeps
+// only the best candidate (fake-gcs-server answers delimiter, maxResults and page tokens).
+TEST_F(VertexAgainstEmulator, CheckpointSearchInABigDirectoryIsBounded) {
+  RestGcsClient gcs(http_, gcs_->url(), nullptr);
+  for (int step = 1; step <= 120; ++step) {
+    for (int shard = 0; shard < 5; ++shard) {
+      gcs.upload("vto-it", "big/checkpoints/step-" + std::to_string(step) + "/shard-" + std::to_string(shard), "x",
+                 "application/octet-stream");
+    }
   }
-  EXPECT_EQ(vertex->retries(), 2);
-  control("POST", "faults", {{"unavailable", 0}});
+  gcs.upload("vto-it", "big/checkpoints/notes/readme.txt", "x", "text/plain");
+  reconcilers::CheckpointSearchLimits limits;
+  limits.pageSize = 50;
+  auto found = reconcilers::findLatestCheckpoint(gcs, "gs://vto-it/big/checkpoints", clock_, limits);
+  ASSERT_TRUE(found.latest);
+  EXPECT_EQ(found.latest->uri, "gs://vto-it/big/checkpoints/step-120");
+  EXPECT_FALSE(found.latest->updateTime.empty());
+  EXPECT_TRUE(found.complete) << found.stoppedBecause;
+  // At most: 121 prefixes at 50 a page (3), the unnumbered notes/ (1), the winner's 5 files (1).
+  // Every object one by one would be 13 pages (fake-gcs-server may also answer in one page).
+  EXPECT_LE(found.pages, 5);
+  // The level listing the search starts from: directories rolled up, not 601 objects.
+  auto level = gcs.listObjectsPage("vto-it", "big/checkpoints/", "", {"/", "items(name,updated),prefixes,nextPageToken", 0});
+  EXPECT_TRUE(level.objects.empty());
+  EXPECT_EQ(level.prefixes.size(), 121u);
+
+  limits.maxPages = 2;
+  auto capped = reconcilers::findLatestCheckpoint(gcs, "gs://vto-it/big/checkpoints", clock_, limits);
+  EXPECT_FALSE(capped.complete);
+  EXPECT_EQ(capped.pages, 2);
 }
 
 TEST_F(VertexAgainstEmulator, ListFiltersByLabelAndPages) {
@@ -226,8 +260,9 @@ TEST_F(VertexAgainstEmulator, InvalidBodyIsATerminalTypedError) {
     EXPECT_EQ(error.httpStatus(), 400);
     EXPECT_EQ(error.status(), "INVALID_ARGUMENT");
     EXPECT_NE(error.message().find("acceleratorType"), std::string::npos);
+    EXPECT_FALSE(error.isRetryable());
   }
-  EXPECT_EQ(vertex->retries(), 0);
+  EXPECT_EQ(vertex->requests(), 1);
 }
 
 // A quota of 3 creations per 2 seconds stands in for Vertex's per-minute one, to keep the test short.
@@ -237,14 +272,12 @@ TEST(VertexPacing, WithoutPacingABurstIsRejectedByTheQuota) {
   auto dir = testing::makeTempDir("vto-vertex-unpaced");
   testing::EmulatorProcess emulator(quotaFlags(), dir + "/emulator.log");
   RealClock clock;
-  RealSleeper sleeper;
   CppRestTransport http;
   CachedTokenSource tokens(std::make_unique<MetadataTokenSource>(http, clock, emulator.hostPort()), clock);
   VertexClientOptions options;
   options.endpoint = emulator.url();
-  options.retry.maxAttempts = 1;  // a 429 surfaces instead of being retried away
-  options.limits = {0, 0, 2s};    // no client-side pacing
-  RestVertexClient unpaced(http, tokens, clock, sleeper, options);
+  options.limits = {0, 0, 2s};  // no client-side pacing
+  RestVertexClient unpaced(http, tokens, clock, options);
   for (int i = 0; i < 3; ++i) unpaced.createJob(kWhere, JobKind::Custom, customJob("gs://b/x", "burst"));
   try {
     unpaced.createJob(kWhere, JobKind::Custom, customJob("gs://b/x", "burst"));
@@ -264,27 +297,35 @@ TEST(VertexPacing, APacedBurstStaysUnderTheQuota) {
   CachedTokenSource tokens(std::make_unique<MetadataTokenSource>(http, clock, emulator.hostPort()), clock);
   VertexClientOptions options;
   options.endpoint = emulator.url();
-  options.retry.maxAttempts = 1;
   // The client's window is a little longer than the server's: requests do not arrive in exactly
   // the rhythm they were sent.
   options.limits = {3, 600, 2500ms};
-  RestVertexClient paced(http, tokens, clock, sleeper, options);
-  for (int i = 0; i < 7; ++i) {
-    EXPECT_NO_THROW(paced.createJob(kWhere, JobKind::Custom, customJob("gs://b/x", "paced"))) << "creation " << i;
+  RestVertexClient paced(http, tokens, clock, options);
+  int created = 0, told = 0;
+  while (created < 7) {
+    try {
+      paced.createJob(kWhere, JobKind::Custom, customJob("gs://b/x", "paced"));
+      ++created;
+    } catch (const QuotaPacingError& error) {
+      // The pacer does not block; it says when to come back, as the work queue would.
+      ++told;
+      ASSERT_TRUE(error.retryAfter());
+      sleeper.sleepFor(*error.retryAfter());
+    }  // an ApiError (the server's 429) fails the test
   }
+  EXPECT_GE(told, 2);
 }
 
 TEST(VertexAuth, MetadataTokensAreRefreshedWhenTheyExpire) {
   auto dir = testing::makeTempDir("vto-vertex-refresh");
   testing::EmulatorProcess emulator({"--token-lifetime", "1s"}, dir + "/emulator.log");
   RealClock clock;
-  RealSleeper sleeper;
   CppRestTransport http;
   CachedTokenSource tokens(std::make_unique<MetadataTokenSource>(http, clock, emulator.hostPort()), clock,
                            std::chrono::seconds(0));
   VertexClientOptions options;
   options.endpoint = emulator.url();
-  RestVertexClient vertex(http, tokens, clock, sleeper, options);
+  RestVertexClient vertex(http, tokens, clock, options);
   auto first = tokens.token().value;
   vertex.listJobs(kWhere, JobKind::Custom, {});
   // Keep calling until the first token has expired: every call must still succeed.
@@ -310,7 +351,6 @@ TEST(VertexAuth, ServiceAccountJwtIsExchangedAtTheKeysTokenUri) {
                                            {"token_uri", emulator.url() + "/token"}}
                                           .dump();
   RealClock clock;
-  RealSleeper sleeper;
   CppRestTransport http;
   auto tokens = defaultTokenSource(http, clock, [&](const std::string& name) -> std::optional<std::string> {
     if (name == "GOOGLE_APPLICATION_CREDENTIALS") return dir + "/key.json";
@@ -318,7 +358,7 @@ TEST(VertexAuth, ServiceAccountJwtIsExchangedAtTheKeysTokenUri) {
   });
   VertexClientOptions options;
   options.endpoint = emulator.url();
-  RestVertexClient vertex(http, *tokens, clock, sleeper, options);
+  RestVertexClient vertex(http, *tokens, clock, options);
   EXPECT_NO_THROW(vertex.listJobs(kWhere, JobKind::Custom, {}));
 
   // A key the token endpoint does not trust is refused.
@@ -334,6 +374,7 @@ TEST(VertexAuth, ServiceAccountJwtIsExchangedAtTheKeysTokenUri) {
 TEST_F(VertexAgainstEmulator, LogsHoldNoTokenOrKey) {
   auto vertex = client();
   control("POST", "faults", {{"unavailable", 1}, {"throttled", 1}});
+  for (int fault = 0; fault < 2; ++fault) EXPECT_THROW(vertex->listJobs(kWhere, JobKind::Custom, {}), ApiError);
   vertex->listJobs(kWhere, JobKind::Custom, {});
   tokens_->invalidate();
   vertex->listJobs(kWhere, JobKind::Custom, {});

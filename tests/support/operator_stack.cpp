@@ -11,7 +11,7 @@ namespace vto::testing {
 
 OperatorStack::OperatorStack(std::vector<std::string> emulatorFlags)
     : cluster_(sharedCluster()), dir_(makeTempDir("vto-operator-stack")), operatorKubeconfig_(cluster_.kubeconfig()) {
-  gcs_ = std::make_unique<FakeGcsServer>(dir_ + "/gcs.log");
+  gcs_ = std::make_unique<FakeGcsServer>(dir_ + "/gcs.log", std::vector<std::string>{kTestBucket});
   std::vector<std::string> flags = {"--gcs-endpoint", gcs_->url()};
   flags.insert(flags.end(), emulatorFlags.begin(), emulatorFlags.end());
   emulator_ = std::make_unique<EmulatorProcess>(flags, dir_ + "/emulator.log");
@@ -28,7 +28,7 @@ OperatorStack::OperatorStack(std::vector<std::string> emulatorFlags)
   vertex::VertexClientOptions options;
   options.endpoint = emulator_->url();
   options.limits.requestsPerMinute = 100000;
-  vertex_ = std::make_unique<vertex::RestVertexClient>(http_, *tokens_, clock_, sleeper_, options);
+  vertex_ = std::make_unique<vertex::RestVertexClient>(http_, *tokens_, clock_, options);
 }
 
 OperatorStack::~OperatorStack() {
@@ -79,6 +79,23 @@ int OperatorStack::stopOperator(int signal) {
 
 std::string OperatorStack::operatorLog() const { return readWholeFile(dir_ + "/operator.log"); }
 
+std::string OperatorStack::boundUrl(const std::string& what) {
+  const std::string marker = what + " listening on ";
+  std::string url;
+  waitFor(
+      [&] {
+        auto log = operatorLog();
+        auto at = log.rfind(marker);  // the newest start of the operator
+        if (at == std::string::npos) return false;
+        at += marker.size();
+        url = log.substr(at, log.find_first_of(" \"\n", at) - at);
+        return true;
+      },
+      std::chrono::seconds(60));
+  if (url.empty()) throw std::runtime_error("the operator never logged \"" + marker + "URL\": " + operatorLog());
+  return url;
+}
+
 std::string OperatorStack::kubectlOk(const std::string& args) {
   auto result = cluster_.kubectl(args);
   EXPECT_EQ(result.exitCode, 0) << "kubectl " << args << "\n" << result.output;
@@ -103,11 +120,27 @@ bool OperatorStack::waitForPhase(const std::string& ns, const std::string& name,
 }
 
 std::vector<vertex::Job> OperatorStack::jobsOfRun(const std::string& uid, vertex::JobKind kind) {
+  return listJobs("labels.vto-run-uid=\"" + uid + "\"", kind);
+}
+
+std::vector<vertex::Job> OperatorStack::listJobs(const std::string& filter, vertex::JobKind kind) {
   vertex::ListOptions options;
-  options.filter = "labels.vto-run-uid=\"" + uid + "\"";
+  options.filter = filter;
   std::vector<vertex::Job> jobs;
   do {
-    auto page = vertex_->listJobs({kTestProject, kTestLocation}, kind, options);
+    vertex::JobPage page;
+    bool answered = waitFor(
+        [&] {
+          try {
+            page = vertex_->listJobs({kTestProject, kTestLocation}, kind, options);
+            return true;
+          } catch (const RetryableError& error) {
+            if (!error.isRetryable()) throw;
+            return false;
+          }
+        },
+        std::chrono::seconds(30));
+    if (!answered) throw std::runtime_error("Vertex kept failing to list jobs for " + filter);
     jobs.insert(jobs.end(), page.jobs.begin(), page.jobs.end());
     options.pageToken = page.nextPageToken;
   } while (!options.pageToken.empty());
@@ -123,7 +156,7 @@ std::string simpleRunManifest(const std::string& ns, const std::string& name, co
          "\nspec:\n  framework: pytorch\n  trainer:\n    container:\n"
          "      imageUri: us-central1-docker.pkg.dev/test-project/train/model:1\n"
          "  resources:\n    machineType: n1-standard-4\n"
-         "  baseOutputDirectory: gs://test-bucket/" + ns + "/" + name + "\n" + extraSpec;
+         "  baseOutputDirectory: gs://" + std::string(kTestBucket) + "/" + ns + "/" + name + "\n" + extraSpec;
 }
 
 }  // namespace vto::testing

@@ -11,13 +11,14 @@
 #include "tests/support/subprocess.h"
 #include "tests/support/test_cluster.h"
 #include "vertex/auth.h"
-#include "vertex/sleeper.h"
 #include "vertex/vertex_client.h"
 
 namespace vto::testing {
 
 inline constexpr const char* kTestProject = "test-project";
 inline constexpr const char* kTestLocation = "us-central1";
+// The bucket simpleRunManifest() writes to; the stack creates it in fake-gcs-server.
+inline constexpr const char* kTestBucket = "test-bucket";
 
 class OperatorStack {
  public:
@@ -37,6 +38,10 @@ class OperatorStack {
   void startOperator(std::vector<std::string> extraFlags = {});
   int stopOperator(int signal);
   std::string operatorLog() const;
+  // Where the running operator serves, as it logged once bound (it binds port 0 itself); waits for
+  // the log line. metricsUrl() ends in /metrics, healthUrl() in /healthz.
+  std::string metricsUrl() { return boundUrl("metrics"); }
+  std::string healthUrl() { return boundUrl("health probes"); }
   // The pid of `vto run` (the shell that starts it execs it), or -1 when it is not running.
   long operatorPid() const { return operator_ ? operator_->pid() : -1; }
 
@@ -50,10 +55,15 @@ class OperatorStack {
                     std::chrono::seconds timeout = std::chrono::seconds(120));
   // Every Vertex job (CustomJob or HyperparameterTuningJob) labelled with the run's uid.
   std::vector<vertex::Job> jobsOfRun(const std::string& uid, vertex::JobKind kind = vertex::JobKind::Custom);
+  // Every job matching `filter`, all pages. The client fails fast, so a page the emulator answers
+  // with an injected fault (429, 503) is asked for again, up to a deadline, as the work queue would.
+  std::vector<vertex::Job> listJobs(const std::string& filter, vertex::JobKind kind = vertex::JobKind::Custom);
   vertex::VertexClient& vertex() { return *vertex_; }
   void createNamespace(const std::string& ns);
 
  private:
+  std::string boundUrl(const std::string& what);
+
   TestCluster& cluster_;
   std::string dir_;
   std::unique_ptr<FakeGcsServer> gcs_;
@@ -62,7 +72,6 @@ class OperatorStack {
   std::string operatorKubeconfig_;  // the cluster-admin kubeconfig unless useChartServiceAccount()
   vertex::CppRestTransport http_;
   RealClock clock_;
-  vertex::RealSleeper sleeper_;
   std::unique_ptr<vertex::CachedTokenSource> tokens_;
   std::unique_ptr<vertex::RestVertexClient> vertex_;
 };

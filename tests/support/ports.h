@@ -1,5 +1,7 @@
 #pragma once
-// Free loopback ports for servers a test starts.
+// A loopback port that is free right now: only for servers that cannot bind port 0 themselves
+// (fake-gcs-server), and only with a retry on a new port when the server loses it to another process
+// before it binds (see FakeGcsServer). Everything else binds port 0 and reports what it got.
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>

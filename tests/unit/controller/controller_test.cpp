@@ -82,6 +82,19 @@ TEST_F(ControllerTest, ThrottledRequestWaitsForRetryAfter) {
   EXPECT_EQ(queue.len(), 1u);
 }
 
+// Vertex and GCS errors are RetryableErrors too (one backoff layer): their Retry-After is honoured.
+TEST_F(ControllerTest, AnyRetryableErrorWaitsForItsRetryAfter) {
+  reconciler.body = [](const ObjectKey&) -> Result {
+    throw RetryableError("Vertex quota used up", std::chrono::seconds(30));
+  };
+  queue.add(kA);
+  ASSERT_TRUE(controller.processNext());
+  clock.advance(29s);
+  EXPECT_EQ(queue.len(), 0u) << "the 5 ms backoff must not undercut the cloud API's Retry-After";
+  clock.advance(1s);
+  EXPECT_EQ(queue.len(), 1u);
+}
+
 TEST_F(ControllerTest, NonStandardExceptionIsCaughtToo) {
   reconciler.body = [](const ObjectKey&) -> Result { throw 42; };
   queue.add(kA);

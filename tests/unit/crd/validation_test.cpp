@@ -3,7 +3,9 @@
 #include <regex>
 
 #include "crd/machine_catalog.h"
+#include "crd/crd_yaml.h"
 #include "crd/manifest.h"
+#include "crd/strict_json.h"
 #include "crd/validation.h"
 #include "tests/unit/crd/crd_test_support.h"
 
@@ -230,6 +232,74 @@ TEST(Lint, NamesUnknownKindsAndDecodeErrors) {
   EXPECT_EQ(docs[1].label(), "document 2 (TrainingRun/demo)");
 }
 
+std::vector<std::string> pathsOf(const std::vector<Finding>& findings) {
+  std::vector<std::string> paths;
+  for (const auto& f : findings) paths.push_back(f.path);
+  return paths;
+}
+
+TEST(Lint, ReportsStructuralAndSemanticProblemsAtOnceInPathOrder) {
+  // One structural mistake (workerCount: 0 fails to decode) and three semantic ones, as in issue 15:
+  // `kubectl apply` names all four, so lint must too, in one pass.
+  auto docs = parseManifests(R"(apiVersion: vto.dev/v1alpha1
+kind: TrainingRun
+metadata: {name: four}
+spec:
+  trainer:
+    container: {imageUri: gcr.io/p/img:1, args: [a, 2, b, 3, c, d, e, f, g, h, 11]}
+  resources: {machineType: n1-standard-8}
+  distribution: {strategy: MultiWorkerMirrored, workerCount: 0}
+  baseOutputDirectory: s3://bucket/out
+  labels: {Team: vision}
+  surprise: true
+)");
+  auto findings = lintDocument(docs.at(0));
+  EXPECT_EQ(pathsOf(findings), (std::vector<std::string>{
+                                   "spec.baseOutputDirectory", "spec.distribution.workerCount", "spec.labels.Team",
+                                   "spec.surprise", "spec.trainer.container.args[1]", "spec.trainer.container.args[3]",
+                                   "spec.trainer.container.args[10]", "spec.trainer.container.imageUri"}))
+      << describe(findings);
+}
+
+TEST(Lint, AFieldThatFailsToDecodeIsReportedOnce) {
+  // The decode error says it; "required: the machine type" about the same field would only repeat it.
+  auto docs = parseManifests("apiVersion: vto.dev/v1alpha1\nkind: TrainingRun\nmetadata: {name: x}\nspec:\n"
+                             "  trainer: {container: {imageUri: us-docker.pkg.dev/p/r/i:1}}\n"
+                             "  resources: {machineType: 8}\n  baseOutputDirectory: gs://b/o\n");
+  auto findings = lintDocument(docs.at(0));
+  ASSERT_EQ(findings.size(), 1u) << describe(findings);
+  EXPECT_EQ(findings[0].path, "spec.resources.machineType");
+  EXPECT_EQ(findings[0].message.rfind("must be a string", 0), 0u) << findings[0].message;
+  auto wholeSpec = lintDocument(parseManifests("apiVersion: vto.dev/v1alpha1\nkind: TrainingRun\nmetadata: {name: x}\nspec: 3\n").at(0));
+  EXPECT_EQ(pathsOf(wholeSpec), std::vector<std::string>{"spec"}) << describe(wholeSpec);
+}
+
+TEST(Lint, RetrainingPolicyTemplatesGetEveryProblemToo) {
+  auto docs = parseManifests(R"(apiVersion: vto.dev/v1alpha1
+kind: RetrainingPolicy
+metadata: {name: weekly}
+spec:
+  template:
+    spec:
+      trainer: {container: {imageUri: gcr.io/p/img:1}}
+      resources: {machineType: n1-standard-8, acceleratorCount: 100}
+      distribution: {workerCount: 0}
+      baseOutputDirectory: gs://b/out
+  triggers:
+    schedule: {cron: "every monday"}
+)");
+  auto findings = lintDocument(docs.at(0));
+  for (const char* path : {"spec.template.spec.distribution.workerCount", "spec.template.spec.resources.acceleratorCount",
+                           "spec.template.spec.trainer.container.imageUri", "spec.triggers.schedule.cron"})
+    EXPECT_TRUE(hasFinding(findings, Severity::Error, path)) << path << "\n" << describe(findings);
+}
+
+TEST(Lint, DecodingOutsideLintStillStopsAtTheFirstError) {
+  // The reconciler decodes without a collector: one DecodeError, as before.
+  auto object = parseManifests(std::string(kMinimalRun) + "  distribution: {workerCount: 0}\n  surprise: 1\n").at(0).object;
+  EXPECT_THROW(decodeTrainingRun(object), DecodeError);
+}
+
 TEST(MachineCatalog, KnowsTheTableEntries) {
   const auto& catalog = MachineCatalog::builtIn();
   EXPECT_FALSE(catalog.check("a2-highgpu-8g", "NVIDIA_TESLA_A100", 8));
@@ -242,6 +312,20 @@ TEST(MachineCatalog, KnowsTheTableEntries) {
   ASSERT_TRUE(problem);
   EXPECT_TRUE(problem->certain);
   EXPECT_NE(problem->message.find("g2-standard-"), std::string::npos) << problem->message;
+}
+
+TEST(MachineCatalog, TheCrdCarriesTheCatalogRulesGeneratedFromIt) {
+  // One source: the CEL rules in helm/vto/crds/trainingruns.vto.dev.yaml are generated from the
+  // catalog `vto lint` uses. When this fails, rebuild vto and run
+  //   build/bin/vto crd --update-catalog-rules helm/vto/crds/trainingruns.vto.dev.yaml
+  std::string checkedIn = trainingRunCrdYaml();
+  EXPECT_EQ(withCatalogRules(checkedIn, MachineCatalog::builtIn()), checkedIn)
+      << "the TrainingRun CRD's machine catalog rules are out of date; regenerate them with "
+         "`vto crd --update-catalog-rules helm/vto/crds/trainingruns.vto.dev.yaml`";
+  auto rules = MachineCatalog::builtIn().celRules();
+  EXPECT_GE(rules.size(), 15u);
+  EXPECT_NE(checkedIn.find("Accelerator \\\"NVIDIA_TESLA_A100\\\" is not supported"), std::string::npos);
+  EXPECT_THROW(withCatalogRules("kind: CustomResourceDefinition\n", MachineCatalog::builtIn()), std::runtime_error);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "tests/fakes/clock_fake.h"
 #include "tests/fakes/gcs_fake_client.h"
+#include "vertex/api_error.h"
 
 namespace vto::emulator {
 namespace {
@@ -11,7 +12,7 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-const std::string kParent = "/v1/projects/p/locations/us-central1";
+const std::string kParent = "/v1/projects/emu-project/locations/us-central1";
 
 json customJob(const std::string& name = "train", json env = json::array()) {
   return {{"displayName", name},
@@ -102,7 +103,7 @@ TEST_F(EmulatorTest, TokensExpireAfterTheirLifetime) {
 
 TEST_F(EmulatorTest, RunsTheLifecycleAndWritesACheckpointPerStep) {
   auto name = create(customJob());
-  EXPECT_NE(name.find("projects/p/locations/us-central1/customJobs/"), std::string::npos);
+  EXPECT_NE(name.find("projects/emu-project/locations/us-central1/customJobs/"), std::string::npos);
   auto job = get(name);
   EXPECT_EQ(job["state"], "JOB_STATE_QUEUED");
   EXPECT_TRUE(job.contains("createTime"));
@@ -129,6 +130,44 @@ TEST_F(EmulatorTest, RunsTheLifecycleAndWritesACheckpointPerStep) {
   auto trace = emulator_.handle({"GET", "/emulator/v1/" + name + ":trace", {}, {}, ""}).body;
   EXPECT_EQ(trace["stepsRun"], json({1, 2, 3}));
   EXPECT_EQ(trace["resumedFrom"], "");
+}
+
+// Cloud Storage without the bucket "bkt": uploads there answer 404 as the real service does.
+class NoBucketGcs final : public vertex::GcsClient {
+ public:
+  std::vector<vertex::GcsObject> listObjects(const std::string& b, const std::string& p) override { return objects.listObjects(b, p); }
+  std::optional<vertex::GcsObject> getObject(const std::string& b, const std::string& n) override { return objects.getObject(b, n); }
+  vertex::GcsObject upload(const std::string& bucket, const std::string& name, const std::string& content,
+                           const std::string& type) override {
+    if (bucket == "bkt") throw vertex::ApiError(404, "NOT_FOUND", "The specified bucket does not exist.");
+    return objects.upload(bucket, name, content, type);
+  }
+  void ensureBucket(const std::string&, const std::string&) override { ADD_FAILURE() << "the emulator must not create buckets"; }
+  testing::FakeGcsClient objects;
+};
+
+TEST(EmulatorCheckpoints, AJobWhoseCheckpointBucketIsMissingFailsNamingTheBucket) {
+  testing::FakeClock clock;
+  NoBucketGcs gcs;
+  EmulatorOptions options;
+  options.simulation = {2s, 3, 10s, 1s};
+  Emulator emulator(clock, options, &gcs);
+  Request tokenRequest{"GET", "/computeMetadata/v1/instance/service-accounts/default/token", {}, {{"metadata-flavor", "Google"}}, ""};
+  std::string token = emulator.handle(tokenRequest).body["access_token"];
+  auto call = [&](const std::string& method, const std::string& path, const std::string& body) {
+    return emulator.handle({method, path, {}, {{"authorization", "Bearer " + token}}, body});
+  };
+  std::string name = call("POST", kParent + "/customJobs", customJob().dump()).body["name"];
+  // Several steps in one tick: the job still fails at the first checkpoint, never succeeds.
+  clock.advance(60s);
+  emulator.tick();
+  auto job = call("GET", "/v1/" + name, "").body;
+  EXPECT_EQ(job["state"], "JOB_STATE_FAILED");
+  EXPECT_EQ(job["error"]["code"], 3);
+  std::string message = job["error"]["message"];
+  EXPECT_NE(message.find("gs://bkt does not exist"), std::string::npos) << message;
+  EXPECT_NE(message.find("gs://bkt/runs/a/checkpoints/ckpt-1"), std::string::npos) << message;
+  EXPECT_EQ(emulator.handle({"GET", "/emulator/v1/" + name + ":trace", {}, {}, ""}).body["stepsRun"], json({1}));
 }
 
 TEST_F(EmulatorTest, ResumesAfterTheCheckpointNamedInTheEnvironment) {

@@ -31,7 +31,7 @@ class ReconcilerTest : public ::testing::Test {
 
   static TrainingRunReconcilerOptions options() {
     TrainingRunReconcilerOptions o;
-    o.defaults = {"proj", "us-central1"};
+    o.defaults = {"test-project", "us-central1"};
     return o;
   }
 
@@ -85,7 +85,7 @@ TEST_F(ReconcilerTest, CreatesOneJobWritesItsNameAtOnceAndNeverASecond) {
 TEST_F(ReconcilerTest, AdoptsTheJobOfACrashBetweenCreateAndStatusWrite) {
   apply();
   // The job exists in Vertex (labelled for this run and attempt) but status never heard of it.
-  auto orphan = vertex.createJob({"proj", "us-central1"}, vertex::JobKind::Custom,
+  auto orphan = vertex.createJob({"test-project", "us-central1"}, vertex::JobKind::Custom,
                                  {{"displayName", "x"},
                                   {"labels", {{"vto-run-uid", "0b7c2a3e-1111-2222-3333-444455556666"}, {"vto-attempt", "1"}}}});
   reconcile();

@@ -176,6 +176,117 @@ TEST(CachedTokenSource, ConcurrentCallersShareOneRefresh) {
   for (const auto& token : seen) EXPECT_EQ(token, "t1");
 }
 
+// Answers "t1" first, then fails every refresh (the token endpoint is down).
+class FailingAfterFirstSource final : public TokenSource {
+ public:
+  explicit FailingAfterFirstSource(const Clock& clock) : clock_(clock) {}
+  AccessToken token() override {
+    if (++calls == 1) return {"t1", clock_.now() + 600s};
+    throw AuthError("token endpoint unreachable");
+  }
+  std::atomic<int> calls{0};
+
+ private:
+  const Clock& clock_;
+};
+
+TEST(CachedTokenSource, KeepsServingAStillValidTokenWhenARefreshFails) {
+  testing::FakeClock clock;
+  auto owned = std::make_unique<FailingAfterFirstSource>(clock);
+  auto* source = owned.get();
+  CachedTokenSource cached(std::move(owned), clock, 60s, 10s);
+  EXPECT_EQ(cached.token().value, "t1");
+  clock.advance(545s);  // refresh due; it fails, the token has 55 s left
+  EXPECT_EQ(cached.token().value, "t1");
+  EXPECT_EQ(cached.token().value, "t1");
+  EXPECT_EQ(source->calls, 2);  // not one refresh per call: the next try is 10 s later
+  clock.advance(10s);
+  EXPECT_EQ(cached.token().value, "t1");
+  EXPECT_EQ(source->calls, 3);
+  clock.advance(50s);  // expired now: the failure surfaces
+  EXPECT_THROW(cached.token(), AuthError);
+}
+
+// Blocks in token() until released, so a test can look at the cache while a refresh is in flight.
+class GatedSource final : public TokenSource {
+ public:
+  explicit GatedSource(const Clock& clock) : clock_(clock) {}
+  AccessToken token() override {
+    int call = ++calls;
+    if (call > 1) {
+      entered.count_down();
+      release.wait();
+    }
+    return {"t" + std::to_string(call), clock_.now() + 600s};
+  }
+  std::atomic<int> calls{0};
+  std::latch entered{1}, release{1};
+
+ private:
+  const Clock& clock_;
+};
+
+TEST(CachedTokenSource, DoesNotHoldItsLockWhileRefreshing) {
+  testing::FakeClock clock;
+  auto owned = std::make_unique<GatedSource>(clock);
+  auto* source = owned.get();
+  CachedTokenSource cached(std::move(owned), clock, 60s);
+  EXPECT_EQ(cached.token().value, "t1");
+  clock.advance(545s);
+  std::string refreshedBy;
+  std::thread refresher([&] { refreshedBy = cached.token().value; });
+  source->entered.wait();  // the refresh is in flight
+  // With the lock held during the refresh this call would block until release: a deadlock here.
+  EXPECT_EQ(cached.token().value, "t1");
+  source->release.count_down();
+  refresher.join();
+  EXPECT_EQ(refreshedBy, "t2");
+  EXPECT_EQ(cached.token().value, "t2");
+}
+
+TEST(TokenEndpoint, OnlyGooglesOrLoopback) {
+  testing::FakeClock clock;
+  testing::ScriptedTransport transport;
+  auto keys = testing::generateRsaKeyPair();
+  for (const char* bad : {"https://evil.example/token", "http://oauth2.googleapis.com/token",
+                          "https://oauth2.googleapis.com.evil.example/token", "https://googleapis.com@evil.example/",
+                          "http://127.attacker.example/token", "file:///etc/passwd"}) {
+    EXPECT_THROW(ServiceAccountTokenSource(transport, clock, {"sa@p.iam.gserviceaccount.com", keys.privatePem, "k", bad}),
+                 AuthError)
+        << bad;
+    EXPECT_THROW(AuthorizedUserTokenSource(transport, clock, {"id", "secret", "1//r", bad}), AuthError) << bad;
+  }
+  EXPECT_NO_THROW(AuthorizedUserTokenSource(transport, clock, {"id", "secret", "1//r", "https://oauth2.googleapis.com/token"}));
+  EXPECT_NO_THROW(AuthorizedUserTokenSource(transport, clock, {"id", "secret", "1//r", "https://accounts.google.com/o/oauth2/token"}));
+  EXPECT_NO_THROW(AuthorizedUserTokenSource(transport, clock, {"id", "secret", "1//r", "http://[::1]:8080/token"}));
+
+  auto path = writeTempFile("evil-token-uri.json", json{{"type", "authorized_user"},
+                                                        {"client_id", "id"},
+                                                        {"client_secret", "s"},
+                                                        {"refresh_token", "1//r"},
+                                                        {"token_uri", "https://collector.evil.example/token"}}
+                                                       .dump());
+  EXPECT_THROW(tokenSourceFromFile(path, transport, clock), AuthError);
+  EXPECT_TRUE(transport.requests().empty());
+  std::filesystem::remove(path);
+}
+
+TEST(TokenEndpoint, ExpiresInMustBeASaneNumberOfSeconds) {
+  testing::FakeClock clock;
+  testing::ScriptedTransport transport;
+  AuthorizedUserTokenSource source(transport, clock, {"id", "secret", "1//r", "http://127.0.0.1:1/token"});
+  for (const char* bad : {R"(0)", R"(-60)", R"(1e12)", R"("3600")", R"(null)", R"(1e300)"}) {
+    transport.enqueue(200, std::string(R"({"access_token": "ya29.x", "expires_in": )") + bad + "}");
+    EXPECT_THROW(source.token(), AuthError) << bad;
+  }
+  transport.enqueue(200, R"({"access_token": "ya29.x"})");  // absent: Google's hour
+  EXPECT_EQ(source.token().expiry, clock.now() + 3600s);
+  transport.enqueue(200, R"({"access_token": 42, "expires_in": 3600})");
+  EXPECT_THROW(source.token(), AuthError);
+  transport.enqueue(503, R"({"error": 5, "error_description": ["x"]})");
+  EXPECT_THROW(source.token(), AuthError);
+}
+
 TEST(DefaultTokenSource, FollowsGooglesOrder) {
   testing::FakeClock clock;
   testing::ScriptedTransport transport;

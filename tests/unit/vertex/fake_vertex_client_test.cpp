@@ -11,7 +11,7 @@ using vertex::JobState;
 
 TEST(FakeVertexClient, CreatesListsByLabelsAndCancels) {
   FakeVertexClient fake;
-  vertex::Location where{"p", "us-central1"};
+  vertex::Location where{"my-project", "us-central1"};
   auto a = fake.createJob(where, JobKind::Custom, {{"displayName", "a"}, {"labels", {{"uid", "1"}, {"attempt", "1"}}}});
   fake.createJob(where, JobKind::Custom, {{"displayName", "b"}, {"labels", {{"uid", "1"}, {"attempt", "2"}}}});
   EXPECT_EQ(a.state, JobState::Queued);

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/fakes/vertex_fake_token_source.h"
 #include "tests/fakes/vertex_fake_transport.h"
+#include "vertex/api_error.h"
 
 namespace vto::vertex {
 namespace {
@@ -89,6 +91,93 @@ TEST(RestGcsClient, UploadsWithTheMediaProtocol) {
   EXPECT_EQ(request.url,
             "http://127.0.0.1:4443/upload/storage/v1/b/b/o?uploadType=media&name=out%2Fcheckpoints%2Fckpt-1");
   EXPECT_EQ(request.body, "{}");
+}
+
+TEST(RestGcsClient, AttachesTheTokenOnlyToAValidatedEndpoint) {
+  testing::ScriptedTransport transport;
+  testing::CountingTokenSource tokens;
+  EXPECT_THROW(RestGcsClient(transport, "http://127.attacker.example:4443", &tokens), std::invalid_argument);
+  EXPECT_THROW(RestGcsClient(transport, "http://gcs.internal:4443", &tokens), std::invalid_argument);
+  EXPECT_THROW(RestGcsClient(transport, "not a url", nullptr), std::invalid_argument);
+  EXPECT_NO_THROW(RestGcsClient(transport, "http://gcs.internal:4443", &tokens, /*allowInsecure=*/true));
+  EXPECT_NO_THROW(RestGcsClient(transport, "https://storage.googleapis.com", &tokens));
+  EXPECT_EQ(tokens.calls, 0);
+  EXPECT_TRUE(transport.requests().empty());
+}
+
+TEST(RestGcsClient, RefreshesTheTokenOnceAfter401) {
+  testing::ScriptedTransport transport;
+  testing::CountingTokenSource tokens;
+  transport.enqueue(401, R"({"error": {"code": 401, "message": "expired"}})");
+  transport.enqueue(200, R"({"bucket": "b", "name": "o", "size": "1"})");
+  RestGcsClient client(transport, "https://storage.googleapis.com", &tokens);
+  EXPECT_TRUE(client.getObject("b", "o").has_value());
+  EXPECT_EQ(tokens.invalidations, 1);
+  EXPECT_EQ(transport.requests().at(0).headers.at("Authorization"), "Bearer token-1");
+  EXPECT_EQ(transport.requests().at(1).headers.at("Authorization"), "Bearer token-2");
+  transport.setHandler([](const HttpRequest&) {
+    return testing::ScriptedTransport::Answer{401, R"({"error": {"code": 401, "message": "no"}})", {}, false};
+  });
+  EXPECT_THROW(client.getObject("b", "o"), ApiError);  // once only: no loop
+  EXPECT_EQ(transport.requests().size(), 4u);
+}
+
+TEST(RestGcsClient, ListsOnePageWithDelimiterAndPartialResponse) {
+  testing::ScriptedTransport transport;
+  transport.enqueue(200, R"({"items": [{"name": "d/ckpt-1.index", "updated": "2026-01-01T00:00:00Z"}],
+                             "prefixes": ["d/step-2/", 7], "nextPageToken": "t"})");
+  RestGcsClient client(transport, "http://127.0.0.1:4443", nullptr);
+  auto page = client.listObjectsPage("b", "d/", "t0", {"/", "items(name,updated),prefixes,nextPageToken", 500});
+  EXPECT_EQ(transport.requests().at(0).url,
+            "http://127.0.0.1:4443/storage/v1/b/b/o?prefix=d%2F&delimiter=%2F"
+            "&fields=items%28name%2Cupdated%29%2Cprefixes%2CnextPageToken&maxResults=500&pageToken=t0");
+  ASSERT_EQ(page.objects.size(), 1u);
+  EXPECT_EQ(page.prefixes, std::vector<std::string>{"d/step-2/"});
+  EXPECT_EQ(page.nextPageToken, "t");
+}
+
+TEST(RestGcsClient, ARepeatedPageTokenStopsTheListing) {
+  testing::ScriptedTransport transport;
+  int served = 0;
+  transport.setHandler([&](const HttpRequest&) {
+    ++served;
+    return testing::ScriptedTransport::Answer{200, R"({"items": [{"name": "p/x"}], "nextPageToken": "same"})", {}, false};
+  });
+  RestGcsClient client(transport, "http://127.0.0.1:4443", nullptr);
+  EXPECT_THROW(client.listObjects("b", "p/"), ApiError);
+  EXPECT_EQ(served, 2);  // the second page repeated the first page's token
+}
+
+TEST(RestGcsClient, ListingIsCappedInPages) {
+  testing::ScriptedTransport transport;
+  int served = 0;
+  transport.setHandler([&](const HttpRequest&) {
+    ++served;
+    return testing::ScriptedTransport::Answer{
+        200, R"({"items": [{"name": "p/x"}], "nextPageToken": "t)" + std::to_string(served) + R"("})", {}, false};
+  });
+  RestGcsClient client(transport, "http://127.0.0.1:4443", nullptr);
+  EXPECT_THROW(client.listObjects("b", "p/", 5), ApiError);
+  EXPECT_EQ(served, 5);
+}
+
+TEST(RestGcsClient, UnexpectedBodiesBecomeTypedErrors) {
+  testing::ScriptedTransport transport;
+  transport.enqueue(200, "<html>proxy login</html>");
+  transport.enqueue(200, R"({"bucket": "b", "name": "o", "size": {"x": 1}, "generation": [1]})");
+  transport.enqueue(503, "upstream down", {{"retry-after", "99999"}});
+  RestGcsClient client(transport, "http://127.0.0.1:4443", nullptr);
+  EXPECT_THROW(client.getObject("b", "o"), ApiError);
+  auto odd = client.getObject("b", "o");
+  ASSERT_TRUE(odd);
+  EXPECT_EQ(odd->size, 0);
+  try {
+    client.getObject("b", "o");
+    FAIL();
+  } catch (const ApiError& error) {
+    EXPECT_TRUE(error.retryable());
+    EXPECT_EQ(error.retryAfter(), kMaxRetryAfter);
+  }
 }
 
 }  // namespace

@@ -13,8 +13,10 @@ TEST(JsonCodec, JobStateFromNameOrNumber) {
   EXPECT_EQ(jobStateFromJson("JOB_STATE_RUNNING"), JobState::Running);
   EXPECT_EQ(jobStateFromJson(3), JobState::Running);
   EXPECT_EQ(jobStateFromJson(11), JobState::PartiallySucceeded);
-  EXPECT_THROW(jobStateFromJson("RUNNING"), std::invalid_argument);
-  EXPECT_THROW(jobStateFromJson(12), std::invalid_argument);
+  // Unknown (future) states decode as unspecified instead of failing the whole job.
+  EXPECT_EQ(jobStateFromJson("RUNNING"), JobState::Unspecified);
+  EXPECT_EQ(jobStateFromJson(12), JobState::Unspecified);
+  EXPECT_EQ(jobStateFromJson(nlohmann::json::object()), JobState::Unspecified);
   EXPECT_EQ(jobStateName(JobState::Cancelled), "JOB_STATE_CANCELLED");
   EXPECT_TRUE(isTerminal(JobState::Failed));
   EXPECT_FALSE(isTerminal(JobState::Cancelling));

@@ -1,53 +1,42 @@
 #include <gtest/gtest.h>
 
 #include "tests/fakes/clock_fake.h"
-#include "tests/fakes/vertex_fake_sleeper.h"
 #include "vertex/rate_limiter.h"
-#include "vertex/retry.h"
 
 namespace vto::vertex {
 namespace {
 
 using namespace std::chrono_literals;
 
-TEST(Backoff, GrowsExponentiallyWithJitterUpToTheCap) {
-  Backoff backoff({6, 1000ms, 8000ms, 2.0}, 7);
-  for (int retry = 1; retry <= 6; ++retry) {
-    auto ceiling = std::min<long long>(1000LL << (retry - 1), 8000);
-    auto delay = backoff.delay(retry).count();
-    EXPECT_GE(delay, ceiling / 2) << "retry " << retry;
-    EXPECT_LE(delay, ceiling) << "retry " << retry;
+TEST(QuotaPacer, HandsBackTheWaitInsteadOfBlocking) {
+  testing::FakeClock clock;
+  QuotaPacer pacer(clock);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(pacer.tryAcquire("p/l#create", 3), std::nullopt);
+  clock.advance(15s);
+  EXPECT_EQ(pacer.tryAcquire("p/l#create", 3), 45000ms);  // the 1st leaves the minute in 45 s
+  EXPECT_EQ(pacer.tryAcquire("p/l#other", 3), std::nullopt);  // other keys are not held up
+  try {
+    pacer.acquireOrThrow("p/l#create", 3);
+    FAIL() << "expected QuotaPacingError";
+  } catch (const QuotaPacingError& error) {
+    EXPECT_EQ(error.retryAfter(), 45000ms);
   }
+  clock.advance(45s);
+  EXPECT_EQ(pacer.tryAcquire("p/l#create", 3), std::nullopt);
+  EXPECT_EQ(pacer.tryAcquire("k", 0), std::nullopt);  // unlimited
 }
 
-TEST(Backoff, RetryAfterIsAFloor) {
-  Backoff backoff({6, 100ms, 1000ms, 2.0}, 7);
-  EXPECT_EQ(backoff.delay(1, 5000ms), 5000ms);
-  EXPECT_LE(backoff.delay(1, 1ms), 100ms);
-}
-
-TEST(RateLimiter, SpreadsABurstOverTheWindow) {
+TEST(QuotaPacer, NeverExceedsTheLimitInAnyWindow) {
   testing::FakeClock clock;
-  testing::AdvancingSleeper sleeper(clock);
-  RateLimiter limiter(clock, sleeper);
-  auto start = clock.now();
-  for (int i = 0; i < 3; ++i) limiter.acquire("p/l#create", 3);
-  EXPECT_TRUE(sleeper.pauses().empty());
-  limiter.acquire("p/l#create", 3);  // the 4th must wait until the 1st leaves the minute
-  EXPECT_EQ(clock.now() - start, 60s);
-  limiter.acquire("p/l#other", 3);  // other keys are not held up
-  EXPECT_EQ(sleeper.pauses().size(), 1u);
-}
-
-TEST(RateLimiter, NeverExceedsTheLimitInAnyWindow) {
-  testing::FakeClock clock;
-  testing::AdvancingSleeper sleeper(clock);
-  RateLimiter limiter(clock, sleeper);
+  QuotaPacer pacer(clock);
   std::vector<Clock::time_point> sent;
-  for (int i = 0; i < 25; ++i) {
-    limiter.acquire("k", 10);
+  while (sent.size() < 25) {
+    if (auto wait = pacer.tryAcquire("k", 10)) {
+      clock.advance(*wait);  // the caller comes back when told, not sooner
+      continue;
+    }
     sent.push_back(clock.now());
-    if (i % 3 == 0) clock.advance(7s);
+    if (sent.size() % 3 == 0) clock.advance(7s);
   }
   for (std::size_t i = 10; i < sent.size(); ++i) EXPECT_GE(sent[i] - sent[i - 10], 60s) << i;
 }

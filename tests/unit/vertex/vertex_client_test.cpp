@@ -7,6 +7,7 @@
 #include "tests/fakes/vertex_fake_token_source.h"
 #include "tests/fakes/vertex_fake_transport.h"
 #include "vertex/api_error.h"
+#include "vertex/rate_limiter.h"
 
 namespace vto::vertex {
 namespace {
@@ -23,8 +24,7 @@ const std::string kJob = R"({"name": ")" + kJobName + R"(", "state": 3, "display
 class VertexClientTest : public ::testing::Test {
  protected:
   RestVertexClient client(VertexClientOptions options = {}) {
-    options.retry = {4, 100ms, 1000ms, 2.0};
-    return RestVertexClient(transport_, tokens_, clock_, sleeper_, options);
+    return RestVertexClient(transport_, tokens_, clock_, options);
   }
 
   testing::FakeClock clock_;
@@ -46,43 +46,47 @@ TEST_F(VertexClientTest, GetsFromTheRegionalEndpointWithABearerToken) {
   EXPECT_EQ(job.createTime, parseTimestamp("2026-05-18T10:00:00Z"));
 }
 
-TEST_F(VertexClientTest, RetriesThrottlingAndUnavailabilityThenSucceeds) {
-  transport_.enqueue(429, R"({"error":{"code":429,"status":"RESOURCE_EXHAUSTED","message":"slow down"}})");
+// One backoff layer: the client never sleeps or retries on a reconcile worker; the error carries
+// what the work queue needs.
+TEST_F(VertexClientTest, FailsFastWithARetryableErrorInsteadOfSleeping) {
   transport_.enqueue(503, R"({"error":{"code":503,"status":"UNAVAILABLE","message":"try later"}})");
   transport_.enqueue(testing::ScriptedTransport::Answer{0, "", {}, true});  // a timeout
-  transport_.enqueue(200, kJob);
   auto vertex = client();
-  EXPECT_EQ(vertex.getJob(kJobName).name, kJobName);
-  EXPECT_EQ(transport_.requests().size(), 4u);
-  EXPECT_EQ(vertex.retries(), 3);
-  auto pauses = sleeper_.pauses();
-  ASSERT_EQ(pauses.size(), 3u);
-  EXPECT_GE(pauses[0], 50ms);
-  EXPECT_LE(pauses[0], 100ms);
-  EXPECT_GE(pauses[2], 200ms);
-  EXPECT_LE(pauses[2], 400ms);
-}
-
-TEST_F(VertexClientTest, HonoursRetryAfter) {
-  transport_.enqueue(429, "{}", {{"retry-after", "7"}});
-  transport_.enqueue(200, kJob);
-  client().getJob(kJobName);
-  EXPECT_EQ(sleeper_.pauses().at(0), 7000ms);
-}
-
-TEST_F(VertexClientTest, GivesUpAfterMaxAttemptsWithTheLastError) {
-  transport_.setHandler([](const HttpRequest&) {
-    return testing::ScriptedTransport::Answer{503, R"({"error":{"code":503,"status":"UNAVAILABLE","message":"down"}})", {}, false};
-  });
-  auto vertex = client();
+  auto start = clock_.now();
   try {
     vertex.getJob(kJobName);
     FAIL() << "expected ApiError";
-  } catch (const ApiError& error) {
-    EXPECT_EQ(error.httpStatus(), 503);
-    EXPECT_EQ(error.message(), "down");
+  } catch (const RetryableError& error) {
+    EXPECT_TRUE(error.isRetryable());
+    EXPECT_EQ(error.retryAfter(), std::nullopt);
   }
-  EXPECT_EQ(transport_.requests().size(), 4u);
+  EXPECT_THROW(vertex.getJob(kJobName), TransportError);
+  EXPECT_EQ(transport_.requests().size(), 2u);
+  EXPECT_EQ(clock_.now(), start);
+  EXPECT_TRUE(sleeper_.pauses().empty());
+}
+
+TEST_F(VertexClientTest, HandsRetryAfterToTheCallerClamped) {
+  transport_.enqueue(429, "{}", {{"retry-after", "7"}});
+  transport_.enqueue(429, "{}", {{"retry-after", "86400"}});
+  transport_.enqueue(503, "{}", {{"retry-after", "1e300"}});
+  transport_.enqueue(503, "{}", {{"retry-after", "-3"}});
+  transport_.enqueue(503, "{}", {{"retry-after", "soon"}});
+  std::vector<std::optional<std::chrono::milliseconds>> seen;
+  auto vertex = client();
+  for (int i = 0; i < 5; ++i) {
+    try {
+      vertex.getJob(kJobName);
+    } catch (const ApiError& error) {
+      seen.push_back(error.retryAfter());
+    }
+  }
+  ASSERT_EQ(seen.size(), 5u);
+  EXPECT_EQ(seen[0], 7000ms);
+  EXPECT_EQ(seen[1], kMaxRetryAfter);
+  EXPECT_EQ(seen[2], kMaxRetryAfter);
+  EXPECT_EQ(seen[3], std::nullopt);
+  EXPECT_EQ(seen[4], std::nullopt);
 }
 
 TEST_F(VertexClientTest, DoesNotRetryTerminalErrors) {
@@ -145,20 +149,29 @@ TEST_F(VertexClientTest, CancelDeleteAndOperationPolling) {
   EXPECT_EQ(requests[0].body, "{}");
   EXPECT_EQ(requests[1].method, "DELETE");
   EXPECT_EQ(requests[3].url, "http://127.0.0.1:9999/v1/projects/my-project/locations/us-central1/operations/77");
-  EXPECT_THROW(vertex.cancelJob("projects/p/locations/l/models/1"), std::invalid_argument);
+  EXPECT_THROW(vertex.cancelJob("projects/my-project/locations/us-central1/models/1"), ApiError);
 }
 
-TEST_F(VertexClientTest, PacesCreationsUnderTheQuota) {
+TEST_F(VertexClientTest, QuotaPacerHandsBackADelayInsteadOfBlocking) {
   transport_.setHandler([](const HttpRequest&) { return testing::ScriptedTransport::Answer{200, kJob, {}, false}; });
   VertexClientOptions options;
   options.limits.createsPerMinute = 2;
   auto vertex = client(options);
   auto start = clock_.now();
-  for (int i = 0; i < 5; ++i) vertex.createJob(kWhere, JobKind::Custom, json::object());
-  // 2 at once, 2 a minute later, 1 two minutes later.
-  EXPECT_EQ(clock_.now() - start, 120s);
+  vertex.createJob(kWhere, JobKind::Custom, json::object());
+  clock_.advance(10s);
+  vertex.createJob(kWhere, JobKind::Custom, json::object());
+  try {
+    vertex.createJob(kWhere, JobKind::Custom, json::object());
+    FAIL() << "expected QuotaPacingError";
+  } catch (const QuotaPacingError& error) {
+    EXPECT_EQ(error.retryAfter(), 50000ms);  // the first creation leaves the minute 50 s from now
+  }
+  EXPECT_EQ(clock_.now(), start + 10s);  // nothing slept
+  EXPECT_EQ(transport_.requests().size(), 2u);
   vertex.getJob(kJobName);  // other requests have their own budget
-  EXPECT_EQ(clock_.now() - start, 120s);
+  clock_.advance(50s);
+  EXPECT_NO_THROW(vertex.createJob(kWhere, JobKind::Custom, json::object()));
 }
 
 TEST(VertexEndpoint, PlainHttpOnlyForLoopbackOrWhenAllowed) {
@@ -176,11 +189,112 @@ TEST(VertexEndpoint, PlainHttpOnlyForLoopbackOrWhenAllowed) {
 }
 
 TEST(VertexNames, LocationAndKindFromAResourceName) {
-  auto where = locationOf("projects/p1/locations/europe-west4/hyperparameterTuningJobs/5");
-  EXPECT_EQ(where.project, "p1");
+  auto where = locationOf("projects/my-project/locations/europe-west4/hyperparameterTuningJobs/5");
+  EXPECT_EQ(where.project, "my-project");
   EXPECT_EQ(where.location, "europe-west4");
-  EXPECT_EQ(jobKindOf("projects/p1/locations/europe-west4/hyperparameterTuningJobs/5"), JobKind::HyperparameterTuning);
+  EXPECT_EQ(jobKindOf("projects/my-project/locations/europe-west4/hyperparameterTuningJobs/5"),
+            JobKind::HyperparameterTuning);
+  // Vertex writes the project number into the names it returns.
+  EXPECT_EQ(locationOf("projects/123456789012/locations/us-central1/customJobs/7").project, "123456789012");
+  EXPECT_EQ(locationOf("projects/my-project/locations/us-central1/operations/8").location, "us-central1");
+  EXPECT_EQ(locationOf("projects/my-project/locations/us-central1/customJobs/7/operations/8").location, "us-central1");
   EXPECT_THROW(locationOf("customJobs/5"), std::invalid_argument);
+}
+
+// Names come back through status, which anyone with status write access can change: one strict
+// pattern, nothing that could move the request to another host or path.
+TEST(VertexNames, OneStrictPatternForJobNames) {
+  for (const char* bad : {
+           "projects/my-project/locations/localhost:8080/x?/customJobs/1",
+           "projects/my-project/locations/evil.example#/customJobs/1",
+           "projects/my-project/locations/us-central1/customJobs/1/../../../x",
+           "projects/my-project/locations/us-central1/customJobs/abc",
+           "projects/my-project/locations/us-central1/customJobs/1?x=y",
+           "projects/my-project/locations/us-central1/customJobs/",
+           "projects/my-project/locations/us-central1/customJobs/1/",
+           "projects/my-project/locations/us-central1/models/1",
+           "projects/My_Project/locations/us-central1/customJobs/1",
+           "projects//locations/us-central1/customJobs/1",
+           "/projects/my-project/locations/us-central1/customJobs/1",
+           "xprojects/my-project/locations/us-central1/customJobs/1",
+       }) {
+    EXPECT_FALSE(parseResourceName(bad)) << bad;
+    EXPECT_THROW(jobKindOf(bad), std::invalid_argument) << bad;
+  }
+  EXPECT_THROW(jobKindOf("projects/my-project/locations/us-central1/customJobs/1/operations/2"), std::invalid_argument);
+}
+
+// Defence in depth: whatever the CRD and the validator let through, the client refuses a location,
+// project or job name that would send the token somewhere else, before any request.
+TEST_F(VertexClientTest, RefusesHostileLocationsProjectsAndNamesBeforeAnyRequest) {
+  auto vertex = client();
+  for (const Location& where : {Location{"my-project", "localhost:8080/x?"}, Location{"my-project", "evil.example#"},
+                                Location{"my-project", "us-central1.evil.example"}, Location{"a/../../x", "us-central1"},
+                                Location{"my-project?", "us-central1"}, Location{"", "us-central1"}}) {
+    EXPECT_THROW(vertex.createJob(where, JobKind::Custom, json::object()), ApiError) << where.location;
+    EXPECT_THROW(vertex.listJobs(where, JobKind::Custom, {}), ApiError) << where.location;
+  }
+  for (const char* name : {"projects/my-project/locations/localhost:8080/x?/customJobs/1",
+                           "projects/my-project/locations/us-central1/customJobs/1/../../../../x"}) {
+    EXPECT_THROW(vertex.getJob(name), ApiError) << name;
+    EXPECT_THROW(vertex.cancelJob(name), ApiError) << name;
+    EXPECT_THROW(vertex.deleteJob(name), ApiError) << name;
+    EXPECT_THROW(vertex.getOperation(name), ApiError) << name;
+  }
+  try {
+    vertex.createJob({"my-project", "localhost:8080/x?"}, JobKind::Custom, json::object());
+  } catch (const ApiError& error) {
+    EXPECT_FALSE(error.retryable());
+    EXPECT_NE(std::string(error.what()).find("us-central1"), std::string::npos) << error.what();
+  }
+  EXPECT_TRUE(transport_.requests().empty());
+  EXPECT_EQ(tokens_.calls, 0);  // not even a token was fetched
+}
+
+TEST_F(VertexClientTest, UnexpectedResponsesBecomeTypedErrors) {
+  transport_.enqueue(200, "<html><body>Sign in to the captive portal</body></html>");
+  transport_.enqueue(200, "[1, 2]");
+  transport_.enqueue(500, R"({"error": {"code": "x", "status": 14, "message": 42, "details": "nope"}})");
+  transport_.enqueue(502, "<html>bad gateway</html>");
+  // A created job without a valid name cannot be followed: refused, not stored.
+  transport_.enqueue(200, R"({"name": "projects/my-project/locations/localhost:1/customJobs/1"})");
+  auto vertex = client();
+  for (int i = 0; i < 2; ++i) {
+    try {
+      vertex.getJob(kJobName);
+      FAIL() << "expected ApiError";
+    } catch (const ApiError& error) {
+      EXPECT_TRUE(error.retryable());
+      EXPECT_EQ(error.httpStatus(), 200);
+    }
+  }
+  try {
+    vertex.getJob(kJobName);
+    FAIL() << "expected ApiError";
+  } catch (const ApiError& error) {
+    EXPECT_EQ(error.status(), "UNAVAILABLE");  // 14 by number
+    EXPECT_EQ(error.message(), "42");
+    EXPECT_TRUE(error.details().empty());
+  }
+  try {
+    vertex.getJob(kJobName);
+    FAIL() << "expected ApiError";
+  } catch (const ApiError& error) {
+    EXPECT_EQ(error.httpStatus(), 502);
+  }
+  EXPECT_THROW(vertex.createJob(kWhere, JobKind::Custom, json::object()), ApiError);
+}
+
+TEST(VertexDecode, UnknownStatesAndOddFieldsDecodeWithoutThrowing) {
+  auto job = decodeJob(JobKind::Custom, json::parse(R"({"name": 5, "state": "JOB_STATE_FROM_THE_FUTURE",
+      "labels": {"a": 1, "b": "x"}, "createTime": "yesterday", "error": {"code": "NOT_A_CODE", "message": {}}})"));
+  EXPECT_EQ(job.state, JobState::Unspecified);
+  EXPECT_EQ(job.name, "");
+  EXPECT_EQ(job.labels.size(), 1u);
+  EXPECT_FALSE(job.createTime);
+  EXPECT_EQ(decodeJob(JobKind::Custom, json::parse(R"({"state": 99})")).state, JobState::Unspecified);
+  EXPECT_EQ(decodeJob(JobKind::Custom, json::parse(R"({"state": {"x": 1}})")).state, JobState::Unspecified);
+  EXPECT_EQ(decodeJob(JobKind::Custom, json::parse("[]")).state, JobState::Unspecified);
 }
 
 }  // namespace

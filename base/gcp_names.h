@@ -1,0 +1,31 @@
+#pragma once
+// The shapes of Google Cloud project IDs and Vertex AI regions. They are checked in three places
+// with the same message: the CRD schema (kubectl apply), crd/validation.cpp (vto lint) and inside
+// the Vertex client before any request (defence in depth: these values end up in the host name and
+// path of a request that carries the operator's access token).
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace vto {
+
+// ^[a-z][a-z0-9-]{4,28}[a-z0-9]$
+bool isProjectId(std::string_view project);
+// ^[0-9]{1,20}$: the project number Vertex writes into the names it returns.
+bool isProjectNumber(std::string_view project);
+// ^[a-z]+-[a-z]+[0-9]+$ (us-central1, europe-west4). "global" is not accepted: Vertex runs
+// CustomJobs and HyperparameterTuningJobs only in regions.
+bool isVertexRegion(std::string_view location);
+
+// The messages, shared with the CRD's pattern messages (helm/vto/crds/trainingruns.vto.dev.yaml).
+inline constexpr std::string_view kProjectIdRule =
+    "must be a Google Cloud project ID: 6-30 lower-case letters, digits or hyphens, starting with a letter and "
+    "not ending with a hyphen, e.g. my-project-123";
+inline constexpr std::string_view kRegionRule =
+    "must be a Vertex AI region such as us-central1 or europe-west4 (letters, a hyphen, letters, a number)";
+
+// nullopt when valid, else "<field> \"<value>\" <rule>". The value is quoted but cut to 64 bytes.
+std::optional<std::string> checkProjectId(std::string_view field, std::string_view project);
+std::optional<std::string> checkVertexRegion(std::string_view field, std::string_view location);
+
+}  // namespace vto

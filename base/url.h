@@ -1,0 +1,55 @@
+#pragma once
+// URLs for outbound requests, parsed and built in one place. Every request that carries a credential
+// goes to an endpoint checked by requireTrustedEndpoint(), and every user-influenced part of a path
+// goes through UrlBuilder::segment(), which percent-encodes it: a value such as "x/../y?z" stays one
+// segment and cannot change the host, the path or the query.
+#include <string>
+#include <string_view>
+
+namespace vto {
+
+// Percent-encodes everything except RFC 3986 unreserved characters (A-Z a-z 0-9 - . _ ~).
+std::string urlEncode(std::string_view text);
+
+struct ParsedUrl {
+  std::string scheme;  // lower case: "https", "http"
+  std::string host;    // lower case, without brackets for IPv6 ("::1")
+  int port = 0;        // 0: the scheme's default
+  std::string path;    // from the first '/' on, query included; may be empty
+};
+
+// Strict absolute-URL parse: scheme://host[:port][/path]. Refuses user info (user@host), empty
+// hosts, bad ports and characters that are not allowed in a host; throws std::invalid_argument
+// saying what form is expected.
+ParsedUrl parseUrl(std::string_view url);
+
+// True only for real loopback addresses: "localhost", an IPv4 literal in 127.0.0.0/8 (all four
+// parts numeric: "127.attacker.example" is a DNS name, not loopback) and the IPv6 literal ::1.
+bool isLoopbackHost(std::string_view host);
+
+// The check for any endpoint vto sends a credential to (kube API server, Vertex, GCS, a token
+// endpoint): https anywhere, plain http only to a loopback host or when the operator explicitly
+// allowed it (--allow-insecure-endpoints). `what` names the endpoint in the error, e.g. "Vertex
+// endpoint". Returns the parsed URL; throws std::invalid_argument saying how to fix it.
+ParsedUrl requireTrustedEndpoint(std::string_view url, std::string_view what, bool allowInsecure);
+
+// Builds base + "/seg1/seg2..." + "?a=b&c=d", encoding each segment and query value.
+class UrlBuilder {
+ public:
+  // `base` is an already validated endpoint such as "https://host:443" (a trailing '/' is dropped).
+  explicit UrlBuilder(std::string_view base);
+  // A fixed part of the API's path, written by vto itself ("v1", "storage/v1"); not encoded.
+  UrlBuilder& literal(std::string_view path);
+  // One path segment from data (a project, a bucket, an object name): percent-encoded.
+  UrlBuilder& segment(std::string_view value);
+  // A custom method suffix, Google's ":cancel"; `verb` is vto's own constant.
+  UrlBuilder& verb(std::string_view verb);
+  UrlBuilder& query(std::string_view name, std::string_view value);
+  const std::string& str() const { return url_; }
+
+ private:
+  std::string url_;
+  bool hasQuery_ = false;
+};
+
+}  // namespace vto
