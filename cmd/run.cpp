@@ -34,6 +34,7 @@
 #include "vertex/request_observer.h"
 #include "vertex/auth.h"
 #include "vertex/gcs_client.h"
+#include "vertex/prometheus_client.h"
 #include "vertex/http_transport.h"
 #include "vertex/vertex_client.h"
 
@@ -176,8 +177,9 @@ int run(const Args& args) {
   policyInformerOptions.resource = reconcilers::retrainingPolicyResource();
   policyInformerOptions.namespaces = flags.getAll("namespace");
   auto& policies = manager.addInformer(policyInformerOptions);
+  vertex::PrometheusClient prometheus(http, flags.getBool("allow-insecure-endpoints"));
   reconcilers::RetrainingPolicyReconciler policyReconciler(policies.cache(), runs.cache(), kube, events, clock,
-                                                           &retrainingMetrics);
+                                                           &retrainingMetrics, {&gcs, &prometheus});
   manager.addController("retrainingpolicy", policyReconciler, flags.getInt("max-concurrent-policy-reconciles"));
   auto& policyQueue = manager.queue("retrainingpolicy");
   policies.addHandler(controller::enqueueKey(policyQueue));

@@ -34,7 +34,15 @@ RetrainingMetrics::RetrainingMetrics(prometheus::Registry& registry)
                 .Name("vto_retrainingpolicy_schedule_skew_seconds")
                 .Help("Seconds between a scheduled run's nominal slot and its creation (jitter included)")
                 .Register(registry)
-                .Add({}, prometheus::Histogram::BucketBoundaries{0.1, 0.5, 1, 2, 5, 10, 30, 60, 300, 900, 3600})) {}
+                .Add({}, prometheus::Histogram::BucketBoundaries{0.1, 0.5, 1, 2, 5, 10, 30, 60, 300, 900, 3600})),
+      triggerHealthy_(gauge(registry, "vto_retrainingpolicy_trigger_healthy",
+                            "1 when a policy's polled trigger (newData, metric) works, 0 when its polls or queries fail")),
+      metricValue_(gauge(registry, "vto_retrainingpolicy_metric_value",
+                         "The last value of each policy's metric query (absent after NoData)")),
+      pendingObjects_(gauge(registry, "vto_retrainingpolicy_data_pending_objects",
+                            "New objects under each policy's gcsPrefix not yet folded into a run")),
+      pendingBytes_(gauge(registry, "vto_retrainingpolicy_data_pending_bytes",
+                          "Bytes of the new objects under each policy's gcsPrefix not yet folded into a run")) {}
 
 void RetrainingMetrics::trigger(const std::string& ns, const std::string& policy, const std::string& reason,
                                 const std::string& outcome) {
@@ -53,9 +61,28 @@ void RetrainingMetrics::policyState(const std::string& ns, const std::string& po
   activeRuns_.Add(labels).Set(activeRuns);
 }
 
+void RetrainingMetrics::triggerState(const std::string& ns, const std::string& policy, std::optional<bool> dataHealthy,
+                                     std::optional<bool> metricHealthy, std::optional<double> metricValue,
+                                     std::optional<double> pendingObjects, std::optional<double> pendingBytes) {
+  prometheus::Labels labels{{"namespace", ns}, {"policy", policy}};
+  auto healthy = [&](const char* trigger, std::optional<bool> value) {
+    setOrRemove(triggerHealthy_, {{"namespace", ns}, {"policy", policy}, {"trigger", trigger}},
+                value ? std::optional<double>(*value ? 1 : 0) : std::nullopt);
+  };
+  healthy("newData", dataHealthy);
+  healthy("metric", metricHealthy);
+  setOrRemove(metricValue_, labels, metricValue);
+  setOrRemove(pendingObjects_, labels, pendingObjects);
+  setOrRemove(pendingBytes_, labels, pendingBytes);
+}
+
 void RetrainingMetrics::forgetPolicy(const std::string& ns, const std::string& policy) {
   prometheus::Labels labels{{"namespace", ns}, {"policy", policy}};
-  for (auto* family : {&nextSchedule_, &lastSchedule_, &lastSuccess_, &activeRuns_}) setOrRemove(*family, labels, std::nullopt);
+  for (auto* family : {&nextSchedule_, &lastSchedule_, &lastSuccess_, &activeRuns_, &metricValue_, &pendingObjects_,
+                       &pendingBytes_}) {
+    setOrRemove(*family, labels, std::nullopt);
+  }
+  triggerState(ns, policy, std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt);
 }
 
 }  // namespace vto::metrics

@@ -26,6 +26,12 @@ class RetrainingMetrics {
   // vto_retrainingpolicy_{next_schedule,last_schedule,last_success}_time_seconds and _active_runs.
   void policyState(const std::string& ns, const std::string& policy, std::optional<double> nextSchedule,
                    std::optional<double> lastSchedule, std::optional<double> lastSuccess, int activeRuns);
+  // The polled triggers' gauges (absent values remove their series):
+  // vto_retrainingpolicy_trigger_healthy{namespace,policy,trigger} (1 or 0, trigger newData | metric),
+  // vto_retrainingpolicy_metric_value, vto_retrainingpolicy_data_pending_objects and _data_pending_bytes.
+  void triggerState(const std::string& ns, const std::string& policy, std::optional<bool> dataHealthy,
+                    std::optional<bool> metricHealthy, std::optional<double> metricValue,
+                    std::optional<double> pendingObjects, std::optional<double> pendingBytes);
   // Drops a deleted policy's per-policy gauges.
   void forgetPolicy(const std::string& ns, const std::string& policy);
 
@@ -36,6 +42,10 @@ class RetrainingMetrics {
   prometheus::Family<prometheus::Gauge>& lastSuccess_;
   prometheus::Family<prometheus::Gauge>& activeRuns_;
   prometheus::Histogram& skew_;
+  prometheus::Family<prometheus::Gauge>& triggerHealthy_;
+  prometheus::Family<prometheus::Gauge>& metricValue_;
+  prometheus::Family<prometheus::Gauge>& pendingObjects_;
+  prometheus::Family<prometheus::Gauge>& pendingBytes_;
 };
 
 }  // namespace vto::metrics

@@ -11,7 +11,9 @@
 #include "crd/timestamp.h"
 #include "crd/validation.h"
 #include "controller/conditions.h"
+#include "reconcilers/data_listing.h"
 #include "reconcilers/training_run_reconciler.h"
+#include "vertex/jwt.h"
 
 namespace vto::reconcilers {
 
@@ -64,6 +66,7 @@ struct Child {
   std::optional<TimePoint> triggerTime;
   std::optional<TriggerReason> triggerReason;
   std::string retrainRequest;
+  std::optional<DataPosition> dataWatermark;  // on runs of the newData trigger
   std::string baseOutputDirectory;
   bool counted = false;
 
@@ -98,6 +101,9 @@ Child readChild(const json& run) {
     if (reason == name) child.triggerReason = value;
   }
   child.retrainRequest = annotationOf(run, kRetrainRequestAnnotation);
+  if (auto time = timeOrNone(annotationOf(run, crd::kDataWatermarkAnnotation))) {
+    child.dataWatermark = DataPosition{*time, annotationOf(run, kDataWatermarkNameAnnotation)};
+  }
   child.counted = !annotationOf(run, kCountedAnnotation).empty();
   return child;
 }
@@ -331,6 +337,169 @@ void fireSchedule(Decision& d, const ScheduleState& state) {
   if (d.plan.requeueAfter == Clock::duration::zero()) d.plan.requeueAfter = std::chrono::seconds(1);
 }
 
+// Rule 9: the least time between two runs started by NewData or Metric; nullopt when none is due.
+std::optional<TimePoint> cooldownEnd(const Decision& d) {
+  if (d.policy.spec.cooldown.count() <= 0) return std::nullopt;
+  std::optional<TimePoint> last;
+  for (const auto& child : d.children) {
+    if (child.triggerReason == TriggerReason::NewData || child.triggerReason == TriggerReason::Metric) {
+      last = newer(last, child.created);
+    }
+  }
+  for (const auto& create : d.plan.create) {
+    if (create.firing.reason == TriggerReason::NewData || create.firing.reason == TriggerReason::Metric) last = d.in.now;
+  }
+  if (!last || d.in.now >= *last + d.policy.spec.cooldown) return std::nullopt;
+  return *last + d.policy.spec.cooldown;
+}
+
+void requeueBy(Decision& d, TimePoint when) {
+  auto after = std::max<Clock::duration>(when - d.in.now, std::chrono::seconds(1));
+  if (d.plan.requeueAfter == Clock::duration::zero() || after < d.plan.requeueAfter) d.plan.requeueAfter = after;
+}
+
+// Starts the run of a polled trigger unless cooldown or concurrency forbids; true when planned.
+bool startPolledRun(Decision& d, Firing firing, const std::string& what) {
+  const char* reason = firing.reason == TriggerReason::NewData ? "NewData" : "Metric";
+  if (auto until = cooldownEnd(d)) {
+    d.plan.outcomes.push_back({firing.reason, "skipped_cooldown"});
+    d.event(EventType::Normal, "SkippedCooldown",
+            std::string(reason) + " trigger (" + what + ") skipped: cooldown (" +
+                std::to_string(d.policy.spec.cooldown.count()) + "s) since the last NewData/Metric run lasts until " +
+                timeText(*until));
+    return false;
+  }
+  std::string blocking = activeText(d);
+  if (startRun(d, std::move(firing))) return true;
+  d.plan.outcomes.push_back({firing.reason, "skipped_active"});
+  d.event(EventType::Normal, "RunAlreadyActive",
+          std::string(reason) + " trigger (" + what + ") waits: " + blocking + " is still active (concurrencyPolicy " +
+              crd::enumName(d.policy.spec.concurrencyPolicy, crd::concurrencyPolicyNames()) + ")");
+  return false;
+}
+
+// A free nominal time for `reason` at or after `nominal`: nullopt when a run of the same reason
+// already has that name (it is this trigger's run, made before a crash); another reason's run moves
+// it on by a second.
+std::optional<TimePoint> freeNominal(const Decision& d, TimePoint nominal, TriggerReason reason) {
+  nominal = std::chrono::floor<std::chrono::seconds>(nominal);
+  while (d.taken.count(runNameFor(d.policy.metadata.name, nominal))) {
+    auto name = runNameFor(d.policy.metadata.name, nominal);
+    for (const auto& child : d.children) {
+      if (child.name == name && child.triggerReason == reason) return std::nullopt;
+    }
+    nominal += std::chrono::seconds(1);
+  }
+  return nominal;
+}
+
+std::string annotationValue(const crd::RetrainingPolicy& policy, const char* key) {
+  auto found = policy.metadata.annotations.find(key);
+  return found == policy.metadata.annotations.end() ? "" : found->second;
+}
+
+// Rule 7. Health goes to `health` (reason, message; empty reason = healthy).
+void fireNewData(Decision& d, std::pair<std::string, std::string>& health) {
+  const auto& trigger = *d.policy.spec.triggers.newData;
+  auto& status = d.plan.status;
+  auto stateText = annotationValue(d.policy, kDataStateAnnotation);
+  DataState state = parseDataState(stateText).value_or(DataState{});
+  // Rule 2: the newest run's watermark counts when status lost it.
+  for (const auto& child : d.children) {
+    if (!child.dataWatermark) continue;
+    if (!status.dataWatermark) status.dataWatermark = crd::DataWatermark{};
+    auto& mark = *status.dataWatermark;
+    if (!mark.timeCreated || *child.dataWatermark > DataPosition{*mark.timeCreated, mark.name}) {
+      mark.timeCreated = child.dataWatermark->timeCreated;
+      mark.name = child.dataWatermark->name;
+      if (!mark.lastPollTime) mark.lastPollTime = child.created;
+    }
+  }
+  auto decision = decideNewData(trigger, status.dataWatermark, state, d.in.dataPoll, d.in.now);
+  if (decision.pollError) {
+    health = {"DataPollFailed", *decision.pollError};
+    d.event(EventType::Warning, "DataPollFailed", *decision.pollError);
+  } else if (d.in.dataPoll) {
+    health = {};
+  } else if (!state.pollError.empty()) {
+    health = {"DataPollFailed", state.pollError};
+  }
+  decision.state.pollError = decision.pollError.value_or(d.in.dataPoll ? "" : state.pollError);
+  if (decision.fire) {
+    std::string what = std::to_string(decision.status.pendingObjects) + " new object(s), " +
+                       std::to_string(decision.status.pendingBytes) + " bytes, newest " + decision.fire->name;
+    auto nominal = freeNominal(d, decision.fire->timeCreated, TriggerReason::NewData);
+    NewDataDecision folded = decision;
+    afterFiring(folded, *d.in.dataPoll);
+    if (!nominal) {
+      decision = std::move(folded);  // its run exists already
+    } else {
+      Firing firing{TriggerReason::NewData, *nominal, {}};
+      firing.annotations[crd::kDataWatermarkAnnotation] = timeText(*folded.status.timeCreated);
+      firing.annotations[kDataWatermarkNameAnnotation] = folded.status.name;
+      if (startPolledRun(d, std::move(firing), what)) decision = std::move(folded);
+    }
+  }
+  status.dataWatermark = decision.status;
+  if (formatDataState(decision.state) != stateText) d.plan.dataState = formatDataState(decision.state);
+  requeueBy(d, decision.nextPoll);
+}
+
+// Rule 8.
+void fireMetric(Decision& d, std::pair<std::string, std::string>& health) {
+  const auto& trigger = *d.policy.spec.triggers.metric;
+  auto& status = d.plan.status;
+  auto healthText = annotationValue(d.policy, kMetricHealthAnnotation);
+  MetricHealth previous = parseMetricHealth(healthText).value_or(MetricHealth{});
+  // Armed once the last Metric run has ended and cooldown has passed since (and no run the status
+  // names is missing from the cache: it may be that run, just created).
+  bool armed = true;
+  std::optional<TimePoint> lastEnd;
+  for (const auto& child : d.children) {
+    if (child.triggerReason != TriggerReason::Metric) continue;
+    if (child.active()) armed = false;
+    if (child.finished()) lastEnd = newer(lastEnd, child.endedAt());
+  }
+  for (const auto& name : d.policy.status.active) {
+    if (std::none_of(d.children.begin(), d.children.end(), [&](const Child& c) { return c.name == name; })) armed = false;
+  }
+  if (lastEnd && d.in.now < *lastEnd + d.policy.spec.cooldown) armed = false;
+  auto decision = decideMetric(trigger, status.metric, previous, d.in.metricEval, armed, d.in.now);
+  if (decision.failedEvent) d.event(EventType::Warning, "MetricQueryFailed", *decision.failedEvent);
+  if (decision.fire) {
+    auto nominal = freeNominal(d, *decision.fire, TriggerReason::Metric);
+    std::string what = "value " + (decision.status.lastValue ? std::to_string(*decision.status.lastValue) : "?") +
+                       (trigger.below ? " below " + std::to_string(*trigger.below)
+                                      : " above " + std::to_string(trigger.above.value_or(0))) +
+                       " for " + std::to_string(trigger.forDuration.count()) + "s";
+    if (!nominal || startPolledRun(d, Firing{TriggerReason::Metric, *nominal, {}}, what)) afterFiring(decision);
+  }
+  status.metric = decision.status;
+  health = {decision.health.reason, decision.health.message};
+  if (formatMetricHealth(decision.health) != healthText) d.plan.metricHealth = formatMetricHealth(decision.health);
+  if (!armed && lastEnd && d.in.now < *lastEnd + d.policy.spec.cooldown) requeueBy(d, *lastEnd + d.policy.spec.cooldown);
+  requeueBy(d, decision.nextEval);
+}
+
+// TriggersHealthy: False while the newData poll or the metric query fails.
+void triggersHealthy(Decision& d, const std::pair<std::string, std::string>& data,
+                     const std::pair<std::string, std::string>& metric) {
+  const auto& triggers = d.policy.spec.triggers;
+  if (!triggers.newData && !triggers.metric) {
+    std::erase_if(d.plan.status.conditions, [](const crd::Condition& c) { return c.type == "TriggersHealthy"; });
+    return;
+  }
+  if (!data.first.empty() && !metric.first.empty()) {
+    d.condition("TriggersHealthy", false, data.first, "newData: " + data.second + "; metric: " + metric.second);
+  } else if (!data.first.empty()) {
+    d.condition("TriggersHealthy", false, data.first, data.second);
+  } else if (!metric.first.empty()) {
+    d.condition("TriggersHealthy", false, metric.first, metric.second);
+  } else {
+    d.condition("TriggersHealthy", true, "Healthy", "");
+  }
+}
+
 void fireManual(Decision& d) {
   const auto& annotations = d.policy.metadata.annotations;
   auto found = annotations.find(crd::kRetrainRequestedAnnotation);
@@ -509,6 +678,13 @@ RetrainingPlan decideRetraining(const RetrainingObserved& observed) {
   const auto& spec = d.policy.spec;
   status.nextScheduleTime.reset();
   if (spec.triggers.schedule && !spec.suspend) fireSchedule(d, state);
+  // Suspended: no polls, no requeue for them; status and TriggersHealthy stay as they were.
+  if (!spec.suspend) {
+    std::pair<std::string, std::string> dataHealth, metricHealth;
+    if (spec.triggers.newData) fireNewData(d, dataHealth);
+    if (spec.triggers.metric) fireMetric(d, metricHealth);
+    triggersHealthy(d, dataHealth, metricHealth);
+  }
   fireManual(d);
   pruneHistory(d);
   if (!previousState || *previousState != state) d.plan.scheduleState = formatScheduleState(state);
@@ -524,7 +700,9 @@ RetrainingPlan decideRetraining(const RetrainingObserved& observed) {
     d.condition("Ready", false, ready->reason, ready->message);
   } else {
     std::string next = status.nextScheduleTime ? "next run at " + timeText(*status.nextScheduleTime)
-                                               : (spec.suspend ? "suspended" : "no schedule: runs start on request");
+                                               : (spec.suspend                                       ? "suspended"
+                                                  : spec.triggers.newData || spec.triggers.metric ? "no schedule: runs start on new data, a metric breach or request"
+                                                                                                   : "no schedule: runs start on request");
     d.condition("Ready", true, "Reconciled", next);
   }
   static const std::vector<std::string> order = {"Valid", "Ready", "TriggersHealthy", "Suspended"};
@@ -538,8 +716,96 @@ RetrainingPolicyReconciler::RetrainingPolicyReconciler(const controller::ObjectC
                                                        const controller::ObjectCache& runs,
                                                        controller::KubeClient& kube,
                                                        controller::EventRecorder& events, const Clock& clock,
-                                                       metrics::RetrainingMetrics* metrics)
-    : policies_(policies), runs_(runs), kube_(kube), events_(events), clock_(clock), metrics_(metrics) {}
+                                                       metrics::RetrainingMetrics* metrics, TriggerClients clients)
+    : policies_(policies),
+      runs_(runs),
+      kube_(kube),
+      events_(events),
+      clock_(clock),
+      metrics_(metrics),
+      clients_(clients) {}
+
+std::string RetrainingPolicyReconciler::bearerToken(const std::string& ns, const crd::SecretKeyRef& ref) {
+  static const controller::Resource secrets{"", "v1", "secrets", true};
+  json secret;
+  try {
+    secret = kube_.get(secrets, ns, ref.name);
+  } catch (const controller::ApiError& e) {
+    throw std::runtime_error("cannot read the Secret " + ns + "/" + ref.name + " named in bearerTokenSecret (" +
+                             std::string(e.isNotFound() ? "it does not exist" : "the API server refused") +
+                             "); create it, or give the operator get on it");
+  }
+  auto data = secret.value("data", json::object());
+  auto value = data.find(ref.key);
+  if (value == data.end() || !value->is_string()) {
+    throw std::runtime_error("the Secret " + ns + "/" + ref.name + " has no key \"" + ref.key +
+                             "\"; set bearerTokenSecret.key to one of its keys");
+  }
+  // Secret data is standard base64; the decoder reads the URL alphabet.
+  std::string text = value->get<std::string>();
+  std::replace(text.begin(), text.end(), '+', '-');
+  std::replace(text.begin(), text.end(), '/', '_');
+  std::string token;
+  try {
+    token = vertex::base64UrlDecode(text);
+  } catch (const std::exception&) {
+    throw std::runtime_error("the Secret " + ns + "/" + ref.name + " key \"" + ref.key + "\" is not base64");
+  }
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) token.pop_back();
+  return token;
+}
+
+json RetrainingPolicyReconciler::pollTriggers(const json& cached, RetrainingObserved& observed) {
+  crd::RetrainingPolicy policy;
+  try {
+    policy = crd::decodeRetrainingPolicy(cached);
+  } catch (const std::exception&) {
+    return cached;  // decide reports it
+  }
+  const auto& triggers = policy.spec.triggers;
+  if (policy.spec.suspend || (!triggers.newData && !triggers.metric)) return cached;
+  auto now = observed.now;
+  auto dataDue = [&](const crd::RetrainingPolicy& p) {
+    if (!p.spec.triggers.newData) return false;
+    auto state = parseDataState(annotationValue(p, kDataStateAnnotation)).value_or(DataState{});
+    return nextDataPoll(*p.spec.triggers.newData, p.status.dataWatermark, state, now) <= now;
+  };
+  auto metricDue = [&](const crd::RetrainingPolicy& p) {
+    return p.spec.triggers.metric && nextMetricEval(*p.spec.triggers.metric, p.status.metric, now) <= now;
+  };
+  if (!dataDue(policy) && !metricDue(policy)) return cached;
+  // The cache may not show this process's last status write yet; a poll judges against the latest.
+  json fresh = kube_.get(retrainingPolicyResource(), policy.metadata.namespace_, policy.metadata.name);
+  try {
+    policy = crd::decodeRetrainingPolicy(fresh);
+  } catch (const std::exception&) {
+    return fresh;
+  }
+  if (dataDue(policy)) {
+    if (clients_.gcs == nullptr) {
+      observed.dataPoll = DataPoll{now, std::nullopt, "this operator has no Cloud Storage client configured"};
+    } else {
+      auto state = parseDataState(annotationValue(policy, kDataStateAnnotation)).value_or(DataState{});
+      observed.dataPoll = pollNewData(*clients_.gcs, *policy.spec.triggers.newData, policy.status.dataWatermark, state,
+                                      clock_);
+      observed.dataPoll->at = now;  // the pass's time, so decide stays a function of `now`
+    }
+  }
+  if (metricDue(policy)) {
+    const auto& trigger = *policy.spec.triggers.metric;
+    MetricEval eval{now, {}};
+    try {
+      if (clients_.prometheus == nullptr) throw std::runtime_error("this operator has no Prometheus client configured");
+      std::string token = trigger.bearerTokenSecret ? bearerToken(policy.metadata.namespace_, *trigger.bearerTokenSecret) : "";
+      auto response = clients_.prometheus->instantQuery(trigger.prometheusUrl, trigger.query, token);
+      eval.result = classifyPrometheusResponse(response.status, response.body);
+    } catch (const std::exception& e) {
+      eval.result = MetricResult{MetricResult::Kind::Failed, 0, e.what()};
+    }
+    observed.metricEval = eval;
+  }
+  return fresh;
+}
 
 controller::Result RetrainingPolicyReconciler::reconcile(const controller::ObjectKey& key) {
   auto cached = policies_.get(key);
@@ -556,11 +822,12 @@ controller::Result RetrainingPolicyReconciler::reconcile(const controller::Objec
     if (run["metadata"].value("namespace", "") == key.ns) observed.children.push_back(std::move(run));
   }
   overlayCounted(key, observed.children);
+  observed.policy = pollTriggers(*cached, observed);
   auto plan = decideRetraining(observed);
   spdlog::debug("retrainingpolicy {}: at {} {} run(s) to create, {} to delete, requeue in {} ms", key.str(),
                 timeText(observed.now), plan.create.size(), plan.remove.size(),
                 std::chrono::duration_cast<std::chrono::milliseconds>(plan.requeueAfter).count());
-  act(*cached, plan);
+  act(observed.policy, plan);
   rememberCounted(key, plan.markCounted);
   controller::Result result;
   result.requeueAfter = plan.requeueAfter;
@@ -658,6 +925,14 @@ void RetrainingPolicyReconciler::act(const json& cached, RetrainingPlan& plan) {
       if (!e.isNotFound()) throw;
     }
   }
+  // After the status: a state whose watermark is not the status's is ignored, never a replay.
+  json annotations = json::object();
+  if (plan.dataState) annotations[kDataStateAnnotation] = *plan.dataState;
+  if (plan.metricHealth) annotations[kMetricHealthAnnotation] = *plan.metricHealth;
+  if (!annotations.empty()) {
+    json patch = {{"metadata", {{"annotations", annotations}}}};
+    kube_.patch(retrainingPolicyResource(), ns, name, controller::PatchType::Merge, patch);
+  }
   controller::recordEvents(events_, policy, plan.events);
   recordMetrics(policy, plan);
 }
@@ -674,6 +949,23 @@ void RetrainingPolicyReconciler::recordMetrics(const json& policy, const Retrain
   const auto& status = plan.status;
   metrics_->policyState(ns, name, seconds(status.nextScheduleTime), seconds(status.lastScheduleTime),
                         seconds(status.lastSuccessfulTime), static_cast<int>(status.active.size()));
+  const auto* healthy = controller::findStatusCondition(status.conditions, "TriggersHealthy");
+  auto healthOf = [&](bool present, const char* prefix) -> std::optional<bool> {
+    if (!present) return std::nullopt;
+    if (!healthy || healthy->status == "True") return true;
+    bool both = healthy->message.rfind("newData: ", 0) == 0;
+    return !(both || healthy->reason.rfind(prefix, 0) == 0);
+  };
+  bool data = status.dataWatermark.has_value();
+  bool metric = status.metric.has_value();
+  std::optional<double> value, pendingObjects, pendingBytes;
+  if (metric && status.metric->lastValue) value = *status.metric->lastValue;
+  if (data) {
+    pendingObjects = static_cast<double>(status.dataWatermark->pendingObjects);
+    pendingBytes = static_cast<double>(status.dataWatermark->pendingBytes);
+  }
+  metrics_->triggerState(ns, name, healthOf(data, "DataPoll"), healthOf(metric, "MetricQuery"), value, pendingObjects,
+                         pendingBytes);
 }
 
 }  // namespace vto::reconcilers

@@ -27,6 +27,10 @@
 #include "controller/reconciler.h"
 #include "crd/retraining_policy.h"
 #include "metrics/retraining_metrics.h"
+#include "reconcilers/metric_trigger.h"
+#include "reconcilers/new_data_trigger.h"
+#include "vertex/gcs_client.h"
+#include "vertex/prometheus_client.h"
 
 namespace vto::reconcilers {
 
@@ -38,6 +42,13 @@ inline constexpr const char* kScheduleStateAnnotation = "vto.dev/schedule-state"
 // On a finished run once status.counts includes it: runs finish in any order and are observed late,
 // so no time watermark can tell which were counted.
 inline constexpr const char* kCountedAnnotation = "vto.dev/counted";
+// On the policy: the newData trigger's overlap window and quiet-period state (DataState) and the
+// metric trigger's health (MetricHealth), JSON objects written by the operator.
+inline constexpr const char* kDataStateAnnotation = "vto.dev/data-state";
+inline constexpr const char* kMetricHealthAnnotation = "vto.dev/metric-health";
+// On a run created by newData, beside crd::kDataWatermarkAnnotation (its timeCreated): the name of
+// the newest object it folded in, so the (timeCreated, name) watermark can be carried forward.
+inline constexpr const char* kDataWatermarkNameAnnotation = "vto.dev/data-watermark-name";
 // Beyond this many missed slots `missedRuns: Latest` raises TooManyMissedSchedules (CronJob's 100).
 inline constexpr int64_t kTooManyMissed = 100;
 // Missed slots are counted one by one up to here; more are reported as this many.
@@ -72,6 +83,8 @@ struct RetrainingObserved {
   nlohmann::json policy;                 // as cached
   std::vector<nlohmann::json> children;  // TrainingRuns labelled with the policy's name, its namespace
   Clock::time_point now;
+  std::optional<DataPoll> dataPoll;      // the newData trigger's poll, when one was due
+  std::optional<MetricEval> metricEval;  // the metric trigger's query, when one was due
 };
 
 struct RunToCreate {
@@ -87,7 +100,7 @@ struct RunToDelete {
 // A trigger's fate that decide knows (act adds created/deduplicated for the runs it creates).
 struct TriggerOutcome {
   crd::TriggerReason reason = crd::TriggerReason::Schedule;
-  std::string outcome;  // skipped_active | missed_deadline | suspended
+  std::string outcome;  // skipped_active | skipped_cooldown | missed_deadline | suspended
 };
 
 struct RetrainingPlan {
@@ -97,6 +110,8 @@ struct RetrainingPlan {
   std::vector<std::string> markCounted;      // runs to annotate kCountedAnnotation after the status write
   std::vector<RunToDelete> remove;           // replaced runs and history beyond the limits, last
   std::optional<std::string> scheduleState;  // new value of kScheduleStateAnnotation, when it changes
+  std::optional<std::string> dataState;      // new value of kDataStateAnnotation, when it changes
+  std::optional<std::string> metricHealth;   // new value of kMetricHealthAnnotation, when it changes
   std::vector<controller::Event> events;
   std::vector<TriggerOutcome> outcomes;
   Clock::duration requeueAfter = Clock::duration::zero();  // zero: nothing is due on a timer
@@ -112,17 +127,28 @@ nlohmann::json runFromTemplate(const crd::RetrainingPolicy& policy, const Firing
 // "<policy>-<unix seconds>".
 std::string runNameFor(const std::string& policy, Clock::time_point nominal);
 
+// The outbound clients of the polled triggers; a null one leaves its trigger unhealthy ("not configured").
+struct TriggerClients {
+  vertex::GcsClient* gcs = nullptr;
+  vertex::PrometheusClient* prometheus = nullptr;
+};
+
 class RetrainingPolicyReconciler final : public controller::Reconciler {
  public:
   // `runs` is the TrainingRun cache indexed by crd::kRetrainingPolicyLabel. `metrics` may be null.
   RetrainingPolicyReconciler(const controller::ObjectCache& policies, const controller::ObjectCache& runs,
                              controller::KubeClient& kube, controller::EventRecorder& events, const Clock& clock,
-                             metrics::RetrainingMetrics* metrics = nullptr);
+                             metrics::RetrainingMetrics* metrics = nullptr, TriggerClients clients = {});
 
   controller::Result reconcile(const controller::ObjectKey& key) override;
 
  private:
   void act(const nlohmann::json& policy, RetrainingPlan& plan);
+  // Observe for the polled triggers: polls GCS and queries Prometheus when they are due. Reads the
+  // policy afresh first, so a cache that lags behind the last status write cannot make a poll judge
+  // against an old watermark. Returns the policy the decision must use.
+  nlohmann::json pollTriggers(const nlohmann::json& cached, RetrainingObserved& observed);
+  std::string bearerToken(const std::string& ns, const crd::SecretKeyRef& ref);
   void recordMetrics(const nlohmann::json& policy, const RetrainingPlan& plan);
 
   // Runs this process marked counted that its cache has not shown marked yet: observe lays the mark
@@ -136,6 +162,7 @@ class RetrainingPolicyReconciler final : public controller::Reconciler {
   controller::EventRecorder& events_;
   const Clock& clock_;
   metrics::RetrainingMetrics* metrics_;
+  TriggerClients clients_;
   std::mutex countedMutex_;
   std::map<controller::ObjectKey, std::set<std::string>> countedUnseen_;
 };

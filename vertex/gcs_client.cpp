@@ -37,6 +37,7 @@ GcsObject decodeObject(const json& item) {
   }
   object.updated = stringField(item, "updated");
   object.generation = int64Text(item, "generation");
+  object.timeCreated = stringField(item, "timeCreated");
   return object;
 }
 
@@ -113,6 +114,7 @@ ObjectPage RestGcsClient::listObjectsPage(const std::string& bucket, const std::
   if (!options.delimiter.empty()) url.query("delimiter", options.delimiter);
   if (!options.fields.empty()) url.query("fields", options.fields);
   if (options.maxResults > 0) url.query("maxResults", std::to_string(options.maxResults));
+  if (!options.matchGlob.empty()) url.query("matchGlob", options.matchGlob);
   if (!pageToken.empty()) url.query("pageToken", pageToken);
   HttpRequest request;
   request.url = url.str();
@@ -121,7 +123,9 @@ ObjectPage RestGcsClient::listObjectsPage(const std::string& bucket, const std::
   auto body = parseObjectBody(response);
   ObjectPage page;
   if (auto items = body.find("items"); items != body.end() && items->is_array()) {
-    for (const auto& item : *items) page.objects.push_back(decodeObject(item));
+    for (const auto& item : *items) {
+      if (item.is_object()) page.objects.push_back(decodeObject(item));  // a stray non-object names nothing
+    }
   }
   if (auto prefixes = body.find("prefixes"); prefixes != body.end() && prefixes->is_array()) {
     for (const auto& p : *prefixes) {

@@ -16,8 +16,9 @@ struct GcsObject {
   std::string bucket;
   std::string name;
   std::int64_t size = 0;
-  std::string updated;     // RFC 3339
+  std::string updated;      // RFC 3339; moves on any metadata edit
   std::string generation;
+  std::string timeCreated;  // RFC 3339; set once, when this generation was written
 };
 
 // gs://bucket/some/prefix -> {bucket, "some/prefix"}.
@@ -34,7 +35,8 @@ struct ListObjectsOptions {
   std::string delimiter;  // "" or "/"
   // The partial response to ask for, e.g. "items(name,updated),prefixes,nextPageToken"; "" for all.
   std::string fields;
-  int maxResults = 0;  // 0: the server's default (1000)
+  int maxResults = 0;     // 0: the server's default (1000)
+  std::string matchGlob;  // "" or a glob the server filters names by, e.g. "**.parquet"
 };
 
 struct ObjectPage {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -192,6 +193,7 @@ struct Exchange {
   beast::error_code error;
   bool responseStarted = false;  // some of the response arrived: the server saw the request
   std::optional<http::response<http::string_body>> response;
+  std::optional<std::uint64_t> declaredLength;  // Content-Length, when the server sent one
 };
 
 template <typename Stream>
@@ -207,6 +209,7 @@ Exchange exchange(Stream& stream, Connection& connection, const http::request<ht
     http::async_read_header(stream, connection.buffer, parser, [&](beast::error_code headerError, size_t bytes) {
       result.error = headerError;
       result.responseStarted = bytes > 0;
+      if (parser.is_header_done() && parser.content_length()) result.declaredLength = *parser.content_length();
       if (headerError) return;
       // Boost 1.74's parser does not hold a declared Content-Length to body_limit: check it here.
       if (parser.content_length() && *parser.content_length() > maxBody) {
@@ -251,6 +254,10 @@ HttpResponse PooledHttpTransport::send(const HttpRequest& request) {
   }
   message.prepare_payload();
 
+  // The pool's cap, or the request's own when that is smaller (a caller that expects a small answer).
+  const size_t maxBody = request.maxBodyBytes > 0 ? std::min(request.maxBodyBytes, pool_->options.maxResponseBytes)
+                                                  : pool_->options.maxResponseBytes;
+
   auto endpoint = pool_->endpoint(url);
   // A reused connection may have been closed by the server while idle; then one fresh attempt.
   for (int attempt = 0;; ++attempt) {
@@ -262,8 +269,8 @@ HttpResponse PooledHttpTransport::send(const HttpRequest& request) {
       // asynchronous operation started after it is set).
       connection->tcp().expires_at(deadline);
       if (!connection->connected) connect(*connection, url);
-      result = connection->secure ? exchange(*connection->secure, *connection, message, pool_->options.maxResponseBytes)
-                                  : exchange(*connection->plain, *connection, message, pool_->options.maxResponseBytes);
+      result = connection->secure ? exchange(*connection->secure, *connection, message, maxBody)
+                                  : exchange(*connection->plain, *connection, message, maxBody);
     } catch (const TransportError& error) {
       pool_->release(*endpoint, std::move(connection), false);
       throw TransportError(what + ": " + error.what());
@@ -277,6 +284,11 @@ HttpResponse PooledHttpTransport::send(const HttpRequest& request) {
       if (stale && SteadyClock::now() < deadline) continue;
       if (result.error == beast::error::timeout) {
         throw TransportError(what + ": no answer within " + std::to_string(timeout.count()) + " ms");
+      }
+      if (result.error == http::error::body_limit) {
+        throw TransportError(what + ": the answer has " +
+                             (result.declaredLength ? std::to_string(*result.declaredLength) : std::string("more")) +
+                             " bytes, more than the " + std::to_string(maxBody) + " allowed");
       }
       throw TransportError(what + ": " + result.error.message());
     }

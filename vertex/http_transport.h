@@ -17,6 +17,8 @@ struct HttpRequest {
   std::map<std::string, std::string> headers;
   std::string body;
   std::chrono::milliseconds timeout{30000};
+  // 0: any size. Else an answer whose Content-Length, or body, is larger is a TransportError.
+  std::size_t maxBodyBytes = 0;
 };
 
 struct HttpResponse {

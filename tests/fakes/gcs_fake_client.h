@@ -1,6 +1,7 @@
 #pragma once
 // An in-memory GcsClient for unit tests: objects.list with prefix, delimiter, maxResults and page
-// tokens as Cloud Storage answers them (names in lexicographic order, prefixes rolled up).
+// tokens as Cloud Storage answers them (names in lexicographic order, prefixes rolled up). matchGlob is
+// not applied (the real server's is tested against fake-gcs-server).
 #include <map>
 #include <mutex>
 #include <set>
@@ -15,14 +16,16 @@ class FakeGcsClient final : public vertex::GcsClient {
                                      const vertex::ListObjectsOptions& options) override {
     std::lock_guard lock(mutex_);
     ++listCalls_;
+    // A broken server's repeated token leads back to the start.
+    const std::string from = !repeatToken.empty() && pageToken == repeatToken ? std::string() : pageToken;
     vertex::ObjectPage page;
     std::set<std::string> prefixes;
     int limit = options.maxResults > 0 ? options.maxResults : 1000;
     int used = 0;
     std::string last;
-    for (auto it = objects_.lower_bound({bucket, pageToken}); it != objects_.end() && it->first.first == bucket; ++it) {
+    for (auto it = objects_.lower_bound({bucket, from}); it != objects_.end() && it->first.first == bucket; ++it) {
       const auto& name = it->first.second;
-      if (name.rfind(prefix, 0) != 0 || (!pageToken.empty() && name <= pageToken)) continue;
+      if (name.rfind(prefix, 0) != 0 || (!from.empty() && name <= from)) continue;
       if (!options.delimiter.empty()) {
         auto cut = name.find(options.delimiter, prefix.size());
         if (cut != std::string::npos) {
@@ -46,11 +49,19 @@ class FakeGcsClient final : public vertex::GcsClient {
       // More may follow: the token is the last name consumed (a rolled-up prefix's last name).
       auto next = objects_.upper_bound({bucket, last});
       if (next != objects_.end() && next->first.first == bucket && next->first.second.rfind(prefix, 0) == 0) {
-        page.nextPageToken = last;
+        page.nextPageToken = repeatToken.empty() ? last : repeatToken;
       }
     }
     return page;
   }
+  // Adds an object as if written at `timeCreated` (RFC 3339).
+  void put(const std::string& bucket, const std::string& name, std::int64_t size, const std::string& timeCreated) {
+    std::lock_guard lock(mutex_);
+    vertex::GcsObject object{bucket, name, size, timeCreated, std::to_string(++generation_), timeCreated};
+    objects_[{bucket, name}] = object;
+  }
+  std::string repeatToken;  // set: every page names this token as the next (a broken server)
+
   std::optional<vertex::GcsObject> getObject(const std::string& bucket, const std::string& name) override {
     std::lock_guard lock(mutex_);
     auto found = objects_.find({bucket, name});

@@ -12,6 +12,7 @@
 
 #include "crd/timestamp.h"
 #include "tests/support/operator_stack.h"
+#include "tests/support/simulated_clock.h"
 #include "tests/support/ports.h"
 #include "tests/support/wait.h"
 
@@ -29,36 +30,6 @@ OperatorStack& stack() {
   (void)installed;
   return shared;
 }
-
-// The operator's clock: real time plus the offset in a file both sides read.
-class SimulatedClock {
- public:
-  explicit SimulatedClock(std::string path) : path_(std::move(path)) { write(0); }
-  Clock::time_point now() const { return std::chrono::system_clock::now() + seconds(offset_); }
-  // The first `* * * * *` slot after the simulated now.
-  Clock::time_point nextMinute() const { return std::chrono::floor<minutes>(now()) + minutes(1); }
-  // Moves the operator's clock to at least `t` (it keeps running from there).
-  void jumpTo(Clock::time_point t) {
-    auto needed = std::chrono::ceil<seconds>(t - std::chrono::system_clock::now()).count();
-    if (needed > offset_) write(needed);
-  }
-  // Jumps just past the next slot and returns the slot.
-  Clock::time_point jumpPastNextMinute() {
-    auto slot = nextMinute();
-    jumpTo(slot + seconds(2));
-    return slot;
-  }
-
- private:
-  void write(long long offset) {
-    offset_ = offset;
-    std::string temp = path_ + ".tmp";
-    std::ofstream(temp) << offset << "\n";
-    std::rename(temp.c_str(), path_.c_str());  // the operator never reads a half-written file
-  }
-  std::string path_;
-  long long offset_ = 0;
-};
 
 // One operator per test, on a fresh simulated clock; its policies are deleted at the end so that later
 // jumps of later tests' clocks do not wake them.

@@ -42,6 +42,35 @@ TEST(RestGcsClient, ListsEveryPage) {
   EXPECT_EQ(requests[1].url, "http://127.0.0.1:4443/storage/v1/b/b/o?prefix=p%2Fckpt-&pageToken=page2");
 }
 
+TEST(RestGcsClient, OnePageWithGlobFieldsAndSize) {
+  testing::ScriptedTransport transport;
+  transport.enqueue(200, R"({"items": [{"name": "d/a.parquet", "size": "7", "generation": "3",
+                                        "timeCreated": "2026-12-01T00:00:00.250Z"}, "junk"],
+                             "nextPageToken": "t2"})");
+  transport.enqueue(200, "not json");
+  RestGcsClient client(transport, "http://127.0.0.1:4443", nullptr);
+  ListObjectsOptions options;
+  options.fields = "items(name,timeCreated),nextPageToken";
+  options.maxResults = 1000;
+  options.matchGlob = "**.parquet";
+  auto page = client.listObjectsPage("b", "d/", "t1", options);
+  ASSERT_EQ(page.objects.size(), 1u);
+  EXPECT_EQ(page.objects[0].timeCreated, "2026-12-01T00:00:00.250Z");
+  EXPECT_EQ(page.objects[0].generation, "3");
+  EXPECT_EQ(page.nextPageToken, "t2");
+  EXPECT_EQ(transport.requests()[0].url,
+            "http://127.0.0.1:4443/storage/v1/b/b/o?prefix=d%2F&fields=items%28name%2CtimeCreated%29%2CnextPageToken"
+            "&maxResults=1000&matchGlob=%2A%2A.parquet&pageToken=t1");
+  EXPECT_THROW(client.listObjectsPage("b", "d/", "", {}), ApiError);
+}
+
+TEST(PageTokenGuard, RefusesARepeatedToken) {
+  PageTokenGuard guard("listing gs://b/d/");
+  guard.next("a");
+  guard.next("b");
+  EXPECT_THROW(guard.next("a"), ApiError);
+}
+
 TEST(RestGcsClient, MetadataOfAMissingObjectIsEmpty) {
   testing::ScriptedTransport transport;
   transport.enqueue(404, R"({"error": {"code": 404, "message": "No such object"}})");

@@ -104,6 +104,22 @@ TEST(PooledHttpTransport, AResponseBeyondTheLimitIsAnError) {
   EXPECT_THROW(transport.send(get(server.url() + "/big")), TransportError);
 }
 
+TEST(PooledHttpTransport, ARequestsOwnSmallerLimitApplies) {
+  testing::LoopbackHttpServer server(std::string(1000, 'x'));
+  PooledHttpTransport transport;
+  auto request = get(server.url() + "/big");
+  request.maxBodyBytes = 100;
+  try {
+    transport.send(request);
+    FAIL() << "expected a TransportError";
+  } catch (const TransportError& error) {
+    EXPECT_NE(std::string(error.what()).find("more than the 100 allowed"), std::string::npos)
+        << error.what();
+  }
+  request.maxBodyBytes = 2000;
+  EXPECT_EQ(transport.send(request).body.size(), 1000u);
+}
+
 TEST(PooledHttpTransport, HeadersAndBodyReachTheServerAndBack) {
   testing::LoopbackHttpServer server(R"({"ok": true})");
   PooledHttpTransport transport;
