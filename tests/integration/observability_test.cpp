@@ -31,20 +31,14 @@ const int kPrometheusPort = freeLoopbackPort();
 
 const char* kRetrainNamespace = "obs-retrain";
 
-// Metrics that may have no series in this scenario, and why. Issue 12's trigger metrics: PENDING, delete
-// each entry once its trigger lands.
-const std::map<std::string, std::string> kPendingMetrics = {
+// Metrics that may have no series in this scenario, and why.
+const std::map<std::string, std::string> kAbsentMetrics = {
     {"vto_retrainingpolicy_last_schedule_time_seconds",
      "the scenario's nightly policy runs on a manual request and reaches no slot; "
      "retrainingpolicy_test checks this gauge on a simulated clock"},
-    {"vto_retrainingpolicy_trigger_healthy", "new-data/metric triggers (issue 12) not merged yet"},
-    {"vto_retrainingpolicy_metric_value", "metric trigger (issue 12) not merged yet"},
-    {"vto_retrainingpolicy_data_pending_objects", "new-data trigger (issue 12) not merged yet"},
-    {"vto_retrainingpolicy_data_pending_bytes", "new-data trigger (issue 12) not merged yet"},
 };
-const char* kPendingTriggers = "new-data/metric triggers (issue 12) not merged yet";
-bool retrainingPending(const std::string& text) {
-  for (const auto& [metric, why] : kPendingMetrics) {
+bool absentHere(const std::string& text) {
+  for (const auto& [metric, why] : kAbsentMetrics) {
     if (text.find(metric) != std::string::npos) return true;
   }
   return false;
@@ -61,7 +55,7 @@ const std::map<std::string, std::string> kQuietAlerts = {
     {"VtoCheckpointStale", "checkpoints are seconds old"},
     {"VtoRetrainingScheduleLate", "the policy's runs start on their slots"},
     {"VtoRetrainingStale", "the policy succeeded minutes ago"},
-    {"VtoRetrainingTriggerBlind", kPendingTriggers},
+    {"VtoRetrainingTriggerBlind", "the policy's new-data and metric triggers read their sources"},
 };
 // Panels that may be empty after this scenario, by dashboard file and title, and why.
 const std::map<std::pair<std::string, std::string>, std::string> kEmptyPanels = {
@@ -281,7 +275,7 @@ std::map<std::string, std::string> resolveVariables(const json& board, const Pro
     }
     std::string alternation;
     for (const auto& value : found) alternation += (alternation.empty() ? "" : "|") + value;
-    if (!retrainingPending(query)) {
+    if (!absentHere(query)) {
       EXPECT_FALSE(found.empty()) << "variable " << variable["name"] << " has no values: " << query;
     }
     values[variable["name"]] = found.empty() ? ".*" : "(" + alternation + ")";
@@ -314,12 +308,12 @@ TEST(Observability, EveryDashboardQueryParsesAndReturnsDataAndNamesOnlyExportedM
         bool data = hasData(answer);
         withData += data;
         panelHasData = panelHasData || data;
-        bool pending = retrainingPending(expr);
-        if (!pending && !kEmptyPanels.count({file, title})) {
+        bool absent = absentHere(expr);
+        if (!absent && !kEmptyPanels.count({file, title})) {
           EXPECT_TRUE(data) << file << " / " << title << " returns nothing: " << expr;
         }
         for (const auto& metric : metricNames(expr)) {
-          if (pending) continue;
+          if (absent) continue;
           EXPECT_TRUE(onMetricsPage(page, metric)) << file << " / " << title << " uses " << metric << ", not on /metrics";
         }
       }
@@ -349,7 +343,7 @@ TEST(Observability, EveryAlertExpressionParsesUsesExportedMetricsAndIsQuietWhenH
       std::cout << "quiet: " << name << ": " << quiet->second << "\n";
       // The Flux lesson: an alert on a metric nobody exports evaluates to nothing, silently.
       for (const auto& metric : metricNames(expr)) {
-        if (retrainingPending(metric)) continue;
+        if (absentHere(metric)) continue;
         EXPECT_TRUE(onMetricsPage(page, metric)) << name << " uses " << metric << ", which vto does not export";
         EXPECT_TRUE(hasData(prometheus.query("count_over_time(" + metric + "{job=\"vto\"}[1h])")))
             << name << ": Prometheus never had a series of " << metric;
