@@ -89,7 +89,9 @@ Clock::duration JobPoller::poll(const PollTarget& target) {
     std::lock_guard lock(mutex_);
     state = states_[target];
   }
-  bool full = state.lastFullList == Clock::time_point{} || now - state.lastFullList >= options_.fullListInterval;
+  // Until a job of this target has been seen there is no Vertex time to list changes from: vto's own
+  // clock may be minutes off Vertex's, so list the unfinished jobs instead (few, while none is known).
+  bool full = state.watermark == Clock::time_point{} || now - state.lastFullList >= options_.fullListInterval;
   try {
     vertex::ListOptions options;
     options.pageSize = options_.pageSize;
@@ -97,9 +99,7 @@ Clock::duration JobPoller::poll(const PollTarget& target) {
       options.filter = unfinishedFilter();
       state.starting.clear();  // rebuilt from the truth
     } else {
-      // No job seen yet: changes since the full list (with a wider margin, as it is vto's clock).
-      auto since = state.watermark != Clock::time_point{} ? state.watermark - kSkewMargin
-                                                          : state.lastFullList - std::chrono::minutes(1);
+      auto since = state.watermark - kSkewMargin;
       options.filter = managedFilter() + " AND update_time>=\"" + vertex::formatTimestamp(since) + "\"";
     }
     do {

@@ -71,7 +71,7 @@ class FakeGcsClient final : public vertex::GcsClient {
   vertex::GcsObject upload(const std::string& bucket, const std::string& name, const std::string& content,
                            const std::string&) override {
     std::lock_guard lock(mutex_);
-    vertex::GcsObject object{bucket, name, static_cast<std::int64_t>(content.size()), updated_, std::to_string(++generation_)};
+    vertex::GcsObject object{bucket, name, static_cast<std::int64_t>(content.size()), updated_, std::to_string(++generation_), updated_};
     objects_[{bucket, name}] = object;
     contents_[{bucket, name}] = content;
     return object;

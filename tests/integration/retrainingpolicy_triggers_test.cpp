@@ -8,6 +8,7 @@
 
 #include <cpprest/http_listener.h>
 
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 
@@ -203,8 +204,19 @@ TEST_F(NewDataTriggerTest, QuietPeriodDelaysTheRunUntilUploadsStop) {
 }
 
 TEST_F(NewDataTriggerTest, TenThousandObjectsAreListedInPages) {
+  // The 10,000 objects are seeded from files into a second fake-gcs-server on its filesystem backend
+  // (uploaded one by one to the in-memory one, they take minutes), and the operator uses that server.
   const int count = 10000;
-  for (int i = 0; i < count; ++i) upload("o-" + std::to_string(100000 + i), "x");
+  stack().stopOperator(SIGTERM);
+  auto seed = std::filesystem::path(stack().dir()) / "seed-10000";
+  std::filesystem::create_directories(seed / bucket / prefix());
+  std::filesystem::create_directories(seed / "test-bucket");  // the triggered run's output bucket
+  for (int i = 0; i < count; ++i) std::ofstream(seed / bucket / prefix() / ("o-" + std::to_string(100000 + i))) << "x";
+  FakeGcsServer large(stack().dir() + "/fake-gcs-10000.log", {},
+                      {"-backend", "filesystem", "-filesystem-root", stack().dir() + "/gcs-10000", "-data", seed.string()});
+  gcs = std::make_unique<vertex::RestGcsClient>(http, large.url(), nullptr);
+  stack().startOperator({"--clock-offset-file", stack().dir() + "/clock-offset", "--metrics-bind-address",
+                         "127.0.0.1:" + std::to_string(metricsPort), "--gcs-endpoint", large.url()});
   applyPolicy("minNewBytes: 3");
   firstPoll();
   EXPECT_EQ(status()["dataWatermark"]["name"], prefix() + "o-" + std::to_string(100000 + count - 1)) << diagnose();

@@ -11,7 +11,7 @@ namespace vto::reconcilers {
 namespace {
 
 vertex::GcsObject object(const std::string& name, const std::string& updated = "2026-12-01T00:00:00Z") {
-  return vertex::GcsObject{"bucket", name, 1, updated, "1"};
+  return vertex::GcsObject{"bucket", name, 1, updated, "1", ""};
 }
 
 TEST(LatestCheckpoint, ComparesStepsAsNumbersNotText) {

@@ -279,6 +279,17 @@ TEST_F(PolledReconcilerTest, AnUpdateStampedBehindTheWatermarkIsStillSeenAndTheR
   EXPECT_EQ(vertex.createdBodies().size(), 1u);
 }
 
+TEST_F(PolledReconcilerTest, AVertexClockBehindVtosDelaysNothingBeforeTheTargetsFirstJob) {
+  apply();
+  track();             // the run's target is polled before its first job exists
+  runFor(seconds(3));  // an empty first list
+  reconcile();
+  // Vertex's clock is ten minutes behind vto's: no list "changed since vto's now" can find the job.
+  vertex.setState(currentJob(), vertex::JobState::Running, std::nullopt, clock.now() - std::chrono::minutes(10));
+  runFor(seconds(35));  // one poll interval, far short of the full-list interval
+  EXPECT_EQ(status()["phase"], "Running");
+}
+
 TEST_F(PolledReconcilerTest, AFailingTargetShowsOnItsOwnRunsAndNeverBlocksOthers) {
   apply();
   apply(R"({"location": "europe-west4"})", "other");
