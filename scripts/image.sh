@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# make image: builds the container image from the Dockerfile with buildah (no Docker engine), on a
-# Debian base made locally with debootstrap, then runs `vto version` inside it as a non-root user.
+# make image: builds the distroless container image from the Dockerfile with buildah (no Docker
+# engine); its first stage runs on a Debian base made locally with debootstrap, pinned by the digest it
+# gets here. Then checks the image: a non-root numeric user, no shell, and the operator runs inside it
+# (`vto version`, and `vto schedule` in a named time zone, which reads the image's zoneinfo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 IMAGE=${IMAGE:-localhost/vto:dev}
@@ -27,15 +29,21 @@ if ! "${BUILDAH[@]}" inspect --type image "$BASE" >/dev/null 2>&1; then
   "${BUILDAH[@]}" rm "$ctr" >/dev/null
 fi
 
-say "building $IMAGE"
-"${BUILDAH[@]}" bud --quiet --isolation chroot --pull=never -t "$IMAGE" -f Dockerfile . >/dev/null
+# Pinned by digest: the Dockerfile refuses a base named by tag alone.
+digest=$("${BUILDAH[@]}" images --digests --format '{{.Digest}}' "$BASE" | head -n1)
+[[ $digest == sha256:* ]] || { say "ERROR: no digest for $BASE ($digest)"; exit 1; }
+say "building $IMAGE on $BASE@$digest"
+"${BUILDAH[@]}" bud --quiet --isolation chroot --pull=never --build-arg "BASE=$BASE@$digest" \
+  -t "$IMAGE" -f Dockerfile . >/dev/null
 
-# Run `vto version` inside the image as its configured (non-root) user.
 ctr=$("${BUILDAH[@]}" from --pull=never "$IMAGE")
 trap '"${BUILDAH[@]}" rm "$ctr" >/dev/null' EXIT
 user=$("${BUILDAH[@]}" inspect --format '{{.OCIv1.Config.User}}' "$ctr")
-[ "${user%%:*}" != 0 ] && [ "${user%%:*}" != root ] && [ -n "$user" ] || { say "ERROR: image runs as root ($user)"; exit 1; }
-"${BUILDAH[@]}" run --isolation chroot "$ctr" -- /usr/local/bin/vto version
-"${BUILDAH[@]}" run --isolation chroot "$ctr" -- sh -c 'test "$(id -u)" != 0' \
-  || { say "ERROR: the container process runs as root"; exit 1; }
-say "built $IMAGE (user $user)"
+[[ $user =~ ^[1-9][0-9]*:[0-9]+$ ]] || { say "ERROR: the image's user must be numeric and not root, got '$user'"; exit 1; }
+run() { "${BUILDAH[@]}" run --isolation chroot --user "$user" "$ctr" -- "$@"; }
+run /usr/local/bin/vto version
+run /usr/local/bin/vto schedule --cron "30 2 * * *" --time-zone Europe/Berlin --after 2026-10-24T12:00:00Z --count 1 >/dev/null \
+  || { say "ERROR: vto schedule cannot read time zones inside the image"; exit 1; }
+if run /bin/sh -c true 2>/dev/null; then say "ERROR: the image has a shell; it should hold only vto and its libraries"; exit 1; fi
+size=$("${BUILDAH[@]}" images --format '{{.Size}}' "$IMAGE" | head -n1)
+say "built $IMAGE (user $user, $size, no shell)"

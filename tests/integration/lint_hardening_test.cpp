@@ -189,5 +189,22 @@ TEST(Chart, NetworkPolicyAndTenancyRender) {
   EXPECT_NE(schema.exitCode, 0) << "values.schema.json accepted a rule that selects no namespace";
 }
 
+// image.digest pins what runs: the Deployment names repository@digest; a tag in its place is refused.
+TEST(Chart, ImageDigestPinsTheDeployment) {
+  auto chart = quote((fs::path(sourceDir()) / "helm/vto").string());
+  auto render = [&](const std::string& set) {
+    return runShell(quote(binDir() + "/helm") + " template t " + chart + " --show-only templates/deployment.yaml " + set);
+  };
+  const std::string digest = "sha256:" + std::string(64, 'a');
+  auto pinned = render("--set image.digest=" + digest);
+  ASSERT_EQ(pinned.exitCode, 0) << pinned.output;
+  EXPECT_NE(pinned.output.find("image: \"localhost/vto@" + digest + "\""), std::string::npos) << pinned.output;
+  auto tagged = render("");
+  EXPECT_NE(tagged.output.find("image: \"localhost/vto:dev\""), std::string::npos) << tagged.output;
+  auto refused = render("--set image.digest=latest");
+  EXPECT_NE(refused.exitCode, 0) << refused.output;
+  EXPECT_NE(refused.output.find("image/digest"), std::string::npos) << refused.output;
+}
+
 }  // namespace
 }  // namespace vto::testing
