@@ -441,5 +441,30 @@ TEST_F(MetricTriggerTest, PrometheusDownIsUnhealthyAfterTheErrorBudgetAndNeverAR
   EXPECT_TRUE(metricRuns().empty());
 }
 
+// A token for an authenticated Prometheus: the operator (as the chart's ServiceAccount) reads only
+// the Secrets that the chart's metricTokenSecrets grants, and never logs the token.
+TEST_F(MetricTriggerTest, ATokenSecretIsReadOnlyWhereTheChartGrantsIt) {
+  stack().useChartServiceAccount({"metricTokenSecrets[0].namespace=" + ns, "metricTokenSecrets[0].names[0]=prom-token"});
+  stack().stopOperator(SIGTERM);
+  startOperator();
+  for (std::string name : {"prom-token", "other-token"}) {
+    stack().kubectlOk("-n " + ns + " create secret generic " + name + " --from-literal=token=s3cr3t-" + name);
+  }
+  setValue("0.95");
+  applyMetricPolicy("below: 0.85, for: 0s, maxConsecutiveErrors: 1, bearerTokenSecret: {name: prom-token, key: token}");
+  firstEval();
+  EXPECT_EQ(healthy(), "True/Healthy") << diagnose();
+  EXPECT_EQ(metricStatus()["consecutiveErrors"], 0) << diagnose();
+
+  applyMetricPolicy("below: 0.85, for: 0s, maxConsecutiveErrors: 1, bearerTokenSecret: {name: other-token, key: token}");
+  nextEval();
+  EXPECT_EQ(healthy(), "False/MetricQueryFailed") << diagnose();
+  auto rtp = stack().kubectlOk("-n " + ns + " get rtp metric -o json");
+  EXPECT_NE(rtp.find("cannot read the Secret " + ns + "/other-token"), std::string::npos) << rtp;
+  EXPECT_NE(rtp.find("give the operator get on it"), std::string::npos) << rtp;
+  EXPECT_EQ(stack().operatorLog().find("s3cr3t"), std::string::npos) << "a token reached the log";
+  EXPECT_TRUE(metricRuns().empty());
+}
+
 }  // namespace
 }  // namespace vto::testing

@@ -194,7 +194,7 @@ TEST_F(VertexAgainstEmulator, CheckpointSearchInABigDirectoryIsBounded) {
   // Every object one by one would be 13 pages (fake-gcs-server may also answer in one page).
   EXPECT_LE(found.pages, 5);
   // The level listing the search starts from: directories rolled up, not 601 objects.
-  auto level = gcs.listObjectsPage("vto-it", "big/checkpoints/", "", {"/", "items(name,updated),prefixes,nextPageToken", 0});
+  auto level = gcs.listObjectsPage("vto-it", "big/checkpoints/", "", {"/", "items(name,updated),prefixes,nextPageToken", 0, ""});
   EXPECT_TRUE(level.objects.empty());
   EXPECT_EQ(level.prefixes.size(), 121u);
 

@@ -60,9 +60,10 @@ class FakeGcsServer {
         auto log = readWholeFile(logPath);
         return log.size() > logStart ? log.substr(logStart) : std::string();
       };
-      // "server started" comes after its listener bound; an exit before it is a failed bind or worse.
+      // "server started" comes after its listener bound and its -data seed loaded (10,000 objects take
+      // tens of seconds on a loaded machine); an exit before it is a failed bind or worse.
       waitFor([&] { return logOfThisStart().find("server started") != std::string::npos || !process->running(); },
-              std::chrono::seconds(30));
+              std::chrono::seconds(180));
       if (process->running() && logOfThisStart().find("server started") != std::string::npos) {
         process_ = std::move(process);
       } else if (attempt == kAttempts || logOfThisStart().find("address already in use") == std::string::npos) {

@@ -40,12 +40,14 @@ OperatorStack::~OperatorStack() {
   if (std::getenv("VTO_KEEP_TEST_DIRS") == nullptr) runShell("rm -rf '" + dir_ + "'");
 }
 
-void OperatorStack::useChartServiceAccount() {
+void OperatorStack::useChartServiceAccount(const std::vector<std::string>& setValues) {
   const char* source = std::getenv("VTO_SOURCE_DIR");
   std::string chart = std::string(source != nullptr ? source : ".") + "/helm/vto";
+  std::string sets;
+  for (const auto& value : setValues) sets += " --set '" + value + "'";
   auto install = runShell("'" + binDir() + "/helm' upgrade --install vto '" + chart + "' --kubeconfig '" +
                           cluster_.kubeconfig() + "' --namespace vto-system --create-namespace --skip-crds"
-                          " --set defaultProject=" + kTestProject + " 2>&1 | grep -v 'symbolic link'");
+                          " --set defaultProject=" + kTestProject + sets + " 2>&1 | grep -v 'symbolic link'");
   if (install.output.find("STATUS: deployed") == std::string::npos) {
     throw std::runtime_error("helm install failed: " + install.output);
   }

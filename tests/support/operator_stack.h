@@ -34,7 +34,7 @@ class OperatorStack {
 
   // Installs the Helm chart (helm/vto) into namespace vto-system and makes `vto run` authenticate as
   // the chart's ServiceAccount, so the operator has exactly the chart's RBAC and no more.
-  void useChartServiceAccount();
+  void useChartServiceAccount(const std::vector<std::string>& setValues = {});  // helm --set for each
   // Starts `vto run` (extra flags appended); stopOperator sends `signal` and returns the exit code.
   void startOperator(std::vector<std::string> extraFlags = {});
   int stopOperator(int signal);
