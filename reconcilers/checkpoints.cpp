@@ -152,7 +152,7 @@ CheckpointSearch findLatestCheckpoint(vertex::GcsClient& gcs, const std::string&
   std::optional<long long> topDirStep;
   std::vector<std::string> topDirs;        // numbered subdirectories with the highest step
   std::vector<std::string> unnumberedDirs;  // capped
-  vertex::ListObjectsOptions level{"/", "items(name,updated),prefixes,nextPageToken", limits.pageSize};
+  vertex::ListObjectsOptions level{"/", "items(name,updated),prefixes,nextPageToken", limits.pageSize, ""};
   search.list(prefix, level, [&](const vertex::ObjectPage& page) {
     for (const auto& object : page.objects) offerObject(object);
     for (const auto& sub : page.prefixes) {
@@ -178,7 +178,7 @@ CheckpointSearch findLatestCheckpoint(vertex::GcsClient& gcs, const std::string&
   });
 
   // 2. Unnumbered subdirectories (run/epoch=3/...): every object below them, streamed.
-  vertex::ListObjectsOptions flat{"", "items(name,updated),nextPageToken", limits.pageSize};
+  vertex::ListObjectsOptions flat{"", "items(name,updated),nextPageToken", limits.pageSize, ""};
   for (const auto& sub : unnumberedDirs) {
     search.list(sub, flat, [&](const vertex::ObjectPage& page) {
       for (const auto& object : page.objects) offerObject(object);
@@ -191,7 +191,7 @@ CheckpointSearch findLatestCheckpoint(vertex::GcsClient& gcs, const std::string&
   if (topDirStep && (!best || !best->step || *topDirStep >= *best->step)) {
     for (const auto& name : topDirs) {
       Candidate candidate{name, topDirStep, ""};
-      search.list(prefix + name + "/", {"", "items(updated),nextPageToken", limits.pageSize},
+      search.list(prefix + name + "/", {"", "items(updated),nextPageToken", limits.pageSize, ""},
                   [&](const vertex::ObjectPage& page) {
                     for (const auto& object : page.objects) candidate.updated = std::max(candidate.updated, object.updated);
                   });

@@ -817,7 +817,7 @@ controller::Result RetrainingPolicyReconciler::reconcile(const controller::Objec
   }
   const auto& meta = (*cached)["metadata"];
   if (meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null()) return {};
-  RetrainingObserved observed{*cached, {}, clock_.now()};
+  RetrainingObserved observed{*cached, {}, clock_.now(), {}, {}};
   for (auto& run : runs_.byLabel(key.name)) {
     if (run["metadata"].value("namespace", "") == key.ns) observed.children.push_back(std::move(run));
   }
