@@ -81,7 +81,7 @@ json statusWith(const crd::DataWatermark& mark) {
 }
 
 TEST(RetrainingTriggersDecide, TheFirstPollSetsTheWatermarkAndRequeuesAtTheNext) {
-  RetrainingObserved in{policy(kData), {}, T0 + minutes(1)};
+  RetrainingObserved in{policy(kData), {}, T0 + minutes(1), {}, {}};
   in.dataPoll = poll(minutes(1), std::nullopt, {{"in/a", seconds(5)}});
   auto plan = decideRetraining(in);
   EXPECT_TRUE(plan.create.empty());
@@ -95,7 +95,7 @@ TEST(RetrainingTriggersDecide, TheFirstPollSetsTheWatermarkAndRequeuesAtTheNext)
 
 TEST(RetrainingTriggersDecide, NewDataMakesOneRunNamedByTheNewestObjectWithItsWatermark) {
   crd::DataWatermark mark{T0, "in/a", 0, 0, T0};
-  RetrainingObserved in{policy(kData, "{}", statusWith(mark)), {}, T0 + minutes(10)};
+  RetrainingObserved in{policy(kData, "{}", statusWith(mark)), {}, T0 + minutes(10), {}, {}};
   in.dataPoll = poll(minutes(10), mark, {{"in/a", {}}, {"in/b", seconds(61)}, {"in/c", seconds(62)}});
   auto plan = decideRetraining(in);
   ASSERT_EQ(plan.create.size(), 1u);
@@ -115,7 +115,7 @@ TEST(RetrainingTriggersDecide, ARunsWatermarkIsCarriedWhenStatusLostIt) {
   auto run = child("fraud-1", "NewData", minutes(5), "Succeeded", minutes(8));
   run["metadata"]["annotations"][crd::kDataWatermarkAnnotation] = at(seconds(62));
   run["metadata"]["annotations"][kDataWatermarkNameAnnotation] = "in/c";
-  RetrainingObserved in{policy(kData), {run}, T0 + minutes(20)};
+  RetrainingObserved in{policy(kData), {run}, T0 + minutes(20), {}, {}};
   crd::DataWatermark carried{T0 + seconds(62), "in/c", 0, 0, T0 + minutes(5)};
   in.dataPoll = poll(minutes(20), carried, {{"in/b", seconds(61)}, {"in/c", seconds(62)}});
   auto plan = decideRetraining(in);
@@ -125,7 +125,7 @@ TEST(RetrainingTriggersDecide, ARunsWatermarkIsCarriedWhenStatusLostIt) {
 
 TEST(RetrainingTriggersDecide, APollErrorMakesTriggersUnhealthyWithAWarning) {
   crd::DataWatermark mark{T0, "in/a", 0, 0, T0};
-  RetrainingObserved in{policy(kData, "{}", statusWith(mark)), {}, T0 + minutes(10)};
+  RetrainingObserved in{policy(kData, "{}", statusWith(mark)), {}, T0 + minutes(10), {}, {}};
   in.dataPoll = DataPoll{T0 + minutes(10), std::nullopt, "listing gs://data/in/ failed (HTTP 403)"};
   auto plan = decideRetraining(in);
   EXPECT_TRUE(plan.create.empty());
@@ -142,7 +142,7 @@ TEST(RetrainingTriggersDecide, CooldownSkipsAPolledTriggerButNotAManualRequest) 
   crd::DataWatermark mark{T0, "in/a", 0, 0, T0};
   auto p = policy(kData, R"({"cooldown": "1h", "concurrencyPolicy": "Allow", "maxActiveRuns": 5})", statusWith(mark));
   std::vector<json> children = {child("fraud-1", "Metric", minutes(0), "Succeeded", minutes(5))};
-  RetrainingObserved in{p, children, T0 + minutes(30)};
+  RetrainingObserved in{p, children, T0 + minutes(30), {}, {}};
   in.dataPoll = poll(minutes(30), mark, {{"in/b", minutes(20)}});
   auto plan = decideRetraining(in);
   EXPECT_TRUE(plan.create.empty());
@@ -158,7 +158,7 @@ TEST(RetrainingTriggersDecide, CooldownSkipsAPolledTriggerButNotAManualRequest) 
 }
 
 TEST(RetrainingTriggersDecide, AMetricBreachFiresOnceAndNotWhileItsRunIsActive) {
-  RetrainingObserved in{policy(kMetric), {}, T0 + seconds(90)};
+  RetrainingObserved in{policy(kMetric), {}, T0 + seconds(90), {}, {}};
   in.metricEval = MetricEval{T0 + seconds(90), {MetricResult::Kind::Value, 0.5, ""}};
   auto plan = decideRetraining(in);
   ASSERT_EQ(plan.create.size(), 1u);
@@ -169,13 +169,13 @@ TEST(RetrainingTriggersDecide, AMetricBreachFiresOnceAndNotWhileItsRunIsActive) 
   // Next evaluation: its run is active, still breaching, no second run.
   auto p = policy(kMetric, "{}", crd::encodeRetrainingPolicyStatus(plan.status));
   RetrainingObserved later{p, {child("fraud-" + std::to_string(unix), "Metric", seconds(90), "Running")},
-                           T0 + seconds(150)};
+                           T0 + seconds(150), {}, {}};
   later.metricEval = MetricEval{T0 + seconds(150), {MetricResult::Kind::Value, 0.4, ""}};
   EXPECT_TRUE(decideRetraining(later).create.empty());
 }
 
 TEST(RetrainingTriggersDecide, AmbiguousAndFailedQueriesAreUnhealthyNeverARun) {
-  RetrainingObserved in{policy(kMetric), {}, T0};
+  RetrainingObserved in{policy(kMetric), {}, T0, {}, {}};
   in.metricEval = MetricEval{T0, {MetricResult::Kind::Ambiguous, 0, "2 series"}};
   auto plan = decideRetraining(in);
   EXPECT_TRUE(plan.create.empty());
@@ -183,7 +183,7 @@ TEST(RetrainingTriggersDecide, AmbiguousAndFailedQueriesAreUnhealthyNeverARun) {
 
   crd::RetrainingPolicyStatus status;
   status.metric = crd::MetricStatus{std::nullopt, T0, std::nullopt, 3};
-  RetrainingObserved failing{policy(kMetric, "{}", crd::encodeRetrainingPolicyStatus(status)), {}, T0 + minutes(1)};
+  RetrainingObserved failing{policy(kMetric, "{}", crd::encodeRetrainingPolicyStatus(status)), {}, T0 + minutes(1), {}, {}};
   failing.metricEval = MetricEval{T0 + minutes(1), {MetricResult::Kind::Failed, 0, "connection refused"}};
   auto failed = decideRetraining(failing);
   EXPECT_TRUE(failed.create.empty());
