@@ -2,7 +2,10 @@
 // When a running run may look for its newest checkpoint, so that GCS lists do not grow with the
 // fleet: each run at most once per --checkpoint-poll-interval (its first look spread over one
 // interval by its uid, so a thousand runs started together do not list together), and the whole
-// operator at most --checkpoint-lists-per-minute (a token bucket). A look forced by a state change
+// operator at most --checkpoint-lists-per-minute. When more runs are due than that rate allows, each
+// due run reserves the next free slot of the rate and is told to come back then, when its look is
+// granted: a run wakes once per look, never to be refused again (retrying a refused token cost a
+// reconcile per refusal, most of the steady state's CPU). A look forced by a state change
 // (a job that ended, a resume) is recorded too, so the pass that its own status write triggers does
 // not list again.
 #include <map>
@@ -27,16 +30,18 @@ class CheckpointSchedule {
   Clock::duration interval() const { return interval_; }
 
  private:
+  struct Due {
+    Clock::time_point at;
+    bool reserved = false;  // `at` is a slot of the rate: the look is granted then
+  };
   Clock::duration spread(const std::string& uid) const;
-  void refill(Clock::time_point now);
 
   const Clock::duration interval_;
-  const double perSecond_;
-  const double burst_;
+  const Clock::duration gap_;    // between two slots of the rate
+  const Clock::duration burst_;  // how far behind `now` a free slot may be (five seconds' worth)
   std::mutex mutex_;
-  double tokens_;
-  Clock::time_point refilledAt_{};
-  std::map<std::string, Clock::time_point> due_;  // by run uid
+  Clock::time_point nextSlot_{};
+  std::map<std::string, Due> due_;  // by run uid
 };
 
 }  // namespace vto::reconcilers

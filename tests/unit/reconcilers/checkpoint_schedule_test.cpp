@@ -36,6 +36,31 @@ TEST(CheckpointScheduleTest, AThousandRunsListAtTheConfiguredRateAndEachAtMostOn
   }
 }
 
+// Each run comes back only when `next` says (as the work queue does): oversubscribed five times, a
+// run is never refused on a return: it wakes twice per look (once to be given its slot), plus once
+// at first to be spread over the interval.
+TEST(CheckpointScheduleTest, AnOversubscribedRunWakesOnlyToListNeverToBeRefusedAgain) {
+  CheckpointSchedule schedule(seconds(60), 200);
+  Clock::time_point start{seconds(1'000'000)};
+  std::map<int, Clock::time_point> wake;
+  for (int run = 0; run < 1000; ++run) wake[run] = start;
+  int asks = 0, lists = 0;
+  for (int second = 0; second < 600; ++second) {
+    auto now = start + seconds(second);
+    for (auto& [run, at] : wake) {
+      if (at > now) continue;
+      ++asks;
+      Clock::time_point next;
+      lists += schedule.take("uid-" + std::to_string(run), now, next);
+      EXPECT_GT(next, now);
+      at = next;
+    }
+  }
+  EXPECT_GE(lists, 200 * 10 - 17) << "the budget is used";
+  EXPECT_LE(lists, 200 * 10 + 17);
+  EXPECT_LE(asks, 2 * lists + 2 * 1000) << "refused runs came back to be refused again";
+}
+
 TEST(CheckpointScheduleTest, AForcedLookCountsSoTheNextPassDoesNotListAgain) {
   CheckpointSchedule schedule(seconds(60), 200);
   Clock::time_point now{seconds(1'000'000)};
