@@ -90,7 +90,7 @@ int run(const Args& args) {
   auto tenancy = tenancyRulesFromConfig(flags);  // for the reconciler's tenancy check
   controller::ShutdownSignals signals;  // before any thread starts, so only its watcher gets them
   // glibc gives every thread that allocates an arena of its own (up to 8 per core) and keeps what each
-  // frees for that thread: with the workers, the informers and the event and HTTP threads, most of the
+  // frees for that thread: with the workers, the informers and the event and HTTP threads, some of the
   // peak RSS can be memory free in idle arenas. Two arenas bound that; measured only together with
   // the checkpoint-slot change (peak RSS 50.5 -> 48.8 MiB at 1,000 runs), not on its own.
   mallopt(M_ARENA_MAX, 2);
