@@ -42,7 +42,7 @@ integration-test: build
 asan: bootstrap
 	@cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DVTO_SANITIZE=ON \
 	  -DVTO_BIN_DIR=$(CURDIR)/$(ASAN_DIR)/bin >/dev/null
-	@cmake --build $(ASAN_DIR)
+	@cmake --build $(ASAN_DIR) --target vto_unit_tests
 	ctest --test-dir $(ASAN_DIR) --output-on-failure -L unit $(CTEST_ARGS)
 
 # The decoder/validator under libFuzzer (clang, ASan, UBSan) for a bounded 30 s on the kept corpus.
