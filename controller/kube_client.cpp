@@ -1,28 +1,23 @@
 #include "controller/kube_client.h"
 
-#include <cpprest/http_client.h>
-#include <cpprest/containerstream.h>
-#include <spdlog/spdlog.h>
+#include <boost/asio/ssl/context.hpp>
 
-#include <condition_variable>
 #include <fstream>
-#include <mutex>
-#include <semaphore>
-#include <tuple>
 #include <sstream>
 
+#include "base/http_transport.h"
+#include "base/url.h"
+#include "controller/rest_config.h"
 #include "controller/runtime_metrics.h"
 
 namespace vto::controller {
 
-namespace http = web::http;
-
 std::string Resource::path(const std::string& ns, const std::string& name,
                            const std::string& subresource) const {
   std::string p = group.empty() ? "/api/" + version : "/apis/" + group + "/" + version;
-  if (namespaced && !ns.empty()) p += "/namespaces/" + web::uri::encode_data_string(ns);
+  if (namespaced && !ns.empty()) p += "/namespaces/" + urlEncode(ns);
   p += "/" + resource;
-  if (!name.empty()) p += "/" + web::uri::encode_data_string(name);
+  if (!name.empty()) p += "/" + urlEncode(name);
   if (!subresource.empty()) p += "/" + subresource;
   return p;
 }
@@ -58,32 +53,36 @@ ListPage listAll(KubeClient& client, const Resource& resource, const std::string
 
 namespace {
 // Requests in flight to the API server (watches aside), hence keep-alive connections open to it.
-// cpprestsdk opens a new connection whenever every pooled one is busy; this caps how many.
-constexpr std::ptrdiff_t kMaxConnections = 16;
+constexpr size_t kMaxConnections = 16;
 }  // namespace
 
 struct RestKubeClient::Impl {
   RestConfig config;
   RestClientMetrics* metrics;
-  std::string host;  // host:port, the label of rest_client_requests_total
+  std::string server;  // the configured URL without a trailing '/': paths are appended to it
+  std::string host;    // host:port, the label of rest_client_requests_total
   std::chrono::seconds requestTimeout{30};
-  // One client for every request but watches: its pool keeps connections alive between requests.
-  std::unique_ptr<http::client::http_client> client;
-  std::counting_semaphore<kMaxConnections> freeConnections{kMaxConnections};
+  // Synchronous on the caller's thread, connections kept alive and pooled (at most kMaxConnections).
+  std::unique_ptr<PooledHttpTransport> http;
 
-  http::client::http_client_config httpConfig(std::chrono::seconds timeout) const {
-    http::client::http_client_config cfg;
-    cfg.set_timeout(timeout);
-    cfg.set_validate_certificates(!config.insecureSkipTlsVerify);
+  HttpTransportOptions transportOptions() const {
+    HttpTransportOptions options;
+    options.maxConnectionsPerEndpoint = kMaxConnections;
+    options.idleTimeout = std::chrono::seconds(60);
+    options.verifyPeer = !config.insecureSkipTlsVerify;
     auto ca = config.caPem, cert = config.clientCertPem, key = config.clientKeyPem;
-    cfg.set_ssl_context_callback([ca, cert, key](boost::asio::ssl::context& ctx) {
-      if (!ca.empty()) trustOnlyClusterCa(ctx, ca);
+    options.configureTls = [ca, cert, key](boost::asio::ssl::context& ctx) {
+      if (ca.empty()) {
+        ctx.set_default_verify_paths();
+      } else {
+        trustOnlyClusterCa(ctx, ca);
+      }
       if (!cert.empty()) {
         ctx.use_certificate_chain(boost::asio::buffer(cert));
         ctx.use_private_key(boost::asio::buffer(key), boost::asio::ssl::context::pem);
       }
-    });
-    return cfg;
+    };
+    return options;
   }
 
   // The bearer token, if any; a token file is re-read each time because the kubelet rotates it.
@@ -99,103 +98,72 @@ struct RestKubeClient::Impl {
     return config.token;
   }
 
-  http::http_request makeRequest(const http::method& method, const std::string& pathAndQuery) const {
-    http::http_request request(method);
-    request.set_request_uri(pathAndQuery);
-    request.headers().add("Accept", "application/json");
-    request.headers().add("User-Agent", "vto");
+  HttpRequest makeRequest(const std::string& method, const std::string& pathAndQuery) const {
+    HttpRequest request;
+    request.method = method;
+    request.url = server + pathAndQuery;
+    request.headers["Accept"] = "application/json";
+    request.headers["User-Agent"] = "vto";
     auto token = bearerToken();
     // The token goes only into the header: never into a log line or an error message.
-    if (!token.empty()) request.headers().add("Authorization", "Bearer " + token);
+    if (!token.empty()) request.headers["Authorization"] = "Bearer " + token;
     return request;
   }
 
-  void count(const std::string& code, const http::method& method) const {
+  void count(const std::string& code, const std::string& method) const {
     if (metrics) metrics->requestDone(code, method, host);
   }
 
-  static std::optional<std::chrono::milliseconds> retryAfter(const http::http_response& response) {
-    auto header = response.headers().find("Retry-After");
-    if (header == response.headers().end()) return std::nullopt;
+  static std::optional<std::chrono::milliseconds> retryAfter(const HttpResponse& response) {
+    auto header = response.headers.find("retry-after");
+    if (header == response.headers.end()) return std::nullopt;
     // Clamped; an HTTP date or garbage falls back to our own backoff.
     return parseRetryAfterSeconds(header->second);
   }
 
-  [[noreturn]] static void throwTransport(const std::exception& error, const std::string& what) {
-    throw ApiError(Status{0, "", what + ": " + error.what(), {}});
+  [[noreturn]] static void throwTransport(const std::string& what, const std::string& why) {
+    throw ApiError(Status{0, "", what + ": " + why, {}});
   }
 
-  // The response and its body, or a timeout at `deadline`: the request is cancelled (its
-  // connection closed) rather than waited for.
-  std::pair<http::http_response, std::string> sendBefore(http::http_request& request,
-                                                         std::chrono::steady_clock::time_point deadline) {
-    if (std::chrono::steady_clock::now() >= deadline) throw std::runtime_error("the request deadline has passed");
-    struct Done {
-      std::mutex mutex;
-      std::condition_variable cv;
-      bool done = false;
-    };
-    auto done = std::make_shared<Done>();
-    pplx::cancellation_token_source cancel;
-    auto task = client->request(request, cancel.get_token()).then([](http::http_response response) {
-      return response.extract_utf8string(true).then(
-          [response](std::string text) { return std::make_pair(response, std::move(text)); });
-    });
-    task.then([done](pplx::task<std::pair<http::http_response, std::string>> finished) {
-      // Observe the outcome here: a request abandoned at its deadline fails later, and pplx
-      // terminates the process over an exception nobody observed.
-      try {
-        finished.wait();
-      } catch (...) {
-      }
-      std::lock_guard guard(done->mutex);
-      done->done = true;
-      done->cv.notify_all();
-    });
-    {
-      std::unique_lock lock(done->mutex);
-      if (!done->cv.wait_until(lock, deadline, [&] { return done->done; })) {
-        lock.unlock();
-        cancel.cancel();
-        throw std::runtime_error("no answer before the request deadline");
-      }
-    }
-    return task.get();
-  }
-
-  nlohmann::json send(const http::method& method, const std::string& pathAndQuery,
+  nlohmann::json send(const std::string& method, const std::string& pathAndQuery,
                       const nlohmann::json* body = nullptr,
                       const std::string& contentType = "application/json") {
     auto request = makeRequest(method, pathAndQuery);
-    if (body) request.set_body(body->dump(), contentType);
-    http::http_response response;
-    std::string text;
-    if (!freeConnections.try_acquire_for(requestTimeout)) {
-      count("<error>", method);
-      throw ApiError(Status{0, "", method + " " + pathAndQuery + ": no free connection to the API server within " +
-                                       std::to_string(requestTimeout.count()) + " s", {}});
+    if (body) {
+      request.body = body->dump();
+      request.headers["Content-Type"] = contentType;
     }
-    struct Release {
-      std::counting_semaphore<kMaxConnections>& slots;
-      ~Release() { slots.release(); }
-    } release{freeConnections};
-    try {
-      if (auto deadline = RequestDeadlineScope::current()) {
-        std::tie(response, text) = sendBefore(request, *deadline);
-      } else {
-        response = client->request(request).get();
-        text = response.extract_utf8string(true).get();
+    // The request's own timeout, cut short by the caller's deadline (RequestDeadlineScope): the
+    // connection is closed at the deadline rather than waited on.
+    auto deadline = RequestDeadlineScope::current();
+    auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(requestTimeout);
+    bool deadlineBounds = false;
+    if (deadline) {
+      auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - std::chrono::steady_clock::now());
+      if (left <= std::chrono::milliseconds(0)) {
+        count("<error>", method);
+        throwTransport(method + " " + pathAndQuery, "the request deadline has passed");
       }
-    } catch (const std::exception& error) {
+      if (left < timeout) {
+        timeout = left;
+        deadlineBounds = true;
+      }
+    }
+    request.timeout = timeout;
+    HttpResponse response;
+    try {
+      response = http->send(request);
+    } catch (const TransportError& error) {
       count("<error>", method);
-      throwTransport(error, method + " " + pathAndQuery);
+      bool late = deadlineBounds && std::chrono::steady_clock::now() >= *deadline;
+      throwTransport(method + " " + pathAndQuery, late ? "no answer before the request deadline" : error.what());
     }
-    count(std::to_string(response.status_code()), method);
-    if (response.status_code() >= 300) {
-      throw ApiError(parseStatus(response.status_code(), text), retryAfter(response));
+    count(std::to_string(response.status), method);
+    if (response.status >= 300) {
+      throw ApiError(parseStatus(response.status, response.body), retryAfter(response));
     }
-    if (text.empty()) return nlohmann::json::object();
-    return nlohmann::json::parse(text);
+    if (response.body.empty()) return nlohmann::json::object();
+    return nlohmann::json::parse(response.body);
   }
 };
 
@@ -203,12 +171,14 @@ RestKubeClient::RestKubeClient(RestConfig config, RestClientMetrics* metrics,
                                std::chrono::seconds requestTimeout)
     : impl_(std::make_unique<Impl>()) {
   impl_->config = std::move(config);
-  validateRestConfig(impl_->config);  // no token or client key over plain http to another host
+  auto parsed = validateRestConfig(impl_->config);  // no token or client key over plain http to another host
   impl_->metrics = metrics;
   impl_->requestTimeout = requestTimeout;
-  web::uri server(impl_->config.server);
-  impl_->host = server.host() + (server.port() > 0 ? ":" + std::to_string(server.port()) : "");
-  impl_->client = std::make_unique<http::client::http_client>(server, impl_->httpConfig(requestTimeout));
+  impl_->server = impl_->config.server;
+  while (!impl_->server.empty() && impl_->server.back() == '/') impl_->server.pop_back();
+  bool ipv6 = parsed.host.find(':') != std::string::npos;
+  impl_->host = (ipv6 ? "[" + parsed.host + "]" : parsed.host) + (parsed.port > 0 ? ":" + std::to_string(parsed.port) : "");
+  impl_->http = std::make_unique<PooledHttpTransport>(impl_->transportOptions());
 }
 
 RestKubeClient::~RestKubeClient() = default;
@@ -217,11 +187,14 @@ namespace {
 
 std::string withQuery(const std::string& path,
                       const std::vector<std::pair<std::string, std::string>>& query) {
-  web::uri_builder builder(path);
+  std::string out = path;
+  char separator = '?';
   for (const auto& [name, value] : query) {
-    if (!value.empty()) builder.append_query(name, value, /*do_encoding=*/true);
+    if (value.empty()) continue;
+    out += separator + name + "=" + urlEncode(value);
+    separator = '&';
   }
-  return builder.to_string();
+  return out;
 }
 
 std::string nameOf(const nlohmann::json& object) {
@@ -234,13 +207,13 @@ std::string nameOf(const nlohmann::json& object) {
 
 nlohmann::json RestKubeClient::get(const Resource& resource, const std::string& ns,
                                    const std::string& name) {
-  return impl_->send(http::methods::GET, resource.path(ns, name));
+  return impl_->send("GET", resource.path(ns, name));
 }
 
 ListPage RestKubeClient::list(const Resource& resource, const std::string& ns,
                               const ListOptions& options) {
   auto list = impl_->send(
-      http::methods::GET,
+      "GET",
       withQuery(resource.path(ns), {{"labelSelector", options.labelSelector},
                                     {"fieldSelector", options.fieldSelector},
                                     {"limit", options.limit > 0 ? std::to_string(options.limit) : ""},
@@ -255,17 +228,17 @@ ListPage RestKubeClient::list(const Resource& resource, const std::string& ns,
 
 nlohmann::json RestKubeClient::create(const Resource& resource, const std::string& ns,
                                       const nlohmann::json& object) {
-  return impl_->send(http::methods::POST, resource.path(ns), &object);
+  return impl_->send("POST", resource.path(ns), &object);
 }
 
 nlohmann::json RestKubeClient::update(const Resource& resource, const std::string& ns,
                                       const nlohmann::json& object) {
-  return impl_->send(http::methods::PUT, resource.path(ns, nameOf(object)), &object);
+  return impl_->send("PUT", resource.path(ns, nameOf(object)), &object);
 }
 
 nlohmann::json RestKubeClient::updateStatus(const Resource& resource, const std::string& ns,
                                             const nlohmann::json& object) {
-  return impl_->send(http::methods::PUT, resource.path(ns, nameOf(object), "status"), &object);
+  return impl_->send("PUT", resource.path(ns, nameOf(object), "status"), &object);
 }
 
 nlohmann::json RestKubeClient::patch(const Resource& resource, const std::string& ns,
@@ -278,14 +251,14 @@ nlohmann::json RestKubeClient::patch(const Resource& resource, const std::string
   auto path = withQuery(resource.path(ns, name, subresource),
                         {{"fieldManager", fieldManager},
                          {"force", type == PatchType::Apply && force ? "true" : ""}});
-  return impl_->send(http::methods::PATCH, path, &body,
+  return impl_->send("PATCH", path, &body,
                      type == PatchType::Apply ? "application/apply-patch+yaml"
                                               : "application/merge-patch+json");
 }
 
 void RestKubeClient::remove(const Resource& resource, const std::string& ns,
                             const std::string& name) {
-  impl_->send(http::methods::DEL, resource.path(ns, name));
+  impl_->send("DELETE", resource.path(ns, name));
 }
 
 void RestKubeClient::watch(const Resource& resource, const std::string& ns,
@@ -299,41 +272,35 @@ void RestKubeClient::watch(const Resource& resource, const std::string& ns,
                          {"resourceVersion", options.resourceVersion},
                          {"allowWatchBookmarks", options.allowWatchBookmarks ? "true" : ""},
                          {"timeoutSeconds", std::to_string(options.timeoutSeconds)}});
-  // Its own connection, with an idle timeout beyond the server's: a silent server means a dead link.
-  http::client::http_client client(
-      web::uri(impl_->config.server),
-      impl_->httpConfig(std::chrono::seconds(options.timeoutSeconds + 60)));
-  pplx::cancellation_token_source cancel;
-  std::stop_callback onStop(stop, [&cancel] { cancel.cancel(); });
-  auto request = impl_->makeRequest(http::methods::GET, path);
+  auto request = impl_->makeRequest("GET", path);
+  request.timeout = impl_->requestTimeout;  // connecting and the headers
+  // No byte for longer than the server's own timeout plus a margin means a dead link (bookmarks and
+  // the server ending the watch at timeoutSeconds keep a live one talking).
+  auto idle = std::chrono::seconds(options.timeoutSeconds + 60);
+  HttpResponse response;
   try {
-    auto response = client.request(request, cancel.get_token()).get();
-    impl_->count(std::to_string(response.status_code()), http::methods::GET);
-    if (response.status_code() >= 300) {
-      auto text = response.extract_utf8string(true).get();
-      throw ApiError(parseStatus(response.status_code(), text), Impl::retryAfter(response));
-    }
-    auto body = response.body();
-    while (!stop.stop_requested()) {
-      concurrency::streams::container_buffer<std::string> line;
-      auto read = body.read_line(line).get();
-      if (read == 0) {
-        if (body.is_eof()) return;  // the server ended the watch
-        continue;                   // an empty line
-      }
-      auto event = nlohmann::json::parse(line.collection(), nullptr, false);
-      if (!event.is_object()) {
-        throw ApiError(Status{0, "", "malformed watch event from " + resource.resource, {}});
-      }
-      onEvent(WatchEvent{event.value("type", ""), event.value("object", nlohmann::json::object())});
-    }
-  } catch (const ApiError&) {
-    throw;
-  } catch (const std::exception& error) {
+    response = impl_->http->streamLines(
+        request,
+        [&](std::string_view line) {
+          if (line.empty() || line == "\r") return;
+          auto event = nlohmann::json::parse(line, nullptr, false);
+          if (!event.is_object()) {
+            throw ApiError(Status{0, "", "malformed watch event from " + resource.resource, {}});
+          }
+          auto object = event.find("object");
+          WatchEvent watchEvent{event.value("type", ""), nlohmann::json::object()};
+          if (object != event.end()) watchEvent.object = std::move(*object);
+          onEvent(watchEvent);
+        },
+        stop, idle);
+  } catch (const TransportError& error) {
     if (stop.stop_requested()) return;
-    impl_->count("<error>", http::methods::GET);
-    Impl::throwTransport(error, "watch " + path);
+    impl_->count("<error>", "GET");
+    Impl::throwTransport("watch " + path, error.what());
   }
+  if (stop.stop_requested()) return;
+  impl_->count(std::to_string(response.status), "GET");
+  if (response.status >= 300) throw ApiError(parseStatus(response.status, response.body), Impl::retryAfter(response));
 }
 
 }  // namespace vto::controller

@@ -60,8 +60,8 @@ std::string dataOrFile(const YAML::Node& node, const std::string& field,
 
 }  // namespace
 
-void validateRestConfig(const RestConfig& config) {
-  requireTrustedEndpoint(config.server, "Kubernetes API server", config.allowInsecureEndpoints);
+ParsedUrl validateRestConfig(const RestConfig& config) {
+  return requireTrustedEndpoint(config.server, "Kubernetes API server", config.allowInsecureEndpoints);
 }
 
 void trustOnlyClusterCa(boost::asio::ssl::context& context, const std::string& caPem) {

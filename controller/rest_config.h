@@ -5,6 +5,8 @@
 #include <optional>
 #include <string>
 
+#include "base/url.h"
+
 namespace boost::asio::ssl {
 class context;
 }
@@ -26,10 +28,11 @@ struct RestConfig {
 // Refuses a server that is not https (plain http only to a loopback address or with
 // allowInsecureEndpoints: the bearer token or client key would travel in the clear); throws
 // std::invalid_argument saying how to fix it. Called by the loaders below and by RestKubeClient.
-void validateRestConfig(const RestConfig& config);
+// Returns the parsed server URL.
+ParsedUrl validateRestConfig(const RestConfig& config);
 
 // With a CA configured, the API server's certificate is verified against that CA only: the
-// system's trust store (which cpprestsdk loads by default) is dropped from `context`.
+// system's trust store is dropped from `context`.
 void trustOnlyClusterCa(boost::asio::ssl::context& context, const std::string& caPem);
 
 // Reads `path`, using its current-context (or `context` when given). Relative file paths in the

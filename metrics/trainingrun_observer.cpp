@@ -91,7 +91,7 @@ void TrainingRunObserver::observe(const RunSnapshot& run) {
     record.finished = isTerminal(run.phase);
     record.lastFailedAttempt = run.failedAttempts.empty() ? 0 : run.failedAttempts.rbegin()->first;
     record.accountedUntil = now;
-    recomputeGaugeLocked();
+    gaugeStale_ = true;
     return;
   }
   // Time held so far was held under the previous shape (phase, machines).
@@ -126,7 +126,7 @@ void TrainingRunObserver::observe(const RunSnapshot& run) {
   if (run.phase == "Running" || run.firstRunning) record.sawRunning = true;
   record.finished = isTerminal(run.phase);  // a run edited out of Invalid may finish again
   if (!run.failedAttempts.empty()) record.lastFailedAttempt = std::max(record.lastFailedAttempt, run.failedAttempts.rbegin()->first);
-  recomputeGaugeLocked();
+  gaugeStale_ = true;
 }
 
 void TrainingRunObserver::forget(const std::string& uid) {
@@ -136,7 +136,7 @@ void TrainingRunObserver::forget(const std::string& uid) {
   if (it == records_.end()) return;
   accrueLocked(it->second, now);
   records_.erase(it);
-  recomputeGaugeLocked();
+  gaugeStale_ = true;
 }
 
 void TrainingRunObserver::accrue() const {
@@ -151,15 +151,21 @@ void TrainingRunObserver::setActive(bool active) {
   // Time before becoming leader was the previous leader's to count.
   for (auto& [uid, record] : records_) record.accountedUntil = std::max(record.accountedUntil, now);
   active_ = active;
-  recomputeGaugeLocked();
+  gaugeStale_ = true;
 }
 
 std::vector<prometheus::MetricFamily> TrainingRunObserver::Collect() const {
-  accrue();
+  {
+    std::lock_guard lock(mutex_);
+    auto now = clock_.now();
+    for (auto& [uid, record] : records_) accrueLocked(record, now);
+    if (gaugeStale_) recomputeGaugeLocked();
+  }
   return registry_->Collect();
 }
 
-void TrainingRunObserver::recomputeGaugeLocked() {
+void TrainingRunObserver::recomputeGaugeLocked() const {
+  gaugeStale_ = false;
   std::map<std::pair<std::string, std::string>, int> counts;
   std::set<std::string> namespaces;
   if (active_) {

@@ -77,7 +77,9 @@ class TrainingRunObserver final : public prometheus::Collectable {
     Clock::time_point accountedUntil{};
   };
   void accrueLocked(Record& record, Clock::time_point now) const;
-  void recomputeGaugeLocked();
+  // The phase gauge is rebuilt at scrape time, not per observe: a rebuild walks every record, and
+  // doing it per event made submitting N runs cost O(N^2).
+  void recomputeGaugeLocked() const;
 
   const Clock& clock_;
   const std::vector<std::string> phases_;
@@ -93,7 +95,8 @@ class TrainingRunObserver final : public prometheus::Collectable {
   mutable std::mutex mutex_;
   bool active_ = false;
   mutable std::map<std::string, Record> records_;  // by uid; accounting at scrape time moves accountedUntil
-  std::map<std::pair<std::string, std::string>, prometheus::Gauge*> gauges_;  // (namespace, phase)
+  mutable std::map<std::pair<std::string, std::string>, prometheus::Gauge*> gauges_;  // (namespace, phase)
+  mutable bool gaugeStale_ = false;
 };
 
 }  // namespace vto::metrics

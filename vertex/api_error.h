@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/http_transport.h"
 #include "base/retryable_error.h"
 
 namespace vto::vertex {
@@ -42,18 +43,14 @@ class ApiError : public RetryableError {
   nlohmann::json details_;
 };
 
-// A network failure or a timeout: no HTTP answer at all. Always retryable.
-class TransportError : public RetryableError {
- public:
-  explicit TransportError(const std::string& what) : RetryableError(what) {}
-};
+// A network failure or a timeout, no HTTP answer at all, is a TransportError (base/http_transport.h):
+// always retryable.
 
 // Builds the error from a response; falls back to the HTTP status when the body is not Google's
 // shape (any JSON type in any field is tolerated: an `error.status` given as a number is mapped to
 // its name). Never throws.
 ApiError parseApiError(int httpStatus, std::string_view body);
 // parseApiError plus the response's Retry-After header (seconds; clamped to kMaxRetryAfter).
-struct HttpResponse;
 ApiError apiErrorOf(const HttpResponse& response);
 
 // The google.rpc.Code name for a number (1 -> "CANCELLED"), and the HTTP status Google maps it to.

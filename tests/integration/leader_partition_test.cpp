@@ -171,7 +171,8 @@ TEST(RequestDeadlineTest, ASilentPartitionFailsTheRequestAtItsDeadline) {
   });
   // Well before the client's 30 s request timeout.
   ASSERT_EQ(attempt.wait_for(15s), std::future_status::ready) << "the deadline did not cut the request off";
-  EXPECT_NE(attempt.get().find("no answer before the request deadline"), std::string::npos);
+  auto message = attempt.get();
+  EXPECT_NE(message.find("no answer before the request deadline"), std::string::npos) << message;
 
   proxy.signal(SIGUSR2);
   ASSERT_TRUE(awaitLine(proxy, "healed", 10s));

@@ -1,6 +1,6 @@
 // PooledHttpTransport keeps connections alive: many requests to one endpoint share its TCP
 // connections, never more than the per-endpoint bound; a connection the server dropped is replaced.
-#include "vertex/http_transport.h"
+#include "base/http_transport.h"
 
 #include <gtest/gtest.h>
 
@@ -8,9 +8,8 @@
 #include <vector>
 
 #include "tests/support/loopback_http_server.h"
-#include "vertex/api_error.h"
 
-namespace vto::vertex {
+namespace vto {
 namespace {
 
 HttpRequest get(const std::string& url) {
@@ -150,4 +149,4 @@ TEST(PooledHttpTransport, NoServerIsATransportError) {
 }
 
 }  // namespace
-}  // namespace vto::vertex
+}  // namespace vto

@@ -1,6 +1,7 @@
-#include "vertex/http_transport.h"
+#include "base/http_transport.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <condition_variable>
 #include <cstdint>
@@ -11,15 +12,16 @@
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 
-#include "vertex/api_error.h"
 
-namespace vto::vertex {
+namespace vto {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -32,6 +34,7 @@ namespace {
 // with no connection are forgotten so that a stream of distinct hosts cannot grow the pool.
 constexpr size_t kMaxEndpoints = 64;
 
+// Where a request goes: the pool's key, the connection's target and the Host header.
 struct Url {
   bool tls = false;
   std::string host;  // without brackets for an IPv6 literal
@@ -40,39 +43,24 @@ struct Url {
   std::string hostHeader;
 };
 
-Url parseUrl(const std::string& url) {
-  Url parsed;
-  auto schemeEnd = url.find("://");
-  if (schemeEnd == std::string::npos) throw TransportError("invalid URL " + url + ": it needs http:// or https://");
-  auto scheme = url.substr(0, schemeEnd);
-  std::transform(scheme.begin(), scheme.end(), scheme.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (scheme != "http" && scheme != "https") {
+Url targetOf(const std::string& url) {
+  ParsedUrl parsed;
+  try {
+    parsed = parseUrl(url);  // the one strict URL parser (base/url.h)
+  } catch (const std::invalid_argument& error) {
+    throw TransportError(error.what());
+  }
+  if (parsed.scheme != "http" && parsed.scheme != "https") {
     throw TransportError("invalid URL " + url + ": only http:// and https:// are supported");
   }
-  parsed.tls = scheme == "https";
-  auto authorityStart = schemeEnd + 3;
-  auto pathStart = url.find_first_of("/?", authorityStart);
-  auto authority = url.substr(authorityStart, pathStart == std::string::npos ? std::string::npos : pathStart - authorityStart);
-  parsed.target = pathStart == std::string::npos ? "/" : url.substr(pathStart);
-  if (parsed.target[0] == '?') parsed.target = "/" + parsed.target;
-  if (authority.find('@') != std::string::npos) throw TransportError("invalid URL " + url + ": credentials in a URL are not supported");
-  size_t portColon = std::string::npos;
-  if (!authority.empty() && authority[0] == '[') {
-    auto close = authority.find(']');
-    if (close == std::string::npos) throw TransportError("invalid URL " + url + ": unterminated IPv6 address");
-    parsed.host = authority.substr(1, close - 1);
-    if (close + 1 < authority.size() && authority[close + 1] == ':') portColon = close + 1;
-  } else {
-    portColon = authority.rfind(':');
-    parsed.host = authority.substr(0, portColon);
-  }
-  parsed.port = portColon == std::string::npos ? (parsed.tls ? "443" : "80") : authority.substr(portColon + 1);
-  if (parsed.host.empty() || parsed.port.empty() ||
-      !std::all_of(parsed.port.begin(), parsed.port.end(), [](unsigned char c) { return std::isdigit(c); })) {
-    throw TransportError("invalid URL " + url + ": it needs a host and a numeric port");
-  }
-  parsed.hostHeader = authority;
-  return parsed;
+  Url out;
+  out.tls = parsed.scheme == "https";
+  out.host = parsed.host;
+  out.port = parsed.port != 0 ? std::to_string(parsed.port) : (out.tls ? "443" : "80");
+  out.target = parsed.path.empty() ? "/" : parsed.path;
+  bool ipv6 = out.host.find(':') != std::string::npos;
+  out.hostHeader = (ipv6 ? "[" + out.host + "]" : out.host) + (parsed.port != 0 ? ":" + out.port : "");
+  return out;
 }
 
 // One kept-alive connection. Its own io_context runs only on the thread that holds the connection,
@@ -166,7 +154,7 @@ struct PooledHttpTransport::Pool {
 
 namespace {
 
-void connect(Connection& connection, const Url& url) {
+void connect(Connection& connection, const Url& url, bool verifyPeer) {
   asio::ip::tcp::resolver resolver(connection.io);
   beast::error_code error;
   auto addresses = resolver.resolve(url.host, url.port, error);
@@ -177,10 +165,18 @@ void connect(Connection& connection, const Url& url) {
   connection.tcp().socket().set_option(asio::ip::tcp::no_delay(true));
   if (connection.secure) {
     auto* ssl = connection.secure->native_handle();
-    // SNI, and the certificate must name the host we asked for.
-    if (!SSL_set_tlsext_host_name(ssl, url.host.c_str())) throw TransportError("cannot set TLS server name " + url.host);
-    connection.secure->set_verify_mode(asio::ssl::verify_peer);
-    connection.secure->set_verify_callback(asio::ssl::host_name_verification(url.host));
+    beast::error_code notAnAddress;
+    asio::ip::make_address(url.host, notAnAddress);
+    // SNI names a host, never an address (RFC 6066); the certificate must name what we asked for.
+    if (notAnAddress && !SSL_set_tlsext_host_name(ssl, url.host.c_str())) {
+      throw TransportError("cannot set TLS server name " + url.host);
+    }
+    if (verifyPeer) {
+      connection.secure->set_verify_mode(asio::ssl::verify_peer);
+      connection.secure->set_verify_callback(asio::ssl::host_name_verification(url.host));
+    } else {
+      connection.secure->set_verify_mode(asio::ssl::verify_none);
+    }
     connection.secure->async_handshake(asio::ssl::stream_base::client, [&](beast::error_code e) { error = e; });
     connection.run();
     if (error) throw TransportError("TLS handshake with " + url.host + " failed: " + error.message());
@@ -225,22 +221,7 @@ Exchange exchange(Stream& stream, Connection& connection, const http::request<ht
   return result;
 }
 
-}  // namespace
-
-PooledHttpTransport::PooledHttpTransport(HttpTransportOptions options) : pool_(std::make_unique<Pool>()) {
-  pool_->options = options;
-  pool_->tls.set_default_verify_paths();
-  pool_->tls.set_verify_mode(asio::ssl::verify_peer);
-}
-
-PooledHttpTransport::~PooledHttpTransport() = default;
-
-HttpResponse PooledHttpTransport::send(const HttpRequest& request) {
-  const auto timeout = std::clamp(request.timeout, std::chrono::milliseconds(1), pool_->options.maxTimeout);
-  const auto deadline = SteadyClock::now() + timeout;
-  const auto url = parseUrl(request.url);
-  const auto what = request.method + " " + request.url;
-
+http::request<http::string_body> messageOf(const HttpRequest& request, const Url& url) {
   http::request<http::string_body> message;
   message.method_string(request.method);
   message.target(url.target);
@@ -253,6 +234,39 @@ HttpResponse PooledHttpTransport::send(const HttpRequest& request) {
     message.body() = request.body;
   }
   message.prepare_payload();
+  return message;
+}
+
+void copyHeaders(const http::response_header<>& from, HttpResponse& to) {
+  for (const auto& field : from) {
+    std::string name(field.name_string());
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+    auto& value = to.headers[name];
+    value = value.empty() ? std::string(field.value()) : value + ", " + std::string(field.value());
+  }
+}
+
+}  // namespace
+
+PooledHttpTransport::PooledHttpTransport(HttpTransportOptions options) : pool_(std::make_unique<Pool>()) {
+  pool_->options = options;
+  if (options.configureTls) {
+    options.configureTls(pool_->tls);
+  } else {
+    pool_->tls.set_default_verify_paths();
+  }
+  pool_->tls.set_verify_mode(options.verifyPeer ? asio::ssl::verify_peer : asio::ssl::verify_none);
+}
+
+PooledHttpTransport::~PooledHttpTransport() = default;
+
+HttpResponse PooledHttpTransport::send(const HttpRequest& request) {
+  const auto timeout = std::clamp(request.timeout, std::chrono::milliseconds(1), pool_->options.maxTimeout);
+  const auto deadline = SteadyClock::now() + timeout;
+  const auto url = targetOf(request.url);
+  const auto what = request.method + " " + request.url;
+
+  const auto message = messageOf(request, url);
 
   // The pool's cap, or the request's own when that is smaller (a caller that expects a small answer).
   const size_t maxBody = request.maxBodyBytes > 0 ? std::min(request.maxBodyBytes, pool_->options.maxResponseBytes)
@@ -268,7 +282,7 @@ HttpResponse PooledHttpTransport::send(const HttpRequest& request) {
       // One deadline for everything this request does on the connection (Beast applies it to every
       // asynchronous operation started after it is set).
       connection->tcp().expires_at(deadline);
-      if (!connection->connected) connect(*connection, url);
+      if (!connection->connected) connect(*connection, url, pool_->options.verifyPeer);
       result = connection->secure ? exchange(*connection->secure, *connection, message, maxBody)
                                   : exchange(*connection->plain, *connection, message, maxBody);
     } catch (const TransportError& error) {
@@ -295,16 +309,118 @@ HttpResponse PooledHttpTransport::send(const HttpRequest& request) {
     auto& response = *result.response;
     HttpResponse out;
     out.status = static_cast<int>(response.result_int());
-    for (const auto& field : response) {
-      std::string name(field.name_string());
-      std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-      auto& value = out.headers[name];
-      value = value.empty() ? std::string(field.value()) : value + ", " + std::string(field.value());
-    }
+    copyHeaders(response.base(), out);
     out.body = std::move(response.body());
     pool_->release(*endpoint, std::move(connection), response.keep_alive());
     return out;
   }
 }
 
-}  // namespace vto::vertex
+namespace {
+
+// Reads the body a response_parser<buffer_body> has started, chunk by chunk into `chunk`, handing
+// each piece to `onBytes`; every read must make progress within `idle`.
+template <typename Stream>
+beast::error_code readBody(Stream& stream, Connection& connection, http::response_parser<http::buffer_body>& parser,
+                           std::chrono::milliseconds idle, const std::function<bool(std::string_view)>& onBytes) {
+  std::array<char, 16384> chunk;
+  while (!parser.is_done()) {
+    parser.get().body().data = chunk.data();
+    parser.get().body().size = chunk.size();
+    connection.tcp().expires_after(idle);
+    beast::error_code error;
+    http::async_read_some(stream, connection.buffer, parser, [&](beast::error_code e, size_t) { error = e; });
+    connection.run();
+    if (error == http::error::need_buffer) error = {};  // the chunk is full: hand it over
+    if (error) return error;
+    size_t filled = chunk.size() - parser.get().body().size;
+    if (filled > 0 && !onBytes(std::string_view(chunk.data(), filled))) return http::error::body_limit;
+  }
+  return {};
+}
+
+template <typename Stream>
+HttpResponse streamOn(Stream& stream, Connection& connection, const http::request<http::string_body>& message,
+                      const std::function<void(std::string_view)>& onLine, const std::stop_token& stop,
+                      std::chrono::milliseconds idle, size_t maxBytes, const std::string& what) {
+  auto fail = [&](beast::error_code error) -> TransportError {
+    if (error == beast::error::timeout) return TransportError(what + ": nothing received for " + std::to_string(idle.count()) + " ms");
+    if (error == http::error::body_limit) return TransportError(what + ": more than " + std::to_string(maxBytes) + " bytes without an end");
+    return TransportError(what + ": " + error.message());
+  };
+  http::response_parser<http::buffer_body> parser;
+  parser.body_limit(boost::none);  // a watch has no end; what bounds memory is the line limit below
+  parser.header_limit(64 * 1024);
+  beast::error_code error;
+  http::async_write(stream, message, [&](beast::error_code e, size_t) {
+    error = e;
+    if (!e) http::async_read_header(stream, connection.buffer, parser, [&](beast::error_code h, size_t) { error = h; });
+  });
+  connection.run();
+  if (stop.stop_requested()) return {};
+  if (error) throw fail(error);
+  HttpResponse out;
+  out.status = static_cast<int>(parser.get().result_int());
+  copyHeaders(parser.get().base(), out);
+  if (out.status < 200 || out.status >= 300) {  // an error answer: read it whole, bounded
+    error = readBody(stream, connection, parser, idle, [&](std::string_view bytes) {
+      out.body.append(bytes);
+      return out.body.size() <= maxBytes;
+    });
+    if (error && !stop.stop_requested()) throw fail(error);
+    return out;
+  }
+  std::string pending;  // the start of a line whose '\n' has not arrived yet
+  error = readBody(stream, connection, parser, idle, [&](std::string_view bytes) {
+    pending.append(bytes);
+    size_t start = 0;
+    for (size_t end; (end = pending.find('\n', start)) != std::string::npos; start = end + 1) {
+      if (stop.stop_requested()) return true;
+      onLine(std::string_view(pending).substr(start, end - start));
+    }
+    pending.erase(0, start);
+    return pending.size() <= maxBytes;
+  });
+  if (stop.stop_requested()) return out;
+  if (error) throw fail(error);
+  if (!pending.empty()) onLine(pending);  // a last line without '\n'
+  return out;
+}
+
+}  // namespace
+
+HttpResponse PooledHttpTransport::streamLines(const HttpRequest& request,
+                                              const std::function<void(std::string_view)>& onLine,
+                                              std::stop_token stop, std::chrono::milliseconds idleTimeout) {
+  const auto timeout = std::clamp(request.timeout, std::chrono::milliseconds(1), pool_->options.maxTimeout);
+  const auto url = targetOf(request.url);
+  const auto what = request.method + " " + request.url;
+  const auto message = messageOf(request, url);
+  Connection connection;
+  if (url.tls) {
+    connection.secure.emplace(connection.io, pool_->tls);
+  } else {
+    connection.plain.emplace(connection.io);
+  }
+  // A stop from another thread closes the socket on this one (the io_context runs only here): the
+  // pending read ends at once instead of at the idle timeout.
+  std::stop_callback onStop(stop, [&connection] {
+    asio::post(connection.io, [&connection] {
+      beast::error_code ignored;
+      connection.tcp().socket().close(ignored);
+    });
+  });
+  connection.tcp().expires_after(timeout);
+  try {
+    connect(connection, url, pool_->options.verifyPeer);
+  } catch (const TransportError& error) {
+    if (stop.stop_requested()) return {};
+    throw TransportError(what + ": " + error.what());
+  }
+  connection.tcp().expires_after(timeout);
+  const size_t maxBytes = pool_->options.maxResponseBytes;
+  return connection.secure ? streamOn(*connection.secure, connection, message, onLine, stop, idleTimeout, maxBytes, what)
+                           : streamOn(*connection.plain, connection, message, onLine, stop, idleTimeout, maxBytes, what);
+}
+
+}  // namespace vto

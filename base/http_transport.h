@@ -1,0 +1,98 @@
+#pragma once
+// One HTTP exchange, behind an interface so the Vertex client's retry, pacing and auth logic can be
+// unit tested against a scripted fake (tests/fakes/vertex_fake_transport.h). The one HTTP client of
+// every outbound request: Vertex, GCS, the token endpoints, Prometheus and the kube API server.
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <memory>
+#include <stop_token>
+#include <string>
+#include <string_view>
+
+#include "base/retryable_error.h"
+#include "base/url.h"
+
+namespace boost::asio::ssl {
+class context;
+}
+
+namespace vto {
+
+// No HTTP answer at all: connection refused, TLS failure, timeout, a cut connection.
+class TransportError : public RetryableError {
+ public:
+  explicit TransportError(const std::string& what) : RetryableError(what) {}
+};
+
+struct HttpRequest {
+  std::string method = "GET";
+  std::string url;
+  std::map<std::string, std::string> headers;
+  std::string body;
+  std::chrono::milliseconds timeout{30000};
+  // 0: any size. Else an answer whose Content-Length, or body, is larger is a TransportError.
+  std::size_t maxBodyBytes = 0;
+};
+
+struct HttpResponse {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // names in lower case
+  std::string body;
+};
+
+class HttpTransport {
+ public:
+  virtual ~HttpTransport() = default;
+  // Returns any HTTP answer, error statuses included; throws TransportError when there is none
+  // (connection refused, TLS failure, timeout).
+  virtual HttpResponse send(const HttpRequest& request) = 0;
+};
+
+struct HttpTransportOptions {
+  // Open connections per endpoint (scheme, host, port), busy or idle: a request that finds none
+  // idle and this many open waits for one, at most its own timeout.
+  size_t maxConnectionsPerEndpoint = 16;
+  // Every request's timeout (connect, TLS handshake, write and read together) is clamped to this.
+  std::chrono::milliseconds maxTimeout{std::chrono::minutes(2)};
+  // An idle connection older than this is closed instead of reused (servers drop idle ones).
+  std::chrono::milliseconds idleTimeout{std::chrono::seconds(30)};
+  // A response body beyond this is an error, not an allocation.
+  size_t maxResponseBytes = 64 << 20;
+  // TLS: the peer's certificate and host name are verified unless this is false (only a kubeconfig's
+  // explicit insecure-skip-tls-verify turns it off). configureTls, when set, adjusts the context
+  // once (a cluster CA instead of the system's, a client certificate); else the system's CAs.
+  bool verifyPeer = true;
+  std::function<void(boost::asio::ssl::context&)> configureTls{};
+};
+
+// HTTP/1.1 with keep-alive connections pooled per endpoint (Boost.Beast, OpenSSL with certificates
+// and host names verified): a request reuses an idle connection, so the DNS lookup, TCP connect and
+// TLS handshake happen once per connection, not once per request. The exchange runs on the
+// caller's thread. A reused connection the server has closed meanwhile is replaced and the request
+// sent once more. Thread-safe.
+class PooledHttpTransport final : public HttpTransport {
+ public:
+  explicit PooledHttpTransport(HttpTransportOptions options = {});
+  ~PooledHttpTransport() override;
+  PooledHttpTransport(const PooledHttpTransport&) = delete;
+  PooledHttpTransport& operator=(const PooledHttpTransport&) = delete;
+
+  HttpResponse send(const HttpRequest& request) override;
+
+  // A long-lived streamed answer (a kube watch), on a connection of its own that is never pooled.
+  // For a 2xx answer, calls onLine with each '\n'-terminated line of the body as it arrives and
+  // returns at the body's end, or as soon as `stop` is requested. Any other answer is returned whole
+  // (bounded by maxResponseBytes) without calling onLine. request.timeout bounds the connect and
+  // the headers; after that, no byte for `idleTimeout` is a TransportError (a dead link). A line
+  // longer than maxResponseBytes is a TransportError too.
+  HttpResponse streamLines(const HttpRequest& request, const std::function<void(std::string_view line)>& onLine,
+                           std::stop_token stop, std::chrono::milliseconds idleTimeout);
+
+ private:
+  struct Pool;
+  std::unique_ptr<Pool> pool_;
+};
+
+}  // namespace vto
