@@ -79,7 +79,7 @@ void Informer::relist(const std::string& ns, std::string& resourceVersion) {
     options.continueToken = page.continueToken;
     options.resourceVersion.clear();  // continued pages come from the first page's snapshot
   } while (!options.continueToken.empty());
-  for (const auto& changed : cache_.replace(ns, items)) notify(changed);
+  for (const auto& changed : cache_.replace(ns, std::move(items))) notify(*changed);
   resourceVersion = listVersion;
   ++listCount_;
 }
@@ -104,20 +104,22 @@ void Informer::run(const std::string& ns, std::stop_token stop) {
       watch.timeoutSeconds = options_.watchTimeoutSeconds;
       client_.watch(
           options_.resource, ns, watch,
-          [&](const WatchEvent& event) {
+          [&](WatchEvent&& event) {
             if (event.type == "ERROR") {
               throw ApiError(parseStatus(event.object.value("code", 500), event.object.dump()));
             }
             auto rv = event.object.value("/metadata/resourceVersion"_json_pointer, std::string());
             if (event.type == "ADDED" || event.type == "MODIFIED" || event.type == "DELETED") {
-              auto object = event.object;
-              if (options_.transform) options_.transform(object);
+              if (options_.transform) options_.transform(event.object);
               if (event.type == "DELETED") {
-                cache_.erase(keyOf(object));
+                cache_.erase(keyOf(event.object));
+                notify(event.object);
               } else {
-                cache_.upsert(object);
+                auto key = keyOf(event.object);
+                cache_.upsert(std::move(event.object));
+                // The stored object, not a copy; a newer event may already have replaced it.
+                if (auto stored = cache_.get(key)) notify(*stored);
               }
-              notify(object);
             }
             // BOOKMARK carries only the resourceVersion: the point to resume from.
             if (!rv.empty()) resourceVersion = rv;

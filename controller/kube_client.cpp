@@ -263,7 +263,7 @@ void RestKubeClient::remove(const Resource& resource, const std::string& ns,
 
 void RestKubeClient::watch(const Resource& resource, const std::string& ns,
                            const WatchOptions& options,
-                           const std::function<void(const WatchEvent&)>& onEvent,
+                           const std::function<void(WatchEvent&&)>& onEvent,
                            std::stop_token stop) {
   auto path = withQuery(resource.path(ns),
                         {{"watch", "true"},
@@ -290,7 +290,7 @@ void RestKubeClient::watch(const Resource& resource, const std::string& ns,
           auto object = event.find("object");
           WatchEvent watchEvent{event.value("type", ""), nlohmann::json::object()};
           if (object != event.end()) watchEvent.object = std::move(*object);
-          onEvent(watchEvent);
+          onEvent(std::move(watchEvent));
         },
         stop, idle);
   } catch (const TransportError& error) {

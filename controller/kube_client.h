@@ -104,7 +104,7 @@ class KubeClient {
   // Streams events to `onEvent` until the server ends the watch (returns normally) or `stop` is
   // requested (returns early). Throws ApiError when the watch cannot start or the connection fails.
   virtual void watch(const Resource& resource, const std::string& ns, const WatchOptions& options,
-                     const std::function<void(const WatchEvent&)>& onEvent,
+                     const std::function<void(WatchEvent&&)>& onEvent,
                      std::stop_token stop) = 0;
 };
 
@@ -137,7 +137,7 @@ class RestKubeClient final : public KubeClient {
                        const std::string& subresource = "") override;
   void remove(const Resource& resource, const std::string& ns, const std::string& name) override;
   void watch(const Resource& resource, const std::string& ns, const WatchOptions& options,
-             const std::function<void(const WatchEvent&)>& onEvent, std::stop_token stop) override;
+             const std::function<void(WatchEvent&&)>& onEvent, std::stop_token stop) override;
 
  private:
   struct Impl;

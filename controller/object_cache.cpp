@@ -18,25 +18,24 @@ std::string uidOf(const nlohmann::json& object) {
 
 ObjectCache::ObjectCache(std::string indexedLabel) : indexedLabel_(std::move(indexedLabel)) {}
 
-std::optional<nlohmann::json> ObjectCache::get(const ObjectKey& key) const {
+CachedObject ObjectCache::get(const ObjectKey& key) const {
   std::shared_lock lock(mutex_);
   auto found = objects_.find(key);
-  if (found == objects_.end()) return std::nullopt;
-  return found->second;
+  return found == objects_.end() ? nullptr : found->second;
 }
 
-std::vector<nlohmann::json> ObjectCache::list(const std::string& ns) const {
+std::vector<CachedObject> ObjectCache::list(const std::string& ns) const {
   std::shared_lock lock(mutex_);
-  std::vector<nlohmann::json> out;
+  std::vector<CachedObject> out;
   for (const auto& [key, object] : objects_) {
     if (ns.empty() || key.ns == ns) out.push_back(object);
   }
   return out;
 }
 
-std::vector<nlohmann::json> ObjectCache::byLabel(const std::string& value) const {
+std::vector<CachedObject> ObjectCache::byLabel(const std::string& value) const {
   std::shared_lock lock(mutex_);
-  std::vector<nlohmann::json> out;
+  std::vector<CachedObject> out;
   auto found = byLabel_.find(value);
   if (found == byLabel_.end()) return out;
   for (const auto& key : found->second) out.push_back(objects_.at(key));
@@ -86,46 +85,45 @@ void ObjectCache::indexLocked(const ObjectKey& key, const nlohmann::json* before
   }
 }
 
-std::optional<nlohmann::json> ObjectCache::upsert(const nlohmann::json& object) {
+CachedObject ObjectCache::upsert(nlohmann::json object) {
+  auto stored = std::make_shared<const nlohmann::json>(std::move(object));
+  auto key = keyOf(*stored);
   std::unique_lock lock(mutex_);
-  auto key = keyOf(object);
-  std::optional<nlohmann::json> before;
-  auto found = objects_.find(key);
-  if (found != objects_.end()) before = std::move(found->second);
-  indexLocked(key, before ? &*before : nullptr, &object);
-  objects_[key] = object;
+  auto& slot = objects_[key];
+  CachedObject before = std::move(slot);
+  indexLocked(key, before.get(), stored.get());
+  slot = std::move(stored);
   return before;
 }
 
-std::optional<nlohmann::json> ObjectCache::erase(const ObjectKey& key) {
+CachedObject ObjectCache::erase(const ObjectKey& key) {
   std::unique_lock lock(mutex_);
   auto found = objects_.find(key);
-  if (found == objects_.end()) return std::nullopt;
+  if (found == objects_.end()) return nullptr;
   auto before = std::move(found->second);
   objects_.erase(found);
-  indexLocked(key, &before, nullptr);
+  indexLocked(key, before.get(), nullptr);
   return before;
 }
 
-std::vector<nlohmann::json> ObjectCache::replace(const std::string& ns, const nlohmann::json& items) {
+std::vector<CachedObject> ObjectCache::replace(const std::string& ns, nlohmann::json items) {
   std::unique_lock lock(mutex_);
-  std::vector<nlohmann::json> changed;
+  std::vector<CachedObject> changed;
   std::set<ObjectKey> present;
-  for (const auto& object : items) {
-    auto key = keyOf(object);
+  for (auto& item : items) {
+    auto key = keyOf(item);
     present.insert(key);
     auto found = objects_.find(key);
-    if (found != objects_.end() && resourceVersionOf(found->second) == resourceVersionOf(object)) {
-      continue;
-    }
-    indexLocked(key, found != objects_.end() ? &found->second : nullptr, &object);
-    objects_[key] = object;
-    changed.push_back(object);
+    if (found != objects_.end() && resourceVersionOf(*found->second) == resourceVersionOf(item)) continue;
+    auto stored = std::make_shared<const nlohmann::json>(std::move(item));
+    indexLocked(key, found != objects_.end() ? found->second.get() : nullptr, stored.get());
+    objects_[key] = stored;
+    changed.push_back(std::move(stored));
   }
   for (auto it = objects_.begin(); it != objects_.end();) {
     bool inScope = ns.empty() || it->first.ns == ns;
     if (inScope && !present.count(it->first)) {
-      indexLocked(it->first, &it->second, nullptr);
+      indexLocked(it->first, it->second.get(), nullptr);
       changed.push_back(std::move(it->second));
       it = objects_.erase(it);
     } else {

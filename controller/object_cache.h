@@ -1,7 +1,10 @@
 #pragma once
 // The informer's thread-safe copy of the objects it watches, keyed by namespace/name, with an
-// optional index on one label's value (e.g. all objects owned by one parent).
+// optional index on one label's value (e.g. all objects owned by one parent). Objects are stored
+// once, immutable, and handed out shared: a reader holds the version it got while the informer
+// replaces it, and no read copies an object.
 #include <map>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -16,25 +19,28 @@ namespace vto::controller {
 
 ObjectKey keyOf(const nlohmann::json& object);
 
+// One cached object; null where there is none.
+using CachedObject = std::shared_ptr<const nlohmann::json>;
+
 class ObjectCache {
  public:
   // `indexedLabel`: a label key whose values byLabel() can look up; empty for no index.
   explicit ObjectCache(std::string indexedLabel = "");
 
-  std::optional<nlohmann::json> get(const ObjectKey& key) const;
+  CachedObject get(const ObjectKey& key) const;
   // Objects of namespace `ns`, or of all namespaces when `ns` is empty.
-  std::vector<nlohmann::json> list(const std::string& ns = "") const;
-  std::vector<nlohmann::json> byLabel(const std::string& value) const;
+  std::vector<CachedObject> list(const std::string& ns = "") const;
+  std::vector<CachedObject> byLabel(const std::string& value) const;
   // The key of the object with metadata.uid `uid` (an index: no walk over the cache).
   std::optional<ObjectKey> keyByUid(const std::string& uid) const;
   size_t size() const;
 
   // Mutations, for the informer. upsert/erase return the object as it was before (if any).
-  std::optional<nlohmann::json> upsert(const nlohmann::json& object);
-  std::optional<nlohmann::json> erase(const ObjectKey& key);
+  CachedObject upsert(nlohmann::json object);
+  CachedObject erase(const ObjectKey& key);
   // Makes the cache for namespace `ns` (all when empty) hold exactly `items`; returns every object
   // that is new, changed (by resourceVersion) or gone (its last known state).
-  std::vector<nlohmann::json> replace(const std::string& ns, const nlohmann::json& items);
+  std::vector<CachedObject> replace(const std::string& ns, nlohmann::json items);
 
  private:
   std::string labelValue(const nlohmann::json& object) const;
@@ -42,7 +48,7 @@ class ObjectCache {
 
   std::string indexedLabel_;
   mutable std::shared_mutex mutex_;
-  std::map<ObjectKey, nlohmann::json> objects_;
+  std::map<ObjectKey, CachedObject> objects_;
   std::map<std::string, std::set<ObjectKey>> byLabel_;
   std::map<std::string, ObjectKey> byUid_;
 };

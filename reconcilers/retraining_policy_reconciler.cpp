@@ -818,8 +818,8 @@ controller::Result RetrainingPolicyReconciler::reconcile(const controller::Objec
   const auto& meta = (*cached)["metadata"];
   if (meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null()) return {};
   RetrainingObserved observed{*cached, {}, clock_.now(), {}, {}};
-  for (auto& run : runs_.byLabel(key.name)) {
-    if (run["metadata"].value("namespace", "") == key.ns) observed.children.push_back(std::move(run));
+  for (const auto& run : runs_.byLabel(key.name)) {
+    if ((*run)["metadata"].value("namespace", "") == key.ns) observed.children.push_back(*run);
   }
   overlayCounted(key, observed.children);
   observed.policy = pollTriggers(*cached, observed);

@@ -44,15 +44,24 @@ Result TrainingRunReconciler::reconcile(const controller::ObjectKey& key) {
   return act(*cached, observed, decide(observed, decideOptions_));
 }
 
+namespace {
+// A member of the cached object, read in place (an absent one reads as {}): no copy per reconcile.
+const nlohmann::json& memberOf(const nlohmann::json& object, const char* name) {
+  static const nlohmann::json empty = nlohmann::json::object();
+  auto found = object.find(name);
+  return found != object.end() ? *found : empty;
+}
+}  // namespace
+
 Observed TrainingRunReconciler::observe(const nlohmann::json& object) {
   Observed o;
   o.now = clock_.now();
   o.defaults = options_.defaults;
-  o.metadata = crd::decodeObjectMeta(object.value("metadata", nlohmann::json::object()), "metadata");
+  o.metadata = crd::decodeObjectMeta(memberOf(object, "metadata"), "metadata");
   o.hasFinalizer = controller::containsFinalizer(object, kFinalizer);
   o.statusStored = object.contains("status");
   try {
-    o.status = crd::decodeTrainingRunStatus(object.value("status", nlohmann::json::object()), "status");
+    o.status = crd::decodeTrainingRunStatus(memberOf(object, "status"), "status");
   } catch (const std::exception&) {
     o.status = {};  // a status we cannot read is rebuilt from what we observe
   }
@@ -107,11 +116,12 @@ void TrainingRunReconciler::observeTenancy(Observed& o) {
                             [](const auto& rule) { return rule.maxAccelerators.has_value(); });
   if (!capped) return;
   std::map<std::string, crd::NamespaceInfo> namespaces{{o.metadata.namespace_, o.namespaceInfo}};
-  for (const auto& object : runs_.list()) {
+  for (const auto& cached : runs_.list()) {
+    const auto& object = *cached;
     try {
       auto run = crd::decodeTrainingRun(object);
       if (run.metadata.uid == o.metadata.uid) continue;
-      auto status = crd::decodeTrainingRunStatus(object.value("status", nlohmann::json::object()), "status");
+      auto status = crd::decodeTrainingRunStatus(memberOf(object, "status"), "status");
       auto claim = acceleratorClaimOf(run, status);
       if (!claim) continue;
       auto ns = namespaces.find(run.metadata.namespace_);
@@ -234,9 +244,12 @@ void TrainingRunReconciler::observeCheckpoint(Observed& o) {
 
 Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& o, Plan plan) {
   if (plan.retry) throw std::runtime_error(*plan.retry);
-  nlohmann::json object = cached;  // metadata.resourceVersion kept current by our own writes
+  // The object as our own writes left it (their answers carry the new resourceVersion); until the
+  // first write, the cached one, uncopied.
+  std::optional<nlohmann::json> written;
+  auto current = [&]() -> const nlohmann::json& { return written ? *written : cached; };
   const auto& meta = o.metadata;
-  if (plan.addFinalizer) object = controller::addFinalizer(kube_, trainingRunResource(), object, kFinalizer);
+  if (plan.addFinalizer) written = controller::addFinalizer(kube_, trainingRunResource(), cached, kFinalizer);
   if (plan.cancelJob) {
     try {
       vertex_.cancelJob(*plan.cancelJob);
@@ -267,8 +280,8 @@ Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& 
     }
     if (job) plan = recordCreatedJob(o, std::move(plan), cachedJobOf(*job, o.now), adopted);
   }
-  if (plan.status) writeStatus(object, *plan.status);
-  controller::recordEvents(events_, object, plan.events);
+  if (plan.status) written = writeStatus(current(), *plan.status);
+  controller::recordEvents(events_, current(), plan.events);
   if (metrics_ != nullptr) {
     if (plan.resumedAfter) metrics_->resumed(*plan.resumedAfter);
     if (o.checkpoint && !o.checkpoint->updateTime.empty()) {
@@ -278,7 +291,7 @@ Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& 
     if (plan.finished) metrics_->forgetRun(meta.namespace_, meta.name);
   }
   if (plan.finished || plan.removeFinalizer) checkpoints_.forget(meta.uid);
-  if (plan.removeFinalizer) controller::removeFinalizer(kube_, trainingRunResource(), object, kFinalizer);
+  if (plan.removeFinalizer) controller::removeFinalizer(kube_, trainingRunResource(), current(), kFinalizer);
   if (plan.deleteRun) {
     try {
       kube_.remove(trainingRunResource(), meta.namespace_, meta.name);
@@ -291,14 +304,10 @@ Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& 
   return Result{plan.requeueAfter};
 }
 
-void TrainingRunReconciler::writeStatus(nlohmann::json& object, const crd::TrainingRunStatus& status) {
-  auto encoded = crd::encodeTrainingRunStatus(status);
-  nlohmann::json sent = object;
-  sent["status"] = encoded;
-  auto ns = object.value("/metadata/namespace"_json_pointer, std::string());
-  auto updated = kube_.updateStatus(trainingRunResource(), ns, sent);
-  object["metadata"]["resourceVersion"] = updated["metadata"]["resourceVersion"];
-  object["status"] = std::move(encoded);
+nlohmann::json TrainingRunReconciler::writeStatus(const nlohmann::json& object, const crd::TrainingRunStatus& status) {
+  nlohmann::json sent = object;  // with its resourceVersion: a write from a stale cache is a 409
+  sent["status"] = crd::encodeTrainingRunStatus(status);
+  return kube_.updateStatus(trainingRunResource(), sent["metadata"].value("namespace", ""), sent);
 }
 
 }  // namespace vto::reconcilers

@@ -79,7 +79,8 @@ class TrainingRunReconciler final : public controller::Reconciler {
   // The tenancy inputs: this run's namespace and the other runs' accelerator claims (informer cache).
   void observeTenancy(Observed& observed);
   crd::NamespaceInfo namespaceInfo(const std::string& name);
-  void writeStatus(nlohmann::json& object, const crd::TrainingRunStatus& status);
+  // PUTs the status; returns the object as stored afterwards (its new resourceVersion).
+  nlohmann::json writeStatus(const nlohmann::json& object, const crd::TrainingRunStatus& status);
 
   const controller::ObjectCache& runs_;
   controller::KubeClient& kube_;

@@ -124,7 +124,7 @@ class FakeKubeClient final : public controller::KubeClient {
     return statusWrites_;
   }
   void watch(const Resource&, const std::string&, const controller::WatchOptions&,
-             const std::function<void(const controller::WatchEvent&)>&, std::stop_token) override {
+             const std::function<void(controller::WatchEvent&&)>&, std::stop_token) override {
     throw controller::ApiError({501, "NotImplemented", "the fake does not watch", {}});
   }
 

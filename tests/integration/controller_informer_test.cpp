@@ -36,6 +36,12 @@ Versions versionsOf(const std::vector<json>& items) {
   return versions;
 }
 
+Versions versionsOf(const std::vector<CachedObject>& cached) {
+  std::vector<json> items;
+  for (const auto& object : cached) items.push_back(*object);
+  return versionsOf(items);
+}
+
 Versions serverVersions(const TestCluster& cluster, const std::string& ns) {
   auto listed = cluster.kubectl("get configmaps -n " + ns + " -o json");
   if (listed.exitCode != 0) return {{"<kubectl failed>", listed.output}};
@@ -69,11 +75,11 @@ TEST(InformerTest, FollowsCreatesUpdatesAndDeletesMadeWithKubectl) {
   informer.addHandler(std::ref(seen));
   informer.start();
   ASSERT_TRUE(waitFor([&] { return informer.hasSynced(); }, 30s));
-  EXPECT_TRUE(informer.cache().get({"informer-crud", "before"}).has_value());
+  EXPECT_TRUE(informer.cache().get({"informer-crud", "before"}) != nullptr);
   EXPECT_EQ(seen.of("before"), 1);
 
   ASSERT_EQ(cluster.kubectl("create configmap made -n informer-crud --from-literal=k=1").exitCode, 0);
-  ASSERT_TRUE(waitFor([&] { return informer.cache().get({"informer-crud", "made"}).has_value(); }, 30s));
+  ASSERT_TRUE(waitFor([&] { return informer.cache().get({"informer-crud", "made"}) != nullptr; }, 30s));
 
   ASSERT_EQ(cluster.kubectl("patch configmap made -n informer-crud -p '{\"data\":{\"k\":\"2\"}}'").exitCode, 0);
   ASSERT_TRUE(waitFor([&] {
@@ -82,7 +88,7 @@ TEST(InformerTest, FollowsCreatesUpdatesAndDeletesMadeWithKubectl) {
   }, 30s));
 
   ASSERT_EQ(cluster.kubectl("delete configmap made -n informer-crud").exitCode, 0);
-  ASSERT_TRUE(waitFor([&] { return !informer.cache().get({"informer-crud", "made"}).has_value(); }, 30s));
+  ASSERT_TRUE(waitFor([&] { return informer.cache().get({"informer-crud", "made"}) == nullptr; }, 30s));
   EXPECT_EQ(seen.of("made"), 3) << "added, modified, deleted";
   EXPECT_EQ(versionsOf(informer.cache().list("informer-crud")), serverVersions(cluster, "informer-crud"));
   informer.stop();
@@ -103,7 +109,7 @@ TEST(InformerTest, OnlyWatchesTheConfiguredNamespaces) {
   ASSERT_EQ(cluster.kubectl("label configmap wanted -n informer-in app=demo").exitCode, 0);
   ASSERT_TRUE(waitFor([&] { return informer.cache().byLabel("demo").size() == 1; }, 30s));
   // Changes are seen in order, so once "wanted" is labelled the earlier "ignored" would be there.
-  EXPECT_FALSE(informer.cache().get({"informer-out", "ignored"}).has_value());
+  EXPECT_FALSE(informer.cache().get({"informer-out", "ignored"}) != nullptr);
   informer.stop();
 }
 
@@ -149,7 +155,7 @@ class ExpiringClient final : public KubeClient {
   }
   void remove(const Resource& r, const std::string& ns, const std::string& n) override { real_.remove(r, ns, n); }
   void watch(const Resource& r, const std::string& ns, const WatchOptions& o,
-             const std::function<void(const WatchEvent&)>& onEvent, std::stop_token stop) override {
+             const std::function<void(WatchEvent&&)>& onEvent, std::stop_token stop) override {
     auto options = o;
     if (!expired_.exchange(true)) options.resourceVersion = "1";
     real_.watch(r, ns, options, onEvent, stop);
@@ -174,7 +180,7 @@ TEST(InformerTest, RelistsWhenTheWatchIsGone) {
   informer.start();
   ASSERT_TRUE(waitFor([&] { return informer.listCount() >= 2; }, 30s)) << "no relist after 410";
   ASSERT_EQ(cluster.kubectl("create configmap after -n informer-gone").exitCode, 0);
-  ASSERT_TRUE(waitFor([&] { return informer.cache().get({"informer-gone", "after"}).has_value(); }, 30s))
+  ASSERT_TRUE(waitFor([&] { return informer.cache().get({"informer-gone", "after"}) != nullptr; }, 30s))
       << "the watch did not resume after the relist";
   EXPECT_EQ(versionsOf(informer.cache().list("informer-gone")), serverVersions(cluster, "informer-gone"));
   informer.stop();

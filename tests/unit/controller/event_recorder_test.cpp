@@ -121,7 +121,7 @@ class GatedKubeClient final : public KubeClient {
     return inner_.patch(r, ns, name, type, body, manager, force, sub);
   }
   void remove(const Resource& r, const std::string& ns, const std::string& name) override { inner_.remove(r, ns, name); }
-  void watch(const Resource&, const std::string&, const WatchOptions&, const std::function<void(const WatchEvent&)>&,
+  void watch(const Resource&, const std::string&, const WatchOptions&, const std::function<void(WatchEvent&&)>&,
              std::stop_token) override {}
 
  private:

@@ -26,7 +26,7 @@ json configMap(const std::string& name, const std::string& rv) {
 // Lists return `items`; each watch runs the next script (or blocks until stopped when none is left).
 class ScriptedWatchClient final : public KubeClient {
  public:
-  using Script = std::function<void(const std::function<void(const WatchEvent&)>&)>;
+  using Script = std::function<void(const std::function<void(WatchEvent&&)>&)>;
 
   void setItems(json newItems, std::string rv) {
     std::lock_guard guard(mutex_);
@@ -52,7 +52,7 @@ class ScriptedWatchClient final : public KubeClient {
     return {items_, listVersion_, ""};
   }
   void watch(const Resource&, const std::string&, const WatchOptions& options,
-             const std::function<void(const WatchEvent&)>& onEvent, std::stop_token stop) override {
+             const std::function<void(WatchEvent&&)>& onEvent, std::stop_token stop) override {
     Script script;
     {
       std::unique_lock lock(mutex_);
@@ -169,7 +169,7 @@ TEST_F(InformerUnitTest, CachedObjectsAreStrippedOfWhatVtoNeverReads) {
     if (o["metadata"].contains("managedFields")) ++notifiedWithManagedFields;
   });
   informer.start();
-  ASSERT_TRUE(waitFor([&] { return informer.cache().get({"ns", "watched"}).has_value(); }, 5s));
+  ASSERT_TRUE(waitFor([&] { return informer.cache().get({"ns", "watched"}) != nullptr; }, 5s));
   for (const char* name : {"listed", "watched"}) {
     auto cached = *informer.cache().get({"ns", name});
     EXPECT_FALSE(cached["metadata"].contains("managedFields")) << name;

@@ -188,7 +188,7 @@ class HangingClient final : public KubeClient {
     inner_.remove(r, ns, name);
   }
   void watch(const Resource& r, const std::string& ns, const WatchOptions& o,
-             const std::function<void(const WatchEvent&)>& onEvent, std::stop_token stop) override {
+             const std::function<void(WatchEvent&&)>& onEvent, std::stop_token stop) override {
     inner_.watch(r, ns, o, onEvent, stop);
   }
 

@@ -23,7 +23,7 @@ TEST(ObjectCacheTest, ReplaceReportsNewChangedAndGoneObjectsOfItsNamespaceOnly) 
   auto changes = cache.replace("a", json::array({object("a", "same", "1"), object("a", "changed", "2"),
                                                  object("a", "new", "3")}));
   std::set<std::string> names;
-  for (const auto& c : changes) names.insert(c["metadata"]["name"]);
+  for (const auto& c : changes) names.insert((*c)["metadata"]["name"]);
   EXPECT_EQ(names, (std::set<std::string>{"changed", "new", "gone"}));
   EXPECT_FALSE(cache.get({"a", "gone"}));
   EXPECT_TRUE(cache.get({"b", "elsewhere"})) << "another namespace's objects are left alone";

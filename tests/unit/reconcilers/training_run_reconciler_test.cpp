@@ -387,7 +387,7 @@ TEST_F(ReconcilerTest, DeletionCancelsTheJobThenReleasesTheObject) {
   EXPECT_EQ(status()["phase"], "Cancelling");
   vertex.setState(job, vertex::JobState::Cancelled);
   reconcile();
-  EXPECT_FALSE(cache.get({"ns", "r"}).has_value()) << "the finalizer went and the object with it";
+  EXPECT_FALSE(cache.get({"ns", "r"}) != nullptr) << "the finalizer went and the object with it";
 }
 
 TEST_F(ReconcilerTest, A403OnCreateFailsTheRunAndStopsRetrying) {
