@@ -1,5 +1,8 @@
 #include "crd/strict_json.h"
 
+#include <algorithm>
+#include <set>
+
 namespace vto::crd {
 
 namespace {
@@ -12,16 +15,6 @@ DecodeErrorCollector::~DecodeErrorCollector() { activeCollector = previous_; }
 void reportDecodeError(DecodeError error) {
   if (!activeCollector) throw error;
   activeCollector->errors_.push_back(std::move(error));
-}
-
-bool decodeField(const std::function<void()>& decode) {
-  try {
-    decode();
-    return true;
-  } catch (DecodeError& e) {
-    reportDecodeError(std::move(e));
-    return false;
-  }
 }
 
 std::string joinPath(const std::string& parent, const std::string& key) {
@@ -102,21 +95,30 @@ bool ObjectReader::has(const std::string& key) {
 }
 
 const json* ObjectReader::get(const std::string& key) {
-  known_.insert(key);
+  known_.push_back(key);
   auto it = object_.find(key);
   if (it == object_.end() || it->is_null()) return nullptr;
   return &*it;
 }
 
-void ObjectReader::with(const std::string& key, const std::function<void(const json&, const std::string&)>& decode) {
-  if (auto* v = get(key)) decodeField([&] { decode(*v, pathOf(key)); });
-}
-
+// The well-typed value is read directly; only a bad one pays for its path (an error message).
 void ObjectReader::string(const std::string& key, std::string& out) {
-  if (auto* v = get(key)) decodeField([&] { out = readString(*v, pathOf(key)); });
+  auto* v = get(key);
+  if (v == nullptr) return;
+  if (v->is_string()) {
+    out = v->get_ref<const std::string&>();
+  } else {
+    decodeField([&] { out = readString(*v, pathOf(key)); });
+  }
 }
 void ObjectReader::boolean(const std::string& key, bool& out) {
-  if (auto* v = get(key)) decodeField([&] { out = readBool(*v, pathOf(key)); });
+  auto* v = get(key);
+  if (v == nullptr) return;
+  if (v->is_boolean()) {
+    out = v->get<bool>();
+  } else {
+    decodeField([&] { out = readBool(*v, pathOf(key)); });
+  }
 }
 void ObjectReader::number(const std::string& key, double& out) {
   if (auto* v = get(key)) decodeField([&] { out = readNumber(*v, pathOf(key)); });
@@ -135,10 +137,13 @@ void ObjectReader::raw(const std::string& key, json& out) {
 }
 
 void ObjectReader::finish() const {
-  std::string list;
-  for (const auto& n : known_) list += (list.empty() ? "" : ", ") + n;
-  for (const auto& [key, value] : object_.items())
-    if (!known_.count(key)) reportDecodeError(DecodeError(pathOf(key), "unknown field; the known fields here are: " + list));
+  for (const auto& [key, value] : object_.items()) {
+    if (std::find(known_.begin(), known_.end(), key) != known_.end()) continue;
+    std::set<std::string> sorted(known_.begin(), known_.end());
+    std::string list;
+    for (const auto& n : sorted) list += (list.empty() ? "" : ", ") + n;
+    reportDecodeError(DecodeError(pathOf(key), "unknown field; the known fields here are: " + list));
+  }
 }
 
 }  // namespace vto::crd

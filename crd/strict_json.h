@@ -51,7 +51,18 @@ class DecodeErrorCollector {
 // Records `error` in the active collector, or throws it when none is active.
 void reportDecodeError(DecodeError error);
 // Runs decode(); a DecodeError it throws is reported as above. False when decode() did not complete.
-bool decodeField(const std::function<void()>& decode);
+// A template, not std::function: decoding runs on every reconcile, and a std::function per field
+// was a heap allocation per field.
+template <typename Decode>
+bool decodeField(Decode&& decode) {
+  try {
+    decode();
+    return true;
+  } catch (DecodeError& e) {
+    reportDecodeError(std::move(e));
+    return false;
+  }
+}
 
 // "spec" + "trainer" -> "spec.trainer"; "" + "spec" -> "spec".
 std::string joinPath(const std::string& parent, const std::string& key);
@@ -82,7 +93,10 @@ class ObjectReader {
   // The value of `key` when present and not null (marking it known), else nullptr.
   const json* get(const std::string& key);
   // Calls decode(value, path) when `key` is present and not null.
-  void with(const std::string& key, const std::function<void(const json&, const std::string&)>& decode);
+  template <typename Decode>
+  void with(const std::string& key, Decode&& decode) {
+    if (auto* v = get(key)) decodeField([&] { decode(*v, pathOf(key)); });
+  }
 
   void string(const std::string& key, std::string& out);
   void boolean(const std::string& key, bool& out);
@@ -103,7 +117,7 @@ class ObjectReader {
   // Accepts any JSON for `key` without looking inside (pass-through fields).
   void raw(const std::string& key, json& out);
   // Marks keys as known without decoding them (fields decoded elsewhere).
-  void ignore(const std::string& key) { known_.insert(key); }
+  void ignore(const std::string& key) { known_.push_back(key); }
 
   // Reports every field that was never asked for (throws on the first outside collect mode).
   void finish() const;
@@ -111,16 +125,16 @@ class ObjectReader {
  private:
   const json& object_;
   std::string path_;
-  std::set<std::string> known_;
+  std::vector<std::string> known_;  // a few per object: a vector, searched only by finish()
 };
 
 // Decodes each element of a JSON array with decode(element, "path[i]"); in collect mode an element
 // that fails is reported and left out.
-template <typename T>
-std::vector<T> readList(const json& value, const std::string& path,
-                        const std::function<T(const json&, const std::string&)>& decode) {
+template <typename T, typename Decode>
+std::vector<T> readList(const json& value, const std::string& path, Decode&& decode) {
   if (!value.is_array()) throw DecodeError(path, "must be a list, not " + describeType(value));
   std::vector<T> out;
+  out.reserve(value.size());
   for (size_t i = 0; i < value.size(); ++i) decodeField([&] { out.push_back(decode(value[i], indexPath(path, i))); });
   return out;
 }
