@@ -205,8 +205,7 @@ int run(const Args& args) {
   manager.addCollectable(processMetrics);
   runs.addHandler([&runs, observer = trainingRunObserver.get()](const nlohmann::json& run) {
     auto uid = run["metadata"].value("uid", "");
-    auto cached = runs.cache().get(controller::keyOf(run));
-    if (!cached || (*cached)["metadata"].value("uid", "") != uid) {
+    if (runs.cache().uidAt(controller::keyOf(run)) != uid) {  // gone, or replaced by a namesake
       observer->forget(uid);
     } else {
       observer->observe(reconcilers::trainingRunSnapshot(run));

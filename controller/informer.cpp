@@ -113,13 +113,10 @@ void Informer::run(const std::string& ns, std::stop_token stop) {
               if (options_.transform) options_.transform(event.object);
               if (event.type == "DELETED") {
                 cache_.erase(keyOf(event.object));
-                notify(event.object);
               } else {
-                auto key = keyOf(event.object);
-                cache_.upsert(std::move(event.object));
-                // The stored object, not a copy; a newer event may already have replaced it.
-                if (auto stored = cache_.get(key)) notify(*stored);
+                cache_.upsert(event.object);
               }
+              notify(event.object);
             }
             // BOOKMARK carries only the resourceVersion: the point to resume from.
             if (!rv.empty()) resourceVersion = rv;

@@ -7,28 +7,48 @@ ObjectKey keyOf(const nlohmann::json& object) {
                    object.value("/metadata/name"_json_pointer, std::string())};
 }
 
-namespace {
-std::string resourceVersionOf(const nlohmann::json& object) {
-  return object.value("/metadata/resourceVersion"_json_pointer, std::string());
-}
-std::string uidOf(const nlohmann::json& object) {
-  return object.value("/metadata/uid"_json_pointer, std::string());
-}
-}  // namespace
-
 ObjectCache::ObjectCache(std::string indexedLabel) : indexedLabel_(std::move(indexedLabel)) {}
+
+ObjectCache::Stored ObjectCache::store(const nlohmann::json& object) const {
+  Stored stored;
+  stored.cbor = nlohmann::json::to_cbor(object);
+  stored.cbor.shrink_to_fit();
+  stored.resourceVersion = object.value("/metadata/resourceVersion"_json_pointer, std::string());
+  stored.uid = object.value("/metadata/uid"_json_pointer, std::string());
+  if (!indexedLabel_.empty()) {
+    auto metadata = object.find("metadata");
+    if (metadata != object.end() && metadata->is_object()) {
+      auto labels = metadata->find("labels");
+      if (labels != metadata->end() && labels->is_object()) {
+        auto value = labels->find(indexedLabel_);
+        if (value != labels->end() && value->is_string()) stored.label = value->get<std::string>();
+      }
+    }
+  }
+  return stored;
+}
+
+CachedObject ObjectCache::decode(const Stored& stored) {
+  return std::make_shared<const nlohmann::json>(nlohmann::json::from_cbor(stored.cbor));
+}
 
 CachedObject ObjectCache::get(const ObjectKey& key) const {
   std::shared_lock lock(mutex_);
   auto found = objects_.find(key);
-  return found == objects_.end() ? nullptr : found->second;
+  return found == objects_.end() ? nullptr : decode(found->second);
+}
+
+std::string ObjectCache::uidAt(const ObjectKey& key) const {
+  std::shared_lock lock(mutex_);
+  auto found = objects_.find(key);
+  return found == objects_.end() ? std::string() : found->second.uid;
 }
 
 std::vector<CachedObject> ObjectCache::list(const std::string& ns) const {
   std::shared_lock lock(mutex_);
   std::vector<CachedObject> out;
-  for (const auto& [key, object] : objects_) {
-    if (ns.empty() || key.ns == ns) out.push_back(object);
+  for (const auto& [key, stored] : objects_) {
+    if (ns.empty() || key.ns == ns) out.push_back(decode(stored));
   }
   return out;
 }
@@ -38,7 +58,7 @@ std::vector<CachedObject> ObjectCache::byLabel(const std::string& value) const {
   std::vector<CachedObject> out;
   auto found = byLabel_.find(value);
   if (found == byLabel_.end()) return out;
-  for (const auto& key : found->second) out.push_back(objects_.at(key));
+  for (const auto& key : found->second) out.push_back(decode(objects_.at(key)));
   return out;
 }
 
@@ -54,56 +74,41 @@ size_t ObjectCache::size() const {
   return objects_.size();
 }
 
-std::string ObjectCache::labelValue(const nlohmann::json& object) const {
-  if (indexedLabel_.empty()) return "";
-  const auto* labels = object.contains("metadata") && object["metadata"].contains("labels")
-                           ? &object["metadata"]["labels"]
-                           : nullptr;
-  if (!labels || !labels->contains(indexedLabel_) || !(*labels)[indexedLabel_].is_string()) return "";
-  return (*labels)[indexedLabel_].get<std::string>();
-}
-
-void ObjectCache::indexLocked(const ObjectKey& key, const nlohmann::json* before,
-                              const nlohmann::json* after) {
+void ObjectCache::indexLocked(const ObjectKey& key, const Stored* before, const Stored* after) {
   if (before) {
-    auto found = byUid_.find(uidOf(*before));
+    auto found = byUid_.find(before->uid);
     if (found != byUid_.end() && found->second == key) byUid_.erase(found);
   }
-  if (after && !uidOf(*after).empty()) byUid_[uidOf(*after)] = key;
+  if (after && !after->uid.empty()) byUid_[after->uid] = key;
   if (indexedLabel_.empty()) return;
-  if (before) {
-    auto value = labelValue(*before);
-    if (!value.empty()) {
-      auto& keys = byLabel_[value];
-      keys.erase(key);
-      if (keys.empty()) byLabel_.erase(value);
-    }
+  if (before && !before->label.empty()) {
+    auto& keys = byLabel_[before->label];
+    keys.erase(key);
+    if (keys.empty()) byLabel_.erase(before->label);
   }
-  if (after) {
-    auto value = labelValue(*after);
-    if (!value.empty()) byLabel_[value].insert(key);
-  }
+  if (after && !after->label.empty()) byLabel_[after->label].insert(key);
 }
 
-CachedObject ObjectCache::upsert(nlohmann::json object) {
-  auto stored = std::make_shared<const nlohmann::json>(std::move(object));
-  auto key = keyOf(*stored);
-  std::unique_lock lock(mutex_);
-  auto& slot = objects_[key];
-  CachedObject before = std::move(slot);
-  indexLocked(key, before.get(), stored.get());
-  slot = std::move(stored);
-  return before;
-}
-
-CachedObject ObjectCache::erase(const ObjectKey& key) {
+void ObjectCache::upsert(const nlohmann::json& object) {
+  auto key = keyOf(object);
+  auto stored = store(object);  // encoded before the lock is taken
   std::unique_lock lock(mutex_);
   auto found = objects_.find(key);
-  if (found == objects_.end()) return nullptr;
-  auto before = std::move(found->second);
+  if (found == objects_.end()) {
+    indexLocked(key, nullptr, &stored);
+    objects_.emplace(key, std::move(stored));
+  } else {
+    indexLocked(key, &found->second, &stored);
+    found->second = std::move(stored);
+  }
+}
+
+void ObjectCache::erase(const ObjectKey& key) {
+  std::unique_lock lock(mutex_);
+  auto found = objects_.find(key);
+  if (found == objects_.end()) return;
+  indexLocked(key, &found->second, nullptr);
   objects_.erase(found);
-  indexLocked(key, before.get(), nullptr);
-  return before;
 }
 
 std::vector<CachedObject> ObjectCache::replace(const std::string& ns, nlohmann::json items) {
@@ -114,17 +119,23 @@ std::vector<CachedObject> ObjectCache::replace(const std::string& ns, nlohmann::
     auto key = keyOf(item);
     present.insert(key);
     auto found = objects_.find(key);
-    if (found != objects_.end() && resourceVersionOf(*found->second) == resourceVersionOf(item)) continue;
-    auto stored = std::make_shared<const nlohmann::json>(std::move(item));
-    indexLocked(key, found != objects_.end() ? found->second.get() : nullptr, stored.get());
-    objects_[key] = stored;
-    changed.push_back(std::move(stored));
+    auto version = item.value("/metadata/resourceVersion"_json_pointer, std::string());
+    if (found != objects_.end() && found->second.resourceVersion == version) continue;
+    auto stored = store(item);
+    if (found == objects_.end()) {
+      indexLocked(key, nullptr, &stored);
+      objects_.emplace(key, std::move(stored));
+    } else {
+      indexLocked(key, &found->second, &stored);
+      found->second = std::move(stored);
+    }
+    changed.push_back(std::make_shared<const nlohmann::json>(std::move(item)));
   }
   for (auto it = objects_.begin(); it != objects_.end();) {
     bool inScope = ns.empty() || it->first.ns == ns;
     if (inScope && !present.count(it->first)) {
-      indexLocked(it->first, it->second.get(), nullptr);
-      changed.push_back(std::move(it->second));
+      indexLocked(it->first, &it->second, nullptr);
+      changed.push_back(decode(it->second));  // its last known state
       it = objects_.erase(it);
     } else {
       ++it;
