@@ -63,23 +63,23 @@ void Informer::relist(const std::string& ns, std::string& resourceVersion) {
   ListOptions options;
   options.labelSelector = options_.labelSelector;
   options.limit = options_.pageSize;
-  // Page by page (as listAll does), each page stripped as it arrives: the whole list is never held
-  // in its full-size form.
-  nlohmann::json items = nlohmann::json::array();
+  // Page by page, each page stripped and merged into the cache as it arrives: only one page is
+  // ever held parsed (holding the whole list was the operator's peak memory at start-up).
+  std::set<ObjectKey> seen;
   std::string listVersion;
   bool first = true;
   do {
     auto page = client_.list(options_.resource, ns, options);
     if (first) listVersion = page.resourceVersion;
     first = false;
-    for (auto& item : page.items) {
-      if (options_.transform) options_.transform(item);
-      items.push_back(std::move(item));
+    if (options_.transform) {
+      for (auto& item : page.items) options_.transform(item);
     }
+    for (const auto& changed : cache_.merge(std::move(page.items), seen)) notify(*changed);
     options.continueToken = page.continueToken;
     options.resourceVersion.clear();  // continued pages come from the first page's snapshot
   } while (!options.continueToken.empty());
-  for (const auto& changed : cache_.replace(ns, std::move(items))) notify(*changed);
+  for (const auto& gone : cache_.dropUnseen(ns, seen)) notify(*gone);
   resourceVersion = listVersion;
   ++listCount_;
 }

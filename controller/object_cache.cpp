@@ -112,36 +112,43 @@ void ObjectCache::erase(const ObjectKey& key) {
 }
 
 std::vector<CachedObject> ObjectCache::replace(const std::string& ns, nlohmann::json items) {
-  std::unique_lock lock(mutex_);
+  std::set<ObjectKey> seen;
+  auto changed = merge(std::move(items), seen);
+  for (auto& gone : dropUnseen(ns, seen)) changed.push_back(std::move(gone));
+  return changed;
+}
+
+std::vector<CachedObject> ObjectCache::merge(nlohmann::json items, std::set<ObjectKey>& seen) {
   std::vector<CachedObject> changed;
-  std::set<ObjectKey> present;
   for (auto& item : items) {
     auto key = keyOf(item);
-    present.insert(key);
-    auto found = objects_.find(key);
+    seen.insert(key);
     auto version = item.value("/metadata/resourceVersion"_json_pointer, std::string());
-    if (found != objects_.end() && found->second.resourceVersion == version) continue;
-    auto stored = store(item);
-    if (found == objects_.end()) {
-      indexLocked(key, nullptr, &stored);
-      objects_.emplace(key, std::move(stored));
-    } else {
-      indexLocked(key, &found->second, &stored);
-      found->second = std::move(stored);
+    {
+      std::shared_lock lock(mutex_);
+      auto found = objects_.find(key);
+      if (found != objects_.end() && found->second.resourceVersion == version) continue;
     }
+    upsert(item);
     changed.push_back(std::make_shared<const nlohmann::json>(std::move(item)));
   }
+  return changed;
+}
+
+std::vector<CachedObject> ObjectCache::dropUnseen(const std::string& ns, const std::set<ObjectKey>& seen) {
+  std::unique_lock lock(mutex_);
+  std::vector<CachedObject> gone;
   for (auto it = objects_.begin(); it != objects_.end();) {
     bool inScope = ns.empty() || it->first.ns == ns;
-    if (inScope && !present.count(it->first)) {
+    if (inScope && !seen.count(it->first)) {
       indexLocked(it->first, &it->second, nullptr);
-      changed.push_back(decode(it->second));  // its last known state
+      gone.push_back(decode(it->second));  // its last known state
       it = objects_.erase(it);
     } else {
       ++it;
     }
   }
-  return changed;
+  return gone;
 }
 
 }  // namespace vto::controller

@@ -46,6 +46,10 @@ class ObjectCache {
   // Makes the cache for namespace `ns` (all when empty) hold exactly `items`; returns every object
   // that is new, changed (by resourceVersion) or gone (its last known state).
   std::vector<CachedObject> replace(const std::string& ns, nlohmann::json items);
+  // replace() in pieces, for a paged list: merge() each page as it arrives (recording its keys in
+  // `seen`), then dropUnseen(); only one page is ever held parsed.
+  std::vector<CachedObject> merge(nlohmann::json items, std::set<ObjectKey>& seen);
+  std::vector<CachedObject> dropUnseen(const std::string& ns, const std::set<ObjectKey>& seen);
 
  private:
   struct Stored {
