@@ -33,7 +33,9 @@ struct InformerOptions {
   std::vector<std::string> namespaces{};  // empty: all namespaces (one watch); else one watch each
   std::string labelSelector{};
   std::string indexedLabel{};  // see ObjectCache
-  int pageSize = 500;
+  // Objects per list page: one page is held parsed at a time (a TrainingRun with its status and
+  // managedFields is ~15 KiB parsed, so 100 bound a relist to a few MiB; client-go uses 500).
+  int pageSize = 100;
   int watchTimeoutSeconds = 300;
   Clock::duration minBackoff = std::chrono::milliseconds(200);
   Clock::duration maxBackoff = std::chrono::seconds(30);
