@@ -5,6 +5,7 @@
 #include <cctype>
 #include <condition_variable>
 #include <cstdint>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -349,7 +350,9 @@ HttpResponse streamOn(Stream& stream, Connection& connection, const http::reques
     return TransportError(what + ": " + error.message());
   };
   http::response_parser<http::buffer_body> parser;
-  parser.body_limit(boost::none);  // a watch has no end; what bounds memory is the line limit below
+  // A watch has no end; what bounds memory is the line limit below. (Not boost::none: Boost 1.74
+  // compares a Content-Length with an empty optional as larger than it, so none refuses every body.)
+  parser.body_limit(std::numeric_limits<std::uint64_t>::max());
   parser.header_limit(64 * 1024);
   beast::error_code error;
   http::async_write(stream, message, [&](beast::error_code e, size_t) {

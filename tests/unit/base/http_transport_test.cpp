@@ -4,10 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <future>
 #include <thread>
 #include <vector>
 
 #include "tests/support/loopback_http_server.h"
+#include "tests/support/wait.h"
 
 namespace vto {
 namespace {
@@ -130,6 +132,33 @@ TEST(PooledHttpTransport, HeadersAndBodyReachTheServerAndBack) {
   EXPECT_EQ(response.status, 200);
   EXPECT_EQ(response.headers["content-type"], "application/json");
   EXPECT_EQ(server.requests(), 1);
+}
+
+TEST(PooledHttpTransport, AStreamedBodyArrivesLineByLine) {
+  testing::LoopbackHttpServer server("{\"type\":\"ADDED\"}\n{\"type\":\"MODIFIED\"}\n{\"type\":\"BOOKMARK\"}");
+  PooledHttpTransport transport;
+  std::vector<std::string> lines;
+  auto response = transport.streamLines(
+      get(server.url() + "/watch"), [&](std::string_view line) { lines.emplace_back(line); }, std::stop_token(),
+      std::chrono::seconds(10));
+  EXPECT_EQ(response.status, 200);
+  EXPECT_EQ(lines, (std::vector<std::string>{R"({"type":"ADDED"})", R"({"type":"MODIFIED"})", R"({"type":"BOOKMARK"})"}))
+      << "each line once, the last one without its newline too";
+}
+
+TEST(PooledHttpTransport, AStopEndsASilentStreamAtOnce) {
+  testing::LoopbackHttpServer server("{}", testing::LoopbackHttpServer::Mode::Silent);
+  PooledHttpTransport transport;
+  std::stop_source stop;
+  auto streaming = std::async(std::launch::async, [&] {
+    return transport.streamLines(get(server.url() + "/watch"), [](std::string_view) {}, stop.get_token(),
+                                 std::chrono::minutes(5));
+  });
+  ASSERT_TRUE(testing::waitFor([&] { return server.accepted() == 1; }, std::chrono::seconds(10)));
+  stop.request_stop();
+  // Far sooner than the five-minute idle timeout: the stop closes the socket under the pending read.
+  ASSERT_EQ(streaming.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_NO_THROW(streaming.get());
 }
 
 TEST(PooledHttpTransport, BadUrlsAreTransportErrors) {
