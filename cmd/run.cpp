@@ -208,7 +208,8 @@ int run(const Args& args) {
     if (runs.cache().uidAt(controller::keyOf(run)) != uid) {  // gone, or replaced by a namesake
       observer->forget(uid);
     } else {
-      observer->observe(reconcilers::trainingRunSnapshot(run));
+      auto generation = run["metadata"].value("generation", int64_t{0});
+      observer->observe(reconcilers::trainingRunSnapshot(run, !observer->hasPools(uid, generation)));
     }
   });
   manager.addLoop([observer = trainingRunObserver.get()](std::stop_token stop) {

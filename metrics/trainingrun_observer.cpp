@@ -77,11 +77,23 @@ void TrainingRunObserver::accrueLocked(Record& record, Clock::time_point now) co
   record.accountedUntil = std::max(record.accountedUntil, now);
 }
 
-void TrainingRunObserver::observe(const RunSnapshot& run) {
+bool TrainingRunObserver::hasPools(const std::string& uid, int64_t generation) const {
+  std::lock_guard lock(mutex_);
+  auto found = records_.find(uid);
+  return found != records_.end() && found->second.run.poolsRead && found->second.run.generation == generation;
+}
+
+void TrainingRunObserver::observe(RunSnapshot run) {
   std::lock_guard lock(mutex_);
   auto now = clock_.now();
   auto [it, isNew] = records_.try_emplace(run.uid);
   auto& record = it->second;
+  if (!isNew && !run.poolsRead && record.run.poolsRead && record.run.generation == run.generation &&
+      run.phase != "Invalid") {
+    run.pools = record.run.pools;  // the same spec: the same pools
+    run.acceleratorType = record.run.acceleratorType;
+    run.poolsRead = true;
+  }
   if (isNew) {
     // The first sight (a start-up list included) is a baseline: what happened before is not ours
     // to count, so only transitions seen from here on add to counters.

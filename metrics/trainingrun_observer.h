@@ -42,6 +42,10 @@ struct RunSnapshot {
   std::string scheduling = "Standard";
   std::string acceleratorType = "none";   // of the training replicas
   std::vector<MachinePool> pools;
+  // Whether pools and acceleratorType were derived from the spec of `generation` (rendering the job
+  // is the costly part of a snapshot; observe() keeps the record's pools while the generation holds).
+  bool poolsRead = false;
+  int64_t generation = 0;
   std::optional<Clock::time_point> created;
   std::optional<Clock::time_point> firstRunning;  // attempt 1's job startTime
   std::optional<Clock::time_point> completed;
@@ -55,7 +59,10 @@ class TrainingRunObserver final : public prometheus::Collectable {
   TrainingRunObserver(const Clock& clock, std::vector<std::string> phases);
 
   // A run as the cache holds it now.
-  void observe(const RunSnapshot& run);
+  void observe(RunSnapshot run);
+  // Whether the record of `uid` holds pools read from the spec of `generation` (a new snapshot may
+  // then skip reading them).
+  bool hasPools(const std::string& uid, int64_t generation) const;
   // A run left the cache (deleted): its running time up to now is accounted, its record dropped.
   void forget(const std::string& uid);
   // Accounts the running time of every running run up to now, so consumption grows while jobs run

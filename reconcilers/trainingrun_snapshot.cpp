@@ -82,13 +82,14 @@ std::vector<std::string> trainingRunPhases() {
   return names;
 }
 
-metrics::RunSnapshot trainingRunSnapshot(const nlohmann::json& object) {
+metrics::RunSnapshot trainingRunSnapshot(const nlohmann::json& object, bool readPools) {
   metrics::RunSnapshot snapshot;
   auto meta = crd::decodeObjectMeta(object.value("metadata", nlohmann::json::object()), "metadata");
   snapshot.uid = meta.uid;
   snapshot.ns = meta.namespace_;
   snapshot.name = meta.name;
   snapshot.created = timeOf(meta.creationTimestamp);
+  snapshot.generation = meta.generation;
   crd::TrainingRun run;
   try {
     run = crd::decodeTrainingRun(object);
@@ -104,9 +105,10 @@ metrics::RunSnapshot trainingRunSnapshot(const nlohmann::json& object) {
     if (!attempt.failureClass.empty()) snapshot.failedAttempts[attempt.attempt] = failureClassLabel(attempt.failureClass);
   }
   // Machine and accelerator names are label values: only once the operator has validated the run.
-  if (run.status.phase && *run.status.phase != crd::Phase::Invalid) {
+  if (readPools && run.status.phase && *run.status.phase != crd::Phase::Invalid) {
     try {
       snapshot.pools = poolsOf(run);
+      snapshot.poolsRead = true;
     } catch (const std::exception&) {
       snapshot.pools.clear();
     }

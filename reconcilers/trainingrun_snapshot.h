@@ -13,7 +13,9 @@ namespace vto::reconcilers {
 // The names of every TrainingRun phase, for metrics::TrainingRunObserver.
 std::vector<std::string> trainingRunPhases();
 
-// Never throws: a run that does not decode still counts by phase, with no machines.
-metrics::RunSnapshot trainingRunSnapshot(const nlohmann::json& object);
+// Never throws: a run that does not decode still counts by phase, with no machines. With
+// readPools false the machine pools are left unread (the observer keeps those it has for the
+// same generation: see TrainingRunObserver::hasPools).
+metrics::RunSnapshot trainingRunSnapshot(const nlohmann::json& object, bool readPools = true);
 
 }  // namespace vto::reconcilers

@@ -87,6 +87,27 @@ TEST_F(TrainingRunObserverTest, AccountsAcceleratorAndMachineTimeWhileRunningAnd
   EXPECT_EQ(valueOf(observer, "vto_trainingruns_finished_total", {{"outcome", "Succeeded"}}), 1);
 }
 
+TEST_F(TrainingRunObserverTest, ASnapshotWithoutPoolsKeepsThoseOfTheSameGenerationOnly) {
+  auto running = gpuRun("Running");
+  running.generation = 1;
+  running.poolsRead = true;
+  observer.observe(running);
+  EXPECT_TRUE(observer.hasPools("uid-1", 1));
+  EXPECT_FALSE(observer.hasPools("uid-1", 2)) << "a new spec may have other machines";
+  auto unread = running;  // what the handler sends when hasPools() said yes: no pools rendered
+  unread.pools.clear();
+  unread.acceleratorType = "none";
+  unread.poolsRead = false;
+  observer.observe(unread);
+  clock.advance(seconds(100));
+  EXPECT_DOUBLE_EQ(valueOf(observer, "vto_trainingrun_accelerator_seconds_total", {{"namespace", "team-a"}}), 600)
+      << "3 replicas x 2 accelerators x 100 s, from the pools kept";
+  unread.generation = 2;  // edited: the old pools no longer stand
+  observer.observe(unread);
+  clock.advance(seconds(100));
+  EXPECT_DOUBLE_EQ(valueOf(observer, "vto_trainingrun_accelerator_seconds_total", {{"namespace", "team-a"}}), 600);
+}
+
 TEST_F(TrainingRunObserverTest, CountsEachFailedAttemptOnceByFailureClass) {
   observer.observe(gpuRun("Running"));
   auto resuming = gpuRun("Resuming");
