@@ -170,11 +170,13 @@ int run(const Args& args) {
   // The PollingSource below lists every target at once: just after a start, jobs come from those lists.
   reconcilerOptions.awaitFirstPoll = std::chrono::minutes(1);
   reconcilerOptions.tenancy = tenancy;
+  controller::OwnWrites ownWrites;  // their watch events reconcile nothing
+  reconcilerOptions.ownWrites = &ownWrites;
   reconcilers::TrainingRunReconciler reconciler(runs.cache(), kube, vertexClient, gcs, jobs, events, clock,
                                                 reconcilerOptions, &trainingRunMetrics);
   manager.addController("trainingrun", reconciler, flags.getInt("max-concurrent-reconciles"));
   auto& queue = manager.queue("trainingrun");
-  runs.addHandler(controller::enqueueKey(queue));
+  runs.addHandler(controller::enqueueUnlessOwnWrite(queue, ownWrites));
 
   // RetrainingPolicies: their own informer; their runs come from the TrainingRun informer's label index,
   // and any change of a run wakes its policy (a run's end frees a Forbid slot or a pending request).

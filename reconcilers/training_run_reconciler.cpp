@@ -39,7 +39,10 @@ TrainingRunReconciler::TrainingRunReconciler(const controller::ObjectCache& runs
 
 Result TrainingRunReconciler::reconcile(const controller::ObjectKey& key) {
   auto cached = runs_.get(key);
-  if (!cached) return {};  // deleted: the finalizer already did its work
+  if (!cached) {
+    if (options_.ownWrites != nullptr) options_.ownWrites->forget(key);
+    return {};  // deleted: the finalizer already did its work
+  }
   auto observed = observe(*cached);
   return act(*cached, observed, decide(observed, decideOptions_));
 }
@@ -281,6 +284,10 @@ Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& 
     if (job) plan = recordCreatedJob(o, std::move(plan), cachedJobOf(*job, o.now), adopted);
   }
   if (plan.status) written = writeStatus(current(), *plan.status);
+  if (written && options_.ownWrites != nullptr) {
+    options_.ownWrites->record({meta.namespace_, meta.name},
+                               written->value("/metadata/resourceVersion"_json_pointer, std::string()));
+  }
   controller::recordEvents(events_, current(), plan.events);
   if (metrics_ != nullptr) {
     if (plan.resumedAfter) metrics_->resumed(*plan.resumedAfter);

@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "controller/event_recorder.h"
 #include "controller/kube_client.h"
+#include "controller/own_writes.h"
 #include "controller/object_cache.h"
 #include "controller/reconciler.h"
 #include "crd/render.h"
@@ -50,6 +51,9 @@ struct TrainingRunReconcilerOptions {
   crd::TenancyRules tenancy;
   // How soon a run queued by its tenant's maxAccelerators looks again for free capacity.
   Clock::duration quotaRecheckPeriod = std::chrono::seconds(30);
+  // Where the resourceVersions of this reconciler's own writes go, so that their watch events
+  // enqueue nothing (controller::enqueueUnlessOwnWrite); null: every event reconciles.
+  controller::OwnWrites* ownWrites = nullptr;
 };
 
 class TrainingRunReconciler final : public controller::Reconciler {
