@@ -59,8 +59,7 @@ Url targetOf(const std::string& url) {
   out.host = parsed.host;
   out.port = parsed.port != 0 ? std::to_string(parsed.port) : (out.tls ? "443" : "80");
   out.target = parsed.path.empty() ? "/" : parsed.path;
-  bool ipv6 = out.host.find(':') != std::string::npos;
-  out.hostHeader = (ipv6 ? "[" + out.host + "]" : out.host) + (parsed.port != 0 ? ":" + out.port : "");
+  out.hostHeader = authorityOf(parsed);
   return out;
 }
 

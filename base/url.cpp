@@ -86,6 +86,11 @@ ParsedUrl parseUrl(std::string_view url) {
   return parsed;
 }
 
+std::string authorityOf(const ParsedUrl& url) {
+  bool ipv6 = url.host.find(':') != std::string::npos;
+  return (ipv6 ? "[" + url.host + "]" : url.host) + (url.port != 0 ? ":" + std::to_string(url.port) : "");
+}
+
 bool isLoopbackHost(std::string_view host) {
   std::string text = lower(host);
   if (text.size() > 2 && text.front() == '[' && text.back() == ']') text = text.substr(1, text.size() - 2);

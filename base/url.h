@@ -23,6 +23,9 @@ struct ParsedUrl {
 // saying what form is expected.
 ParsedUrl parseUrl(std::string_view url);
 
+// "host:port" as it goes in a Host header (an IPv6 host in brackets; no port when it was not given).
+std::string authorityOf(const ParsedUrl& url);
+
 // True only for real loopback addresses: "localhost", an IPv4 literal in 127.0.0.0/8 (all four
 // parts numeric: "127.attacker.example" is a DNS name, not loopback) and the IPv6 literal ::1.
 bool isLoopbackHost(std::string_view host);

@@ -176,8 +176,7 @@ RestKubeClient::RestKubeClient(RestConfig config, RestClientMetrics* metrics,
   impl_->requestTimeout = requestTimeout;
   impl_->server = impl_->config.server;
   while (!impl_->server.empty() && impl_->server.back() == '/') impl_->server.pop_back();
-  bool ipv6 = parsed.host.find(':') != std::string::npos;
-  impl_->host = (ipv6 ? "[" + parsed.host + "]" : parsed.host) + (parsed.port > 0 ? ":" + std::to_string(parsed.port) : "");
+  impl_->host = authorityOf(parsed);
   impl_->http = std::make_unique<PooledHttpTransport>(impl_->transportOptions());
 }
 
