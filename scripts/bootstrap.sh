@@ -15,6 +15,7 @@ APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git curl ca-certificates
   libcpprest-dev libboost-dev libssl-dev libspdlog-dev prometheus-cpp-dev libyaml-cpp-dev
   nlohmann-json3-dev libhowardhinnant-date-dev libgtest-dev
+  libjemalloc-dev     # vto's allocator (cmd/CMakeLists.txt)
   tzdata              # IANA time zones (/usr/share/zoneinfo) for RetrainingPolicy schedules
   prometheus          # prometheus and promtool for the metrics tests
   clang libclang-rt-14-dev  # libFuzzer for the decoder/validator fuzz target
