@@ -246,7 +246,13 @@ void Emulator::tick() {
     if (crashed.count(write.jobName)) continue;
     std::string uri = "gs://" + write.bucket + "/" + write.object;
     try {
-      checkpoints_->upload(write.bucket, write.object, write.content, "application/json");
+      try {
+        checkpoints_->upload(write.bucket, write.object, write.content, "application/json");
+      } catch (const ApiError& error) {
+        if (!error.notFound() || !options_.createMissingBuckets) throw;
+        checkpoints_->ensureBucket(write.bucket);
+        checkpoints_->upload(write.bucket, write.object, write.content, "application/json");
+      }
     } catch (const ApiError& error) {
       // Real training code crashes when its checkpoint bucket is missing; so does the emulated job.
       if (!error.notFound()) {

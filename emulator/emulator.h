@@ -28,6 +28,9 @@ struct EmulatorOptions {
   std::chrono::seconds tokenLifetime{3600};
   std::string trustedPublicKeyPem;  // verifies JWT assertions at /token when set
   std::uint32_t seed = 1;
+  // A job whose checkpoint bucket is missing fails, as real training code would; true creates the
+  // bucket instead (for benches, such as the Go peer's, that never create one).
+  bool createMissingBuckets = false;
 };
 
 struct Request {

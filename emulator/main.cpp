@@ -29,6 +29,8 @@ constexpr const char* kUsage = R"(usage: vto-emulator --listen HOST:PORT [option
   --token-lifetime DURATION      lifetime of issued access tokens (default 3600s)
   --trusted-public-key FILE      verify JWT assertions at /token with this PEM public key
   --seed N                       seed of the fault injection (default 1)
+  --missing-bucket create|fail   a job whose checkpoint bucket is missing fails (default), or the
+                                 bucket is created (benches that never create one)
 DURATION is a number with ms, s or m, e.g. 500ms, 2s, 1m.)";
 
 std::chrono::milliseconds parseDuration(const std::string& flag, const std::string& text) {
@@ -103,7 +105,12 @@ int main(int argc, char** argv) {
       else if (flag == "--token-lifetime") {
         options.tokenLifetime = std::chrono::duration_cast<std::chrono::seconds>(parseDuration(flag, value));
       } else if (flag == "--trusted-public-key") options.trustedPublicKeyPem = readFile(value);
-      else if (flag == "--seed") options.seed = static_cast<std::uint32_t>(parseCount(flag, value));
+      else if (flag == "--missing-bucket") {
+        if (value != "create" && value != "fail") {
+          throw std::invalid_argument("--missing-bucket " + value + ": expected create or fail");
+        }
+        options.createMissingBuckets = value == "create";
+      } else if (flag == "--seed") options.seed = static_cast<std::uint32_t>(parseCount(flag, value));
       else throw std::invalid_argument("unknown flag " + flag + "; see --help");
     }
     if (listen.empty()) throw std::invalid_argument("--listen HOST:PORT is required, e.g. --listen 127.0.0.1:8089");

@@ -142,11 +142,16 @@ class NoBucketGcs final : public vertex::GcsClient {
   std::optional<vertex::GcsObject> getObject(const std::string& b, const std::string& n) override { return objects.getObject(b, n); }
   vertex::GcsObject upload(const std::string& bucket, const std::string& name, const std::string& content,
                            const std::string& type) override {
-    if (bucket == "bkt") throw vertex::ApiError(404, "NOT_FOUND", "The specified bucket does not exist.");
+    if (bucket == "bkt" && !created) throw vertex::ApiError(404, "NOT_FOUND", "The specified bucket does not exist.");
     return objects.upload(bucket, name, content, type);
   }
-  void ensureBucket(const std::string&, const std::string&) override { ADD_FAILURE() << "the emulator must not create buckets"; }
+  void ensureBucket(const std::string& bucket, const std::string&) override {
+    if (!mayCreate) ADD_FAILURE() << "the emulator must not create buckets";
+    created = created || bucket == "bkt";
+  }
   testing::FakeGcsClient objects;
+  bool mayCreate = false;
+  bool created = false;
 };
 
 TEST(EmulatorCheckpoints, AJobWhoseCheckpointBucketIsMissingFailsNamingTheBucket) {
@@ -171,6 +176,26 @@ TEST(EmulatorCheckpoints, AJobWhoseCheckpointBucketIsMissingFailsNamingTheBucket
   EXPECT_NE(message.find("gs://bkt does not exist"), std::string::npos) << message;
   EXPECT_NE(message.find("gs://bkt/runs/a/checkpoints/ckpt-1"), std::string::npos) << message;
   EXPECT_EQ(emulator.handle({"GET", "/emulator/v1/" + name + ":trace", {}, {}, ""}).body["stepsRun"], json({1}));
+}
+
+TEST(EmulatorCheckpoints, WithMissingBucketCreateTheBucketIsCreatedAndTheJobTrains) {
+  testing::FakeClock clock;
+  NoBucketGcs gcs;
+  gcs.mayCreate = true;
+  EmulatorOptions options;
+  options.simulation = {2s, 3, 10s, 1s};
+  options.createMissingBuckets = true;
+  Emulator emulator(clock, options, &gcs);
+  Request tokenRequest{"GET", "/computeMetadata/v1/instance/service-accounts/default/token", {}, {{"metadata-flavor", "Google"}}, ""};
+  std::string token = emulator.handle(tokenRequest).body["access_token"];
+  std::string name = emulator.handle({"POST", kParent + "/customJobs", {}, {{"authorization", "Bearer " + token}},
+                                      customJob().dump()})
+                         .body["name"];
+  clock.advance(60s);
+  emulator.tick();
+  EXPECT_TRUE(gcs.created);
+  EXPECT_TRUE(gcs.objects.getObject("bkt", "runs/a/checkpoints/ckpt-1").has_value());
+  EXPECT_EQ(emulator.handle({"GET", "/emulator/v1/" + name + ":trace", {}, {}, ""}).body["stepsRun"], json({1, 2, 3}));
 }
 
 TEST_F(EmulatorTest, ResumesAfterTheCheckpointNamedInTheEnvironment) {
