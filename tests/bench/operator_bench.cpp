@@ -217,6 +217,17 @@ void bench(int runs) {
   bool running = waitFor(allRunning, std::chrono::seconds(envInt("BENCH_RUNNING_WAIT", 600)), std::chrono::seconds(2));
   results.record("running_seconds", running ? Seconds(std::chrono::steady_clock::now() - started).count() : -1);
   std::this_thread::sleep_for(std::chrono::seconds(settle));  // the Running transition's own work drains
+  // Every run's status before and after the window (listed outside it): a status write is a real
+  // change only if some run's status differs at the end, so writes beyond the runs that changed are
+  // writes without a change.
+  auto statuses = [&] {
+    std::map<std::string, nlohmann::json> byName;
+    for (auto& run : controller::listAll(kube, reconcilers::trainingRunResource(), ns, {}).items) {
+      byName[run["metadata"]["name"].get<std::string>()] = run.value("status", nlohmann::json::object());
+    }
+    return byName;
+  };
+  auto before = statuses();
   double cpu2 = cpuSeconds(pid);
   long vertex2 = emulatorRequests(stack), gcs2 = gcsLists(stack);
   auto api2 = apiRequests(stack);
@@ -224,6 +235,10 @@ void bench(int runs) {
   double steadyCpu = cpuSeconds(pid) - cpu2;
   long steadyVertex = emulatorRequests(stack) - vertex2, steadyGcs = gcsLists(stack) - gcs2;
   auto api3 = apiRequests(stack);
+  auto after = statuses();
+  long changedRuns = 0;
+  for (const auto& [name, status] : after) changedRuns += !before.count(name) || before.at(name) != status;
+  results.record("steady_status_changes", static_cast<double>(changedRuns));
   results.record("steady_cpu", steadyCpu);
   results.record("steady_vertex", static_cast<double>(steadyVertex));
   results.record("steady_api", api3.all - api2.all);
@@ -235,9 +250,10 @@ void bench(int runs) {
   results.record("conflicts_409", static_cast<double>(metricSum(metricsPort, "rest_client_requests_total", "code=\"409\"")));
   results.record("reconcile_errors", static_cast<double>(metricSum(metricsPort, "controller_runtime_reconcile_errors_total")));
   std::printf("%6d runs: %s; steady state %d s: operator CPU %.2f s, Vertex requests %ld, API server requests %.0f "
-              "(writes %.0f), GCS lists %ld (%.0f/min); peak RSS %.1f MiB\n",
+              "(writes %.0f; runs whose status changed %ld), GCS lists %ld (%.0f/min); peak RSS %.1f MiB\n",
               runs, running ? "every run Running" : "NOT every run Running", window, steadyCpu, steadyVertex,
-              api3.all - api2.all, api3.writes - api2.writes, steadyGcs, steadyGcs * 60.0 / window, peakRssMiB(pid));
+              api3.all - api2.all, api3.writes - api2.writes, changedRuns, steadyGcs, steadyGcs * 60.0 / window,
+              peakRssMiB(pid));
   std::fflush(stdout);
 
   // 3. Cold start: a new process finds N runs stored, each with its job.

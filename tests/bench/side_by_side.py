@@ -62,12 +62,20 @@ for n in sizes:
         cmp(v("steady_cpu"), p("steady_cpu"), 0.25), 2)
     row("steady state: Vertex reads", v("steady_vertex"), p("steady_vertex"),
         "≤ changed jobs / page + 1 per location per round", None, 0)
-    row("steady state: API server writes (trainingruns + events)", v("steady_api_writes"), None,
-        "0 without a real change", None if v("steady_api_writes") is None else v("steady_api_writes") == 0, 0)
+    # A write is a real change when some run's status differs after the window (a new checkpoint is
+    # one): writes beyond the number of runs that changed had nothing to say.
+    idle_writes = None if v("steady_api_writes") is None or v("steady_status_changes") is None else \
+        max(0.0, v("steady_api_writes") - v("steady_status_changes"))
+    row("steady state: API server writes (trainingruns + events)", v("steady_api_writes"), None, "–", None, 0)
+    row("steady state: runs whose status changed in the window", v("steady_status_changes"), None, "–", None, 0)
+    row("steady state: writes without a real change", idle_writes, None, "0", None if idle_writes is None else idle_writes == 0, 0)
     row("steady state: API server requests, all verbs (trainingruns + events)", v("steady_api"), p("steady_api"), "–", None, 0)
     gcs_per_min = lambda value: None if value is None else value * 60 / args.window
+    # The schedule's contract (reconcilers/checkpoint_schedule.h): the rate over the window, plus its
+    # burst of five seconds' worth, plus the slot on the window's edge.
     row("GCS checkpoint lists per minute", gcs_per_min(v("steady_gcs_lists")), gcs_per_min(p("steady_gcs_lists")),
-        "≤ 200/min (a flag)", None if v("steady_gcs_lists") is None else gcs_per_min(v("steady_gcs_lists")) <= 200, 0)
+        "≤ 200/min (a flag)",
+        None if v("steady_gcs_lists") is None else v("steady_gcs_lists") <= 200 * (args.window + 5) / 60 + 1, 0)
     row("API server requests per run at submit", per_run(v("submit_api")), per_run(p("submit_api")), "≤ 3",
         None if v("submit_api") is None else v("submit_api") / n <= 3, 2)
     row("cold start to every run reconciled once, s", v("cold_start_seconds"), None, "≤ 20 s",
