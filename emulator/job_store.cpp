@@ -11,6 +11,18 @@
 namespace vto::emulator {
 namespace {
 
+std::string labelKey(const std::string& key, const std::string& value) { return key + '\n' + value; }
+
+// Calls f with the labelKey of each of the job's string labels.
+template <typename F>
+void forEachLabel(const nlohmann::json& resource, F f) {
+  auto labels = resource.find("labels");
+  if (labels == resource.end() || !labels->is_object()) return;
+  for (auto label = labels->begin(); label != labels->end(); ++label) {
+    if (label->is_string()) f(labelKey(label.key(), label->get_ref<const std::string&>()));
+  }
+}
+
 using nlohmann::json;
 using vertex::ApiError;
 using vertex::JobKind;
@@ -123,6 +135,7 @@ json JobStore::create(const vertex::Location& where, JobKind kind, json resource
     }
   }
   auto result = job.resource;
+  forEachLabel(job.resource, [&](const std::string& label) { byLabel_[label].push_back(name); });
   jobs_.emplace(name, std::move(job));
   order_.push_back(name);
   return result;
@@ -159,8 +172,14 @@ ListResult JobStore::list(const vertex::Location& where, JobKind kind, const std
   auto prefix = where.parent() + "/" + std::string(vertex::collectionName(kind)) + "/";
 
   std::lock_guard lock(mutex_);
+  static const std::vector<std::string> none;
+  const std::vector<std::string>* candidates = &order_;
+  if (auto label = filter.requiredLabel()) {
+    auto found = byLabel_.find(labelKey(label->first, label->second));
+    candidates = found == byLabel_.end() ? &none : &found->second;
+  }
   std::vector<const json*> matching;
-  for (const auto& name : order_) {
+  for (const auto& name : *candidates) {
     if (name.rfind(prefix, 0) != 0) continue;
     const auto& resource = jobs_.at(name).resource;
     if (filter.matches(resource)) matching.push_back(&resource);
@@ -298,7 +317,14 @@ std::vector<CheckpointWrite> JobStore::advance() {
   }
   for (auto& [operationName, pending] : operations_) {
     if (pending.operation["done"].get<bool>()) continue;
-    jobs_.erase(pending.jobName);
+    if (auto gone = jobs_.find(pending.jobName); gone != jobs_.end()) {
+      forEachLabel(gone->second.resource, [&](const std::string& label) {
+        auto& names = byLabel_[label];
+        names.erase(std::remove(names.begin(), names.end(), pending.jobName), names.end());
+        if (names.empty()) byLabel_.erase(label);
+      });
+      jobs_.erase(gone);
+    }
     order_.erase(std::remove(order_.begin(), order_.end(), pending.jobName), order_.end());
     pending.operation["done"] = true;
     pending.operation["response"] = {{"@type", "type.googleapis.com/google.protobuf.Empty"}};

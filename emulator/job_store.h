@@ -91,6 +91,9 @@ class JobStore {
   mutable std::mutex mutex_;
   std::map<std::string, Job> jobs_;  // by name
   std::vector<std::string> order_;   // names in creation order, for stable paging
+  // Names in creation order by label (labelKey): a list filtered by a label (vto's exactly-once
+  // check before every create) reads its candidates here, not every job under the one lock.
+  std::map<std::string, std::vector<std::string>> byLabel_;
   std::map<std::string, PendingDelete> operations_;
   long long nextId_ = 1;
 };

@@ -138,6 +138,13 @@ bool ListFilter::matches(const nlohmann::json& job) const {
   return true;
 }
 
+std::optional<std::pair<std::string, std::string>> ListFilter::requiredLabel() const {
+  for (const auto& term : terms_) {
+    if (!term.negated && term.op == "=" && term.field.rfind("labels.", 0) == 0) return std::make_pair(term.field.substr(7), term.value);
+  }
+  return std::nullopt;
+}
+
 bool ListFilter::matches(const Term& term, const nlohmann::json& job) const {
   if (term.field == "display_name") {
     auto name = job.value("displayName", std::string());

@@ -4,7 +4,9 @@
 // each optionally negated with NOT.
 //   display_name="x"  display_name:"train-*"  state!="JOB_STATE_FAILED"
 //   create_time>"2026-05-18T00:00:00Z"  labels.team="ml"  labels.team:*
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -17,6 +19,9 @@ class ListFilter {
   static ListFilter parse(const std::string& text);
   // `job` in canonical JSON (enum names, RFC 3339 times).
   bool matches(const nlohmann::json& job) const;
+  // A label that every matching job carries with exactly this value (a `labels.KEY="VALUE"` term not
+  // negated): a store can look its candidates up by it instead of testing every job.
+  std::optional<std::pair<std::string, std::string>> requiredLabel() const;
 
  private:
   struct Term {

@@ -265,6 +265,23 @@ TEST_F(EmulatorTest, ListFiltersByLabelAndPages) {
   EXPECT_EQ(call("GET", kParent + "/customJobs", nullptr, {{"pageToken", "garbage"}}).status, 400);
 }
 
+TEST_F(EmulatorTest, ADeletedJobLeavesTheListsByItsLabel) {
+  auto kept = create(customJob("twin"));
+  auto deleted = create(customJob("twin"));
+  advance(60s);  // both ended: deletable
+  call("DELETE", "/v1/" + deleted);
+  advance(1s);
+  auto byLabel = [&](const std::string& filter) {
+    return call("GET", kParent + "/customJobs", nullptr, {{"filter", filter}}).body.value("customJobs", json::array());
+  };
+  auto twins = byLabel(R"(labels.run="twin")");
+  ASSERT_EQ(twins.size(), 1u);
+  EXPECT_EQ(twins[0]["name"], kept);
+  EXPECT_EQ(byLabel(R"(labels.run="twin" AND state="JOB_STATE_SUCCEEDED")").size(), 1u);
+  EXPECT_TRUE(byLabel(R"(labels.run="nobody")").empty());
+  EXPECT_EQ(byLabel(R"(NOT labels.run="nobody")").size(), 1u);
+}
+
 TEST_F(EmulatorTest, InvalidBodiesAreRejectedInGooglesErrorShape) {
   auto job = customJob();
   job["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorType"] = "NVIDIA_TESLA_T5";

@@ -27,6 +27,16 @@ TEST(ListFilter, LabelEqualityAndExistence) {
   EXPECT_FALSE(matches("labels.other:*"));
 }
 
+TEST(ListFilter, RequiredLabelIsALabelEqualityNotNegated) {
+  using Label = std::optional<std::pair<std::string, std::string>>;
+  EXPECT_EQ(ListFilter::parse(R"(state="JOB_STATE_RUNNING" AND labels.vto-run-uid="abc")").requiredLabel(),
+            Label(std::make_pair("vto-run-uid", "abc")));
+  EXPECT_EQ(ListFilter::parse(R"(NOT labels.vto-run-uid="abc")").requiredLabel(), std::nullopt);
+  EXPECT_EQ(ListFilter::parse(R"(labels.vto-run-uid!="abc")").requiredLabel(), std::nullopt);
+  EXPECT_EQ(ListFilter::parse("labels.vto-run-uid:*").requiredLabel(), std::nullopt);
+  EXPECT_EQ(ListFilter::parse("").requiredLabel(), std::nullopt);
+}
+
 TEST(ListFilter, StateAndDisplayName) {
   EXPECT_TRUE(matches(R"(state="JOB_STATE_RUNNING")"));
   EXPECT_TRUE(matches(R"(state!="JOB_STATE_FAILED" AND display_name:"my_job_*")"));
