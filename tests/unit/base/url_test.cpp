@@ -98,15 +98,11 @@ TEST(RetryAfter, ParsedDefensivelyAndClamped) {
   EXPECT_EQ(parseRetryAfterSeconds("30", 10s), 10s);
 }
 
-}  // namespace
-}  // namespace vto
-
-namespace vto {
-namespace {
 TEST(AuthorityOf, BracketsAnIpv6HostAndKeepsOnlyAGivenPort) {
   EXPECT_EQ(authorityOf(parseUrl("https://[::1]:6443/api")), "[::1]:6443");
   EXPECT_EQ(authorityOf(parseUrl("https://Example.com/x")), "example.com");
   EXPECT_EQ(authorityOf(parseUrl("http://127.0.0.1:8080")), "127.0.0.1:8080");
 }
+
 }  // namespace
 }  // namespace vto

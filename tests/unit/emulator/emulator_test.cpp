@@ -1,5 +1,7 @@
 #include "emulator/emulator.h"
 
+#include <optional>
+
 #include <gtest/gtest.h>
 
 #include "tests/fakes/clock_fake.h"
@@ -154,48 +156,51 @@ class NoBucketGcs final : public vertex::GcsClient {
   bool created = false;
 };
 
-TEST(EmulatorCheckpoints, AJobWhoseCheckpointBucketIsMissingFailsNamingTheBucket) {
+// An emulator over NoBucketGcs with one CustomJob created through the API (3 steps of 10 s).
+struct OneJobWithoutBucket {
+  explicit OneJobWithoutBucket(bool createMissingBuckets) {
+    gcs.mayCreate = createMissingBuckets;
+    EmulatorOptions options;
+    options.simulation = {2s, 3, 10s, 1s};
+    options.createMissingBuckets = createMissingBuckets;
+    emulator.emplace(clock, options, &gcs);
+    Request tokenRequest{"GET", "/computeMetadata/v1/instance/service-accounts/default/token", {}, {{"metadata-flavor", "Google"}}, ""};
+    token = emulator->handle(tokenRequest).body["access_token"];
+    name = call("POST", kParent + "/customJobs", customJob().dump()).body["name"];
+  }
+  Response call(const std::string& method, const std::string& path, const std::string& body) {
+    return emulator->handle({method, path, {}, {{"authorization", "Bearer " + token}}, body});
+  }
+  json stepsRun() { return emulator->handle({"GET", "/emulator/v1/" + name + ":trace", {}, {}, ""}).body["stepsRun"]; }
+
   testing::FakeClock clock;
   NoBucketGcs gcs;
-  EmulatorOptions options;
-  options.simulation = {2s, 3, 10s, 1s};
-  Emulator emulator(clock, options, &gcs);
-  Request tokenRequest{"GET", "/computeMetadata/v1/instance/service-accounts/default/token", {}, {{"metadata-flavor", "Google"}}, ""};
-  std::string token = emulator.handle(tokenRequest).body["access_token"];
-  auto call = [&](const std::string& method, const std::string& path, const std::string& body) {
-    return emulator.handle({method, path, {}, {{"authorization", "Bearer " + token}}, body});
-  };
-  std::string name = call("POST", kParent + "/customJobs", customJob().dump()).body["name"];
+  std::optional<Emulator> emulator;
+  std::string token;
+  std::string name;
+};
+
+TEST(EmulatorCheckpoints, AJobWhoseCheckpointBucketIsMissingFailsNamingTheBucket) {
+  OneJobWithoutBucket t(false);
   // Several steps in one tick: the job still fails at the first checkpoint, never succeeds.
-  clock.advance(60s);
-  emulator.tick();
-  auto job = call("GET", "/v1/" + name, "").body;
+  t.clock.advance(60s);
+  t.emulator->tick();
+  auto job = t.call("GET", "/v1/" + t.name, "").body;
   EXPECT_EQ(job["state"], "JOB_STATE_FAILED");
   EXPECT_EQ(job["error"]["code"], 3);
   std::string message = job["error"]["message"];
   EXPECT_NE(message.find("gs://bkt does not exist"), std::string::npos) << message;
   EXPECT_NE(message.find("gs://bkt/runs/a/checkpoints/ckpt-1"), std::string::npos) << message;
-  EXPECT_EQ(emulator.handle({"GET", "/emulator/v1/" + name + ":trace", {}, {}, ""}).body["stepsRun"], json({1}));
+  EXPECT_EQ(t.stepsRun(), json({1}));
 }
 
 TEST(EmulatorCheckpoints, WithMissingBucketCreateTheBucketIsCreatedAndTheJobTrains) {
-  testing::FakeClock clock;
-  NoBucketGcs gcs;
-  gcs.mayCreate = true;
-  EmulatorOptions options;
-  options.simulation = {2s, 3, 10s, 1s};
-  options.createMissingBuckets = true;
-  Emulator emulator(clock, options, &gcs);
-  Request tokenRequest{"GET", "/computeMetadata/v1/instance/service-accounts/default/token", {}, {{"metadata-flavor", "Google"}}, ""};
-  std::string token = emulator.handle(tokenRequest).body["access_token"];
-  std::string name = emulator.handle({"POST", kParent + "/customJobs", {}, {{"authorization", "Bearer " + token}},
-                                      customJob().dump()})
-                         .body["name"];
-  clock.advance(60s);
-  emulator.tick();
-  EXPECT_TRUE(gcs.created);
-  EXPECT_TRUE(gcs.objects.getObject("bkt", "runs/a/checkpoints/ckpt-1").has_value());
-  EXPECT_EQ(emulator.handle({"GET", "/emulator/v1/" + name + ":trace", {}, {}, ""}).body["stepsRun"], json({1, 2, 3}));
+  OneJobWithoutBucket t(true);
+  t.clock.advance(60s);
+  t.emulator->tick();
+  EXPECT_TRUE(t.gcs.created);
+  EXPECT_TRUE(t.gcs.objects.getObject("bkt", "runs/a/checkpoints/ckpt-1").has_value());
+  EXPECT_EQ(t.stepsRun(), json({1, 2, 3}));
 }
 
 TEST_F(EmulatorTest, ResumesAfterTheCheckpointNamedInTheEnvironment) {
