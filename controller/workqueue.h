@@ -54,6 +54,7 @@ class WorkQueue {
  private:
   void addLocked(const ObjectKey& key);
   void promoteDueLocked();  // moves waiting keys whose time has come into the ready queue
+  void wakeOneLocked();     // a key became ready: wake one waiting worker
 
   const Clock& clock_;
   std::unique_ptr<RateLimiter> rateLimiter_;
@@ -61,7 +62,11 @@ class WorkQueue {
   WorkQueueMetrics& metrics_;
 
   std::mutex mutex_;
-  std::condition_variable changed_;
+  // Idle workers wait on idle_, except one (timerWorker_) that waits on timer_ until the earliest
+  // delayed key is due; drain() waits on drained_. Each wake-up is for one worker.
+  std::condition_variable idle_, timer_, drained_;
+  int idleWorkers_ = 0;
+  bool timerWorker_ = false;
   bool shuttingDown_ = false;
   std::deque<ObjectKey> ready_;
   std::map<ObjectKey, Clock::time_point> dirty_;       // queued or to re-queue; value: when added

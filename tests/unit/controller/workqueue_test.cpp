@@ -5,6 +5,7 @@
 
 #include <future>
 #include <thread>
+#include <vector>
 
 #include "tests/fakes/clock_fake.h"
 #include "tests/support/wait.h"
@@ -59,6 +60,43 @@ TEST_F(WorkQueueTest, AddAfterWaitsForTheClock) {
   ASSERT_TRUE(waitFor([&] { return clock.waiterCount() == 1; }, 5s));
   clock.advance(1s);
   EXPECT_EQ(got.get(), kA);
+}
+
+// Idle workers are woken one per key; one of them keeps the timer for the earliest delayed key.
+// None of them may be left asleep while a key is due or ready.
+TEST_F(WorkQueueTest, IdleWorkersWakeOnePerKeyAndOneKeepsTheTimer) {
+  std::vector<std::future<std::optional<ObjectKey>>> workers;
+  for (int i = 0; i < 3; ++i) workers.push_back(std::async(std::launch::async, [&] { return queue.get(); }));
+  auto handedOut = [&] {
+    std::vector<ObjectKey> keys;
+    for (auto& worker : workers) {
+      if (worker.valid() && worker.wait_for(0s) == std::future_status::ready) keys.push_back(*worker.get());
+    }
+    return keys;
+  };
+  std::vector<ObjectKey> got;
+  auto collect = [&](size_t count) {
+    return waitFor([&] {
+      for (auto& key : handedOut()) got.push_back(key);
+      return got.size() >= count;
+    }, 5s);
+  };
+
+  queue.addAfter(kA, 10s);
+  ASSERT_TRUE(waitFor([&] { return clock.waiterCount() == 1; }, 5s)) << "one worker keeps the timer";
+  queue.addAfter(kB, 2s);  // due sooner than the timer's key: the timer is re-armed
+  clock.advance(2s);
+  ASSERT_TRUE(collect(1));
+  EXPECT_EQ(got, std::vector<ObjectKey>{kB});
+
+  clock.advance(8s);  // whichever worker took the timer over hands out kA
+  ASSERT_TRUE(collect(2));
+  EXPECT_EQ(got.back(), kA);
+
+  const ObjectKey kC{"ns", "c"};
+  queue.add(kC);  // the last idle worker
+  ASSERT_TRUE(collect(3));
+  EXPECT_EQ(got.back(), kC);
 }
 
 TEST_F(WorkQueueTest, AddAfterKeepsTheEarliestTime) {
