@@ -38,6 +38,10 @@ std::optional<JobKind> kindOfCollection(const std::string& collection) {
   return std::nullopt;
 }
 
+std::string schemaIdOf(JobKind kind) {
+  return kind == JobKind::Custom ? "GoogleCloudAiplatformV1CustomJob" : "GoogleCloudAiplatformV1HyperparameterTuningJob";
+}
+
 int parsePageSize(const std::map<std::string, std::string>& query) {
   auto found = query.find("pageSize");
   if (found == query.end()) return 0;
@@ -126,8 +130,7 @@ Response Emulator::createJob(const vertex::Location& where, JobKind kind, const 
   }
   json canonical;
   try {
-    canonical = SchemaValidator::vertexV1().normalize(
-        parsed, kind == JobKind::Custom ? "GoogleCloudAiplatformV1CustomJob" : "GoogleCloudAiplatformV1HyperparameterTuningJob");
+    canonical = SchemaValidator::vertexV1().normalize(parsed, schemaIdOf(kind));
   } catch (const ValidationError& error) {
     json violation = {{"@type", "type.googleapis.com/google.rpc.BadRequest"},
                       {"fieldViolations", {{{"field", error.field()}, {"description", error.what()}}}}};
@@ -182,7 +185,15 @@ Response Emulator::handleVertex(const Request& request) {
     if (request.method == "GET") {
       auto filter = request.query.count("filter") ? request.query.at("filter") : "";
       auto token = request.query.count("pageToken") ? request.query.at("pageToken") : "";
-      auto page = jobs_.list(where, *kind, filter, parsePageSize(request.query), token);
+      std::vector<std::vector<std::string>> mask;
+      if (auto readMask = request.query.find("readMask"); readMask != request.query.end()) {
+        try {
+          mask = SchemaValidator::vertexV1().fieldMask(readMask->second, schemaIdOf(*kind));
+        } catch (const ValidationError& error) {
+          throw ApiError(400, "INVALID_ARGUMENT", error.what());
+        }
+      }
+      auto page = jobs_.list(where, *kind, filter, parsePageSize(request.query), token, mask);
       json body = {{std::string(vertex::collectionName(*kind)), page.jobs}};
       if (!page.nextPageToken.empty()) body["nextPageToken"] = page.nextPageToken;
       return {200, body};

@@ -158,8 +158,32 @@ json JobStore::get(const std::string& name) const {
   return find(name).resource;
 }
 
+namespace {
+// The fields of `resource` that `paths` name, at the same places (a path through a list keeps
+// that field of each item).
+void copyMasked(const json& from, json& to, const std::vector<std::string>& path, size_t depth) {
+  if (!from.is_object()) return;
+  auto found = from.find(path[depth]);
+  if (found == from.end()) return;
+  if (depth + 1 == path.size()) {
+    to[path[depth]] = *found;
+  } else if (found->is_array()) {
+    auto& items = to[path[depth]];
+    if (!items.is_array()) items = json::array();
+    for (size_t i = 0; i < found->size(); ++i) {
+      if (items.size() <= i) items.push_back(json::object());
+      copyMasked((*found)[i], items[i], path, depth + 1);
+    }
+  } else {
+    auto& inner = to[path[depth]];
+    if (!inner.is_object()) inner = json::object();
+    copyMasked(*found, inner, path, depth + 1);
+  }
+}
+}  // namespace
+
 ListResult JobStore::list(const vertex::Location& where, JobKind kind, const std::string& filterText, int pageSize,
-                          const std::string& token) const {
+                          const std::string& token, const std::vector<std::vector<std::string>>& readMask) const {
   ListFilter filter;
   try {
     filter = ListFilter::parse(filterText);
@@ -185,7 +209,15 @@ ListResult JobStore::list(const vertex::Location& where, JobKind kind, const std
     if (filter.matches(resource)) matching.push_back(&resource);
   }
   ListResult result;
-  for (std::size_t i = offset; i < matching.size() && i < offset + size; ++i) result.jobs.push_back(*matching[i]);
+  for (std::size_t i = offset; i < matching.size() && i < offset + size; ++i) {
+    if (readMask.empty()) {
+      result.jobs.push_back(*matching[i]);
+      continue;
+    }
+    json masked = json::object();
+    for (const auto& path : readMask) copyMasked(*matching[i], masked, path, 0);
+    result.jobs.push_back(std::move(masked));
+  }
   if (offset + size < matching.size()) result.nextPageToken = pageToken(offset + size);
   return result;
 }

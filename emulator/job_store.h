@@ -47,8 +47,9 @@ class JobStore {
   // `resource` is validated and canonical; returns it with the output-only fields set.
   nlohmann::json create(const vertex::Location& where, vertex::JobKind kind, nlohmann::json resource);
   nlohmann::json get(const std::string& name) const;
+  // `readMask`: the fields each job keeps (paths of lowerCamelCase names); empty: every field.
   ListResult list(const vertex::Location& where, vertex::JobKind kind, const std::string& filter, int pageSize,
-                  const std::string& pageToken) const;
+                  const std::string& pageToken, const std::vector<std::vector<std::string>>& readMask = {}) const;
   void cancel(const std::string& name);
   nlohmann::json remove(const std::string& name);  // the delete Operation
   nlohmann::json operation(const std::string& name) const;

@@ -1,5 +1,6 @@
 #include "emulator/schema_validator.h"
 
+#include <algorithm>
 #include <cctype>
 #include <regex>
 
@@ -68,6 +69,40 @@ json SchemaValidator::normalize(const json& body, const std::string& schemaId) c
     throw ValidationError("", "Invalid JSON payload received. Expected an object, got " + describe(body) + ".");
   }
   return normalizeObject(body, schemaId, "");
+}
+
+std::vector<std::vector<std::string>> SchemaValidator::fieldMask(const std::string& mask,
+                                                                const std::string& schemaId) const {
+  std::vector<std::vector<std::string>> paths;
+  size_t start = 0;
+  while (!mask.empty() && start <= mask.size()) {
+    auto end = std::min(mask.find(',', start), mask.size());
+    auto text = mask.substr(start, end - start);
+    start = end + 1;
+    text.erase(0, text.find_first_not_of(' '));
+    text.erase(text.find_last_not_of(' ') + 1);
+    std::vector<std::string> path;
+    const json* schema = &schemas_.at(schemaId);
+    size_t at = 0;
+    while (true) {
+      auto dot = std::min(text.find('.', at), text.size());
+      auto name = toLowerCamel(text.substr(at, dot - at));
+      const json* property = schema != nullptr && schema->contains("properties") && (*schema)["properties"].contains(name)
+                                 ? &(*schema)["properties"][name]
+                                 : nullptr;
+      if (name.empty() || property == nullptr) {
+        throw ValidationError("read_mask", "Invalid field mask: \"" + text.substr(0, 200) + "\" is not a field of " + schemaId + ".");
+      }
+      path.push_back(name);
+      if (dot == text.size()) break;
+      // Deeper names are fields of the message this one holds (or of a list's items).
+      const json& inner = property->contains("items") ? (*property)["items"] : *property;
+      schema = inner.contains("$ref") ? &schemas_.at(inner["$ref"].get<std::string>()) : nullptr;
+      at = dot + 1;
+    }
+    paths.push_back(std::move(path));
+  }
+  return paths;
 }
 
 json SchemaValidator::normalizeObject(const json& body, const std::string& schemaId, const std::string& path) const {

@@ -31,6 +31,9 @@ class SchemaValidator {
 
   // Throws ValidationError; schemaId such as "GoogleCloudAiplatformV1CustomJob".
   nlohmann::json normalize(const nlohmann::json& body, const std::string& schemaId) const;
+  // A field mask (e.g. a list's readMask, "name,studySpec.metrics") as the lowerCamelCase paths of
+  // fields of `schemaId`; throws ValidationError naming the first path that is not one.
+  std::vector<std::vector<std::string>> fieldMask(const std::string& mask, const std::string& schemaId) const;
 
  private:
   nlohmann::json normalizeValue(const nlohmann::json& value, const nlohmann::json& property,

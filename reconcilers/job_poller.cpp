@@ -95,6 +95,7 @@ Clock::duration JobPoller::poll(const PollTarget& target) {
   try {
     vertex::ListOptions options;
     options.pageSize = options_.pageSize;
+    options.readMask = vertex::decodedJobFields(target.kind);  // what the job cache keeps, not the specs
     if (full) {
       options.filter = unfinishedFilter();
       state.starting.clear();  // rebuilt from the truth

@@ -80,12 +80,16 @@ struct Job {
   nlohmann::json raw;  // the whole resource, for fields not decoded above (trials, jobSpec)
 };
 // Decodes a job resource; enum names or numbers, int64 strings or numbers.
-Job decodeJob(JobKind kind, const nlohmann::json& resource);
+Job decodeJob(JobKind kind, nlohmann::json resource);
+// The fields decodeJob reads, as a readMask: a list with it leaves out the job specs (most of each
+// job's bytes), and the decoded Job is the same but for `raw`.
+std::string_view decodedJobFields(JobKind kind);
 
 struct ListOptions {
   std::string filter;  // e.g. labels.vto-run-uid="abc" AND state="JOB_STATE_RUNNING"
   int pageSize = 0;    // 0: the server's default
   std::string pageToken;
+  std::string readMask;  // comma-separated fields to return (e.g. decodedJobFields); empty: all
 };
 
 struct JobPage {

@@ -7,6 +7,7 @@
 #include "tests/fakes/clock_fake.h"
 #include "tests/fakes/gcs_fake_client.h"
 #include "vertex/api_error.h"
+#include "vertex/vertex_client.h"
 
 namespace vto::emulator {
 namespace {
@@ -268,6 +269,53 @@ TEST_F(EmulatorTest, ListFiltersByLabelAndPages) {
   EXPECT_FALSE(rest.contains("nextPageToken"));
   EXPECT_EQ(call("GET", kParent + "/customJobs", nullptr, {{"filter", "colour=red"}}).status, 400);
   EXPECT_EQ(call("GET", kParent + "/customJobs", nullptr, {{"pageToken", "garbage"}}).status, 400);
+}
+
+// vto lists with a readMask of the fields it decodes: the decoded jobs are the same as from the
+// whole resources, without the specs.
+TEST_F(EmulatorTest, AListWithTheDecodedFieldsAsReadMaskDecodesAsTheWholeJobs) {
+  create(customJob("masked"));
+  create(tuningJob(), "hyperparameterTuningJobs");
+  advance(2s);
+  advance(30s);  // the custom job failed or ran steps; the tuning job has finished trials
+  auto same = [](const vertex::Job& masked, const vertex::Job& whole) {
+    EXPECT_EQ(masked.name, whole.name);
+    EXPECT_EQ(masked.displayName, whole.displayName);
+    EXPECT_EQ(masked.state, whole.state);
+    EXPECT_EQ(masked.labels, whole.labels);
+    EXPECT_EQ(masked.createTime, whole.createTime);
+    EXPECT_EQ(masked.startTime, whole.startTime);
+    EXPECT_EQ(masked.endTime, whole.endTime);
+    EXPECT_EQ(masked.updateTime, whole.updateTime);
+    EXPECT_EQ(masked.error.has_value(), whole.error.has_value());
+    EXPECT_EQ(masked.webAccessUris, whole.webAccessUris);
+    ASSERT_EQ(masked.bestTrial.has_value(), whole.bestTrial.has_value());
+    if (whole.bestTrial) {
+      EXPECT_EQ(masked.bestTrial->id, whole.bestTrial->id);
+      EXPECT_EQ(masked.bestTrial->metrics, whole.bestTrial->metrics);
+      EXPECT_EQ(masked.bestTrial->parameters, whole.bestTrial->parameters);
+    }
+  };
+  for (auto kind : {vertex::JobKind::Custom, vertex::JobKind::HyperparameterTuning}) {
+    std::string collection(vertex::collectionName(kind));
+    auto whole = call("GET", kParent + "/" + collection).body[collection];
+    auto masked = call("GET", kParent + "/" + collection, nullptr,
+                       {{"readMask", std::string(vertex::decodedJobFields(kind))}}).body[collection];
+    ASSERT_EQ(masked.size(), 1u);
+    EXPECT_FALSE(masked[0].contains("jobSpec") || masked[0].contains("trialJobSpec")) << masked[0].dump();
+    auto wholeJob = vertex::decodeJob(kind, whole[0]);
+    if (kind == vertex::JobKind::HyperparameterTuning) {
+      ASSERT_TRUE(wholeJob.bestTrial) << "the comparison needs a finished trial";
+      EXPECT_EQ(masked[0]["studySpec"].size(), 1u) << "studySpec.metrics only";
+    }
+    same(vertex::decodeJob(kind, masked[0]), wholeJob);
+  }
+  auto ids = call("GET", kParent + "/hyperparameterTuningJobs", nullptr, {{"readMask", "trials.id"}}).body;
+  ASSERT_FALSE(ids["hyperparameterTuningJobs"][0]["trials"].empty());
+  EXPECT_EQ(ids["hyperparameterTuningJobs"][0]["trials"][0], json({{"id", "1"}})) << "a path through a list";
+  auto unknown = call("GET", kParent + "/customJobs", nullptr, {{"readMask", "name,colour"}});
+  EXPECT_EQ(unknown.status, 400);
+  EXPECT_NE(unknown.body.dump().find("colour"), std::string::npos) << unknown.body.dump();
 }
 
 TEST_F(EmulatorTest, ADeletedJobLeavesTheListsByItsLabel) {
