@@ -199,21 +199,13 @@ int run(const Args& args) {
 
   // --- Observability (issue 13): TrainingRun metrics derived from the informer cache, like
   // kube-state-metrics; the reconciler is not involved. Every change of a run goes to the observer;
-  // a run no longer in the cache (same uid) was deleted. Running jobs' accelerator and machine time
+  // a run no longer in the cache (same uid) was deleted (the handler is below, shared with the Vertex
+  // poll targets). Running jobs' accelerator and machine time
   // is accounted when scraped. The loop runs only on the leader, so only the leader exports them.
   auto trainingRunObserver = std::make_shared<metrics::TrainingRunObserver>(clock, reconcilers::trainingRunPhases());
   manager.addCollectable(trainingRunObserver);
   auto processMetrics = std::make_shared<metrics::ProcessMetrics>();  // held here: the manager keeps weak_ptrs
   manager.addCollectable(processMetrics);
-  runs.addHandler([&runs, observer = trainingRunObserver.get()](const nlohmann::json& run) {
-    auto uid = run["metadata"].value("uid", "");
-    if (runs.cache().uidAt(controller::keyOf(run)) != uid) {  // gone, or replaced by a namesake
-      observer->forget(uid);
-    } else {
-      auto generation = run["metadata"].value("generation", int64_t{0});
-      observer->observe(reconcilers::trainingRunSnapshot(run, !observer->hasPools(uid, generation)));
-    }
-  });
   manager.addLoop([observer = trainingRunObserver.get()](std::stop_token stop) {
     observer->setActive(true);
     std::mutex mutex;
@@ -227,8 +219,25 @@ int run(const Args& args) {
   // Vertex has no watch: a PollingSource polls each (project, location, kind) that unfinished runs
   // use, on its own schedule and backoff, and wakes the runs whose jobs changed (by uid, an index).
   reconcilers::PollTargets targets(reconcilerOptions.defaults);
-  runs.addHandler([&](const nlohmann::json& run) {
-    targets.update(run, runs.cache().keyByUid(run.value("/metadata/uid"_json_pointer, std::string())).has_value());
+  // The poll targets and the run metrics read the same decoded run: one decode per watch event.
+  runs.addHandler([&runs, &targets, observer = trainingRunObserver.get()](const nlohmann::json& run) {
+    auto key = controller::keyOf(run);
+    auto uid = run["metadata"].value("uid", "");
+    if (runs.cache().uidAt(key) != uid) {  // gone, or replaced by a namesake
+      targets.update(key, nullptr);
+      observer->forget(uid);
+      return;
+    }
+    std::optional<crd::TrainingRun> decoded;
+    try {
+      decoded = crd::decodeTrainingRun(run);
+    } catch (const std::exception&) {
+      // Undecodable: the reconciler reports it Invalid; it has no job to poll and no machines.
+    }
+    const auto* decodedRun = decoded ? &*decoded : nullptr;
+    targets.update(key, decodedRun);
+    auto generation = run["metadata"].value("generation", int64_t{0});
+    observer->observe(reconcilers::trainingRunSnapshot(run, decodedRun, !observer->hasPools(uid, generation)));
   });
   reconcilers::JobPollerOptions pollerOptions;
   pollerOptions.interval = std::chrono::seconds(flags.getInt("vertex-poll-interval"));

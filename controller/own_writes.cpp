@@ -1,5 +1,7 @@
 #include "controller/own_writes.h"
 
+#include <algorithm>
+
 #include "controller/workqueue.h"
 
 namespace vto::controller {
@@ -7,15 +9,22 @@ namespace vto::controller {
 void OwnWrites::record(const ObjectKey& key, const std::string& resourceVersion) {
   if (resourceVersion.empty()) return;
   std::lock_guard guard(mutex_);
-  versions_[key] = resourceVersion;
+  auto& versions = versions_[key];
+  if (versions.size() == kMaxVersionsPerObject) versions.erase(versions.begin());
+  versions.push_back(resourceVersion);
 }
 
 bool OwnWrites::consume(const nlohmann::json& object) {
   auto version = object.value("/metadata/resourceVersion"_json_pointer, std::string());
   std::lock_guard guard(mutex_);
   auto found = versions_.find(keyOf(object));
-  if (found == versions_.end() || found->second != version) return false;
-  versions_.erase(found);
+  if (found == versions_.end()) return false;
+  auto& versions = found->second;
+  auto match = std::find(versions.begin(), versions.end(), version);
+  if (match == versions.end()) return false;
+  // Watch events come in order: the echoes of writes before this one have passed.
+  versions.erase(versions.begin(), match + 1);
+  if (versions.empty()) versions_.erase(found);
   return true;
 }
 

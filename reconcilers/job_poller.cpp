@@ -29,15 +29,27 @@ std::string runUidOf(const std::map<std::string, std::string>& labels) {
 }  // namespace
 
 void PollTargets::update(const nlohmann::json& run, bool present) {
-  auto key = controller::keyOf(run);
-  std::optional<PollTarget> target;
+  std::optional<crd::TrainingRun> decoded;
   if (present) {
     try {
-      auto decoded = crd::decodeTrainingRun(run);
-      auto phase = decoded.status.phase;
-      if (!isFinishedPhase(phase) && phase != crd::Phase::Invalid) target = pollTargetOf(decoded.spec, defaults_);
+      decoded = crd::decodeTrainingRun(run);
     } catch (const std::exception&) {
       // Undecodable: the reconciler reports it; there is no job to follow.
+    }
+  }
+  update(controller::keyOf(run), decoded ? &*decoded : nullptr);
+}
+
+void PollTargets::update(const controller::ObjectKey& key, const crd::TrainingRun* decoded) {
+  std::optional<PollTarget> target;
+  if (decoded != nullptr) {
+    auto phase = decoded->status.phase;
+    if (!isFinishedPhase(phase) && phase != crd::Phase::Invalid) {
+      try {
+        target = pollTargetOf(decoded->spec, defaults_);
+      } catch (const std::exception&) {
+        // No valid placement: the reconciler reports it; there is no job to follow.
+      }
     }
   }
   std::lock_guard lock(mutex_);

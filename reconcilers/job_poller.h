@@ -35,6 +35,8 @@ class PollTargets {
   explicit PollTargets(crd::Placement defaults) : defaults_(std::move(defaults)) {}
   // The run as the informer now holds it; `present` false when it is gone.
   void update(const nlohmann::json& run, bool present);
+  // The same with the run already decoded (null: gone, or it does not decode).
+  void update(const controller::ObjectKey& key, const crd::TrainingRun* decoded);
   // Targets by key (their job-name prefix).
   std::map<std::string, PollTarget> current() const;
 

@@ -60,18 +60,21 @@ Observed TrainingRunReconciler::observe(const nlohmann::json& object) {
   Observed o;
   o.now = clock_.now();
   o.defaults = options_.defaults;
-  o.metadata = crd::decodeObjectMeta(memberOf(object, "metadata"), "metadata");
   o.hasFinalizer = controller::containsFinalizer(object, kFinalizer);
   o.statusStored = object.contains("status");
   try {
-    o.status = crd::decodeTrainingRunStatus(memberOf(object, "status"), "status");
-  } catch (const std::exception&) {
-    o.status = {};  // a status we cannot read is rebuilt from what we observe
-  }
-  try {
     o.run = crd::decodeTrainingRun(object);
+    o.metadata = o.run->metadata;
+    o.status = o.run->status;
   } catch (const std::exception& e) {
     o.decodeError = e.what();
+    // Read apart, so that a bad spec still leaves the metadata and whatever status can be read.
+    o.metadata = crd::decodeObjectMeta(memberOf(object, "metadata"), "metadata");
+    try {
+      o.status = crd::decodeTrainingRunStatus(memberOf(object, "status"), "status");
+    } catch (const std::exception&) {
+      o.status = {};  // a status we cannot read is rebuilt from what we observe
+    }
   }
   bool deleting = !o.metadata.deletionTimestamp.empty();
   bool settled = isFinishedPhase(o.status.phase) && o.status.observedGeneration == o.metadata.generation;
@@ -150,16 +153,21 @@ void TrainingRunReconciler::observeBuckets(Observed& o) {
     one.fields = "items(name),nextPageToken";
     gcs_.listObjectsPage(listing.bucket, listing.object, "", one);
   };
-  try {
-    look(o.run->spec.baseOutputDirectory);
-  } catch (const vertex::ApiError& e) {
-    if (e.notFound()) {
-      o.outputBucketMissing = checkpointListing(o.run->spec.baseOutputDirectory).bucket;
-      return;
-    }
-    if (e.httpStatus() != 403) throw;  // retried with backoff
-  }
   auto directory = crd::checkpointDirectoryOf(o.run->spec);
+  // The output bucket's existence, unless the checkpoint listing below shows it (the same bucket,
+  // as by default): one GCS request per new run instead of two.
+  auto outputBucket = checkpointListing(o.run->spec.baseOutputDirectory).bucket;
+  if (outputBucket != checkpointListing(directory).bucket) {
+    try {
+      look(o.run->spec.baseOutputDirectory);
+    } catch (const vertex::ApiError& e) {
+      if (e.notFound()) {
+        o.outputBucketMissing = outputBucket;
+        return;
+      }
+      if (e.httpStatus() != 403) throw;  // retried with backoff
+    }
+  }
   try {
     look(directory);
     o.checkpointListed = true;
@@ -252,7 +260,10 @@ Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& 
   std::optional<nlohmann::json> written;
   auto current = [&]() -> const nlohmann::json& { return written ? *written : cached; };
   const auto& meta = o.metadata;
-  if (plan.addFinalizer) written = controller::addFinalizer(kube_, trainingRunResource(), cached, kFinalizer);
+  if (plan.addFinalizer) {
+    written = controller::addFinalizer(kube_, trainingRunResource(), cached, kFinalizer);
+    rememberOwnWrite(*written);
+  }
   if (plan.cancelJob) {
     try {
       vertex_.cancelJob(*plan.cancelJob);
@@ -283,10 +294,9 @@ Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& 
     }
     if (job) plan = recordCreatedJob(o, std::move(plan), cachedJobOf(*job, o.now), adopted);
   }
-  if (plan.status) written = writeStatus(current(), *plan.status);
-  if (written && options_.ownWrites != nullptr) {
-    options_.ownWrites->record({meta.namespace_, meta.name},
-                               written->value("/metadata/resourceVersion"_json_pointer, std::string()));
+  if (plan.status) {
+    written = writeStatus(current(), *plan.status);
+    rememberOwnWrite(*written);
   }
   controller::recordEvents(events_, current(), plan.events);
   if (metrics_ != nullptr) {
@@ -309,6 +319,13 @@ Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& 
   if (plan.terminal) throw controller::TerminalError(*plan.terminal);
   if (plan.retryAfterWrite) throw std::runtime_error(*plan.retryAfterWrite);
   return Result{plan.requeueAfter};
+}
+
+void TrainingRunReconciler::rememberOwnWrite(const nlohmann::json& written) {
+  // Its watch event then reconciles nothing: the pass that wrote it already decided on it.
+  if (options_.ownWrites == nullptr) return;
+  options_.ownWrites->record(controller::keyOf(written),
+                             written.value("/metadata/resourceVersion"_json_pointer, std::string()));
 }
 
 nlohmann::json TrainingRunReconciler::writeStatus(const nlohmann::json& object, const crd::TrainingRunStatus& status) {

@@ -83,6 +83,8 @@ class TrainingRunReconciler final : public controller::Reconciler {
   // The tenancy inputs: this run's namespace and the other runs' accelerator claims (informer cache).
   void observeTenancy(Observed& observed);
   crd::NamespaceInfo namespaceInfo(const std::string& name);
+  // Records a write's resourceVersion in options_.ownWrites.
+  void rememberOwnWrite(const nlohmann::json& written);
   // PUTs the status; returns the object as stored afterwards (its new resourceVersion).
   nlohmann::json writeStatus(const nlohmann::json& object, const crd::TrainingRunStatus& status);
 

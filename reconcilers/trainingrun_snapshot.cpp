@@ -83,6 +83,15 @@ std::vector<std::string> trainingRunPhases() {
 }
 
 metrics::RunSnapshot trainingRunSnapshot(const nlohmann::json& object, bool readPools) {
+  std::optional<crd::TrainingRun> run;
+  try {
+    run = crd::decodeTrainingRun(object);
+  } catch (const std::exception&) {
+  }
+  return trainingRunSnapshot(object, run ? &*run : nullptr, readPools);
+}
+
+metrics::RunSnapshot trainingRunSnapshot(const nlohmann::json& object, const crd::TrainingRun* decoded, bool readPools) {
   metrics::RunSnapshot snapshot;
   auto meta = crd::decodeObjectMeta(object.value("metadata", nlohmann::json::object()), "metadata");
   snapshot.uid = meta.uid;
@@ -90,12 +99,8 @@ metrics::RunSnapshot trainingRunSnapshot(const nlohmann::json& object, bool read
   snapshot.name = meta.name;
   snapshot.created = timeOf(meta.creationTimestamp);
   snapshot.generation = meta.generation;
-  crd::TrainingRun run;
-  try {
-    run = crd::decodeTrainingRun(object);
-  } catch (const std::exception&) {
-    return snapshot;  // counted as Pending until the operator reports it Invalid
-  }
+  if (decoded == nullptr) return snapshot;  // counted as Pending until the operator reports it Invalid
+  const auto& run = *decoded;
   if (run.status.phase) snapshot.phase = crd::enumName(*run.status.phase, crd::phaseNames());
   snapshot.framework = crd::enumName(run.spec.framework, crd::frameworkNames());
   snapshot.scheduling = crd::enumName(run.spec.scheduling.strategy, crd::schedulingStrategyNames());

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "crd/training_run.h"
 #include "metrics/trainingrun_observer.h"
 
 namespace vto::reconcilers {
@@ -17,5 +18,8 @@ std::vector<std::string> trainingRunPhases();
 // readPools false the machine pools are left unread (the observer keeps those it has for the
 // same generation: see TrainingRunObserver::hasPools).
 metrics::RunSnapshot trainingRunSnapshot(const nlohmann::json& object, bool readPools = true);
+// The same from a run already decoded from `object` (null: it does not decode), so that one watch
+// event is decoded once for all its handlers.
+metrics::RunSnapshot trainingRunSnapshot(const nlohmann::json& object, const crd::TrainingRun* decoded, bool readPools);
 
 }  // namespace vto::reconcilers

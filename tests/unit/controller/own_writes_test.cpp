@@ -33,6 +33,26 @@ TEST(OwnWrites, OnlyTheEchoOfTheLastOwnWriteIsSkippedAndOnlyOnce) {
   EXPECT_EQ(queue.len(), 1u);
 }
 
+TEST(OwnWrites, TheEchoOfEachOfTwoWritesIsSkipped) {
+  testing::FakeClock clock;
+  WorkQueue queue{clock, defaultControllerRateLimiter(clock)};
+  OwnWrites own;
+  auto handler = enqueueUnlessOwnWrite(queue, own);
+  own.record({"ns", "run"}, "7");  // a finalizer added
+  own.record({"ns", "run"}, "8");  // then status written, in the same reconcile
+  handler(at("7"));
+  handler(at("8"));
+  EXPECT_EQ(queue.len(), 0u);
+  EXPECT_EQ(own.size(), 0u);
+
+  own.record({"ns", "run"}, "10");
+  own.record({"ns", "run"}, "11");
+  handler(at("11"));  // the echo of 10 was coalesced away: 11 passes it
+  EXPECT_EQ(queue.len(), 0u);
+  handler(at("10"));  // never again after 11
+  EXPECT_EQ(queue.len(), 1u);
+}
+
 TEST(OwnWrites, AGoneObjectForgetsItsRecord) {
   OwnWrites own;
   own.record({"ns", "run"}, "3");
