@@ -154,12 +154,20 @@ void TrainingRunReconciler::observeBuckets(Observed& o) {
     gcs_.listObjectsPage(listing.bucket, listing.object, "", one);
   };
   auto directory = crd::checkpointDirectoryOf(o.run->spec);
+  auto outputBucket = checkpointListing(o.run->spec.baseOutputDirectory).bucket;
+  auto checkpointBucket = checkpointListing(directory).bucket;
+  // Runs of a fleet share their buckets: one listed moments ago for another run answers for this one.
+  if (buckets_.recentlyListed(checkpointBucket, o.now) &&
+      (outputBucket == checkpointBucket || buckets_.recentlyListed(outputBucket, o.now))) {
+    o.checkpointListed = true;
+    return;
+  }
   // The output bucket's existence, unless the checkpoint listing below shows it (the same bucket,
   // as by default): one GCS request per new run instead of two.
-  auto outputBucket = checkpointListing(o.run->spec.baseOutputDirectory).bucket;
-  if (outputBucket != checkpointListing(directory).bucket) {
+  if (outputBucket != checkpointBucket) {
     try {
       look(o.run->spec.baseOutputDirectory);
+      buckets_.listed(outputBucket, o.now);
     } catch (const vertex::ApiError& e) {
       if (e.notFound()) {
         o.outputBucketMissing = outputBucket;
@@ -171,6 +179,7 @@ void TrainingRunReconciler::observeBuckets(Observed& o) {
   try {
     look(directory);
     o.checkpointListed = true;
+    buckets_.listed(checkpointBucket, o.now);
   } catch (const vertex::ApiError& e) {
     if (e.notFound()) {
       o.outputBucketMissing = checkpointListing(directory).bucket;
@@ -181,6 +190,21 @@ void TrainingRunReconciler::observeBuckets(Observed& o) {
       throw;
     }
   }
+}
+
+bool ListedBuckets::recentlyListed(const std::string& bucket, Clock::time_point now) const {
+  std::lock_guard lock(mutex_);
+  auto found = listedAt_.find(bucket);
+  return found != listedAt_.end() && now - found->second < kFreshFor;
+}
+
+void ListedBuckets::listed(const std::string& bucket, Clock::time_point now) {
+  std::lock_guard lock(mutex_);
+  if (listedAt_.size() >= kMaxBuckets) {
+    std::erase_if(listedAt_, [&](const auto& entry) { return now - entry.second >= kFreshFor; });
+    if (listedAt_.size() >= kMaxBuckets) listedAt_.clear();  // bounded whatever the specs name
+  }
+  listedAt_[bucket] = now;
 }
 
 std::optional<CachedJob> TrainingRunReconciler::readJob(const std::string& jobName,

@@ -7,6 +7,8 @@
 //   decide   is pure (training_run_decide.h);
 //   act      carries out the Plan: finalizer, cancel, create (then the job name goes to status at
 //            once), one status write when it changed, the Events, TTL deletion.
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "base/clock.h"
@@ -56,6 +58,20 @@ struct TrainingRunReconcilerOptions {
   controller::OwnWrites* ownWrites = nullptr;
 };
 
+// Buckets whose listing succeeded lately (for any run): a new run in one of them needs no GCS
+// request to show that its bucket exists and can be listed. Safe across workers.
+class ListedBuckets {
+ public:
+  static constexpr auto kFreshFor = std::chrono::seconds(60);
+  static constexpr size_t kMaxBuckets = 1024;
+  bool recentlyListed(const std::string& bucket, Clock::time_point now) const;
+  void listed(const std::string& bucket, Clock::time_point now);
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::string, Clock::time_point> listedAt_;
+};
+
 class TrainingRunReconciler final : public controller::Reconciler {
  public:
   // `metrics` may be null.
@@ -99,6 +115,7 @@ class TrainingRunReconciler final : public controller::Reconciler {
   DecideOptions decideOptions_;
   metrics::TrainingRunMetrics* metrics_;
   CheckpointSchedule checkpoints_;
+  ListedBuckets buckets_;
   Clock::time_point startedAt_;
 };
 

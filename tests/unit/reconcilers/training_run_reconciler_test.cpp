@@ -170,6 +170,23 @@ TEST_F(ReconcilerTest, CreatesOneJobWritesItsNameAtOnceAndNeverASecond) {
   EXPECT_EQ(labels["vto-attempt"], "1");
 }
 
+TEST_F(ReconcilerTest, ANewRunInABucketListedLatelyNeedsNoGcsRequestBeforeItsJob) {
+  apply();
+  reconcile();
+  EXPECT_EQ(gcs.listCalls(), 1) << "the first run lists its checkpoint directory (the bucket of its outputs too)";
+  apply("", "second");
+  reconcile("second");
+  EXPECT_EQ(gcs.listCalls(), 1) << "the same bucket, listed a moment ago";
+  EXPECT_EQ(vertex.createdBodies().size(), 2u);
+  clock.advance(ListedBuckets::kFreshFor);
+  apply("", "third");
+  reconcile("third");
+  EXPECT_EQ(gcs.listCalls(), 2) << "listed again once that is no longer recent";
+  apply(R"({"baseOutputDirectory": "gs://gone/r"})", "fourth");
+  reconcile("fourth");
+  EXPECT_EQ(gcs.listCalls(), 3) << "another bucket is listed";
+}
+
 TEST_F(ReconcilerTest, AdoptsTheJobOfACrashBetweenCreateAndStatusWrite) {
   apply();
   // The job exists in Vertex (labelled for this run and attempt) but status never heard of it.
