@@ -111,7 +111,8 @@ int run(const Args& args) {
                                                      : flags.get("leader-election-namespace");
   managerOptions.leaderElection.identity = identity();
   auto runtimeMetrics = std::make_shared<controller::RuntimeMetrics>(*registry);
-  controller::RestKubeClient kube(restConfig, runtimeMetrics.get());
+  controller::RestKubeClient kube(restConfig, runtimeMetrics.get(), std::chrono::seconds(30),
+                                  controller::ManagedFields::Omit);  // the operator reads none of it
   controller::Manager manager(kube, clock, managerOptions, registry, runtimeMetrics);
 
   vertex::CppRestTransport http;

@@ -7,6 +7,7 @@
 
 #include "base/http_transport.h"
 #include "base/url.h"
+#include "controller/kube_json.h"
 #include "controller/rest_config.h"
 #include "controller/runtime_metrics.h"
 
@@ -62,6 +63,7 @@ struct RestKubeClient::Impl {
   std::string server;  // the configured URL without a trailing '/': paths are appended to it
   std::string host;    // host:port, the label of rest_client_requests_total
   std::chrono::seconds requestTimeout{30};
+  bool omitManagedFields = false;
   // Synchronous on the caller's thread, connections kept alive and pooled (at most kMaxConnections).
   std::unique_ptr<PooledHttpTransport> http;
 
@@ -163,14 +165,24 @@ struct RestKubeClient::Impl {
       throw ApiError(parseStatus(response.status, response.body), retryAfter(response));
     }
     if (response.body.empty()) return nlohmann::json::object();
-    return nlohmann::json::parse(response.body);
+    return parse(response.body);
+  }
+
+  // Throws nlohmann::json::parse_error for malformed JSON, as json::parse.
+  nlohmann::json parse(std::string_view body) const {
+    if (omitManagedFields) {
+      auto parsed = parseWithoutManagedFields(body);
+      if (!parsed.is_discarded()) return parsed;
+    }
+    return nlohmann::json::parse(body);
   }
 };
 
 RestKubeClient::RestKubeClient(RestConfig config, RestClientMetrics* metrics,
-                               std::chrono::seconds requestTimeout)
+                               std::chrono::seconds requestTimeout, ManagedFields managedFields)
     : impl_(std::make_unique<Impl>()) {
   impl_->config = std::move(config);
+  impl_->omitManagedFields = managedFields == ManagedFields::Omit;
   auto parsed = validateRestConfig(impl_->config);  // no token or client key over plain http to another host
   impl_->metrics = metrics;
   impl_->requestTimeout = requestTimeout;
@@ -282,7 +294,8 @@ void RestKubeClient::watch(const Resource& resource, const std::string& ns,
         request,
         [&](std::string_view line) {
           if (line.empty() || line == "\r") return;
-          auto event = nlohmann::json::parse(line, nullptr, false);
+          auto event = impl_->omitManagedFields ? parseWithoutManagedFields(line)
+                                                : nlohmann::json::parse(line, nullptr, false);
           if (!event.is_object()) {
             throw ApiError(Status{0, "", "malformed watch event from " + resource.resource, {}});
           }

@@ -113,12 +113,17 @@ class KubeClient {
 ListPage listAll(KubeClient& client, const Resource& resource, const std::string& ns,
                  ListOptions options);
 
+// Whether a client's answers keep metadata.managedFields. The operator reads none of it, and it is
+// about half of each object: Omit leaves it out while parsing (see kube_json.h).
+enum class ManagedFields { Keep, Omit };
+
 class RestKubeClient final : public KubeClient {
  public:
   // `metrics` may be null; it must outlive the client. `requestTimeout` bounds every request but
   // a watch.
   explicit RestKubeClient(RestConfig config, RestClientMetrics* metrics = nullptr,
-                          std::chrono::seconds requestTimeout = std::chrono::seconds(30));
+                          std::chrono::seconds requestTimeout = std::chrono::seconds(30),
+                          ManagedFields managedFields = ManagedFields::Keep);
   ~RestKubeClient() override;
 
   nlohmann::json get(const Resource& resource, const std::string& ns,

@@ -1,0 +1,97 @@
+#include "controller/kube_json.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace vto::controller {
+namespace {
+
+using nlohmann::json;
+
+// nlohmann's SAX interface, building the document as json::parse does, except for the values it is
+// told to skip (and everything inside them).
+class DomWithoutManagedFields {
+ public:
+  explicit DomWithoutManagedFields(json& root) : root_(root) {}
+
+  bool null() { return put(nullptr); }
+  bool boolean(bool value) { return put(value); }
+  bool number_integer(json::number_integer_t value) { return put(value); }
+  bool number_unsigned(json::number_unsigned_t value) { return put(value); }
+  bool number_float(json::number_float_t value, const json::string_t&) { return put(value); }
+  bool string(json::string_t& value) { return put(std::move(value)); }
+  bool binary(json::binary_t& value) { return put(json::binary(std::move(value))); }
+  bool start_object(std::size_t) { return open(json::value_t::object); }
+  bool start_array(std::size_t) { return open(json::value_t::array); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+  bool key(json::string_t& name) {
+    if (skipping_ > 0) return true;
+    skipNext_ = name == "managedFields" && !names_.empty() && names_.back() == "metadata";
+    key_ = std::move(name);
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) { return false; }
+
+ private:
+  // Where the next value goes: the root, a new item of the open array, or the open object's key.
+  json& slot() {
+    if (open_.empty()) return root_;
+    json& parent = *open_.back();
+    if (parent.is_array()) return parent.emplace_back();
+    return (*parent.get_ptr<json::object_t*>())[key_];
+  }
+  // True when the value that starts now is to be left out (it, or what holds it).
+  bool skipped() {
+    if (skipping_ > 0) return true;
+    if (!skipNext_) return false;
+    skipNext_ = false;
+    return true;
+  }
+  template <typename Value>
+  bool put(Value&& value) {
+    if (!skipped()) slot() = json(std::forward<Value>(value));
+    return true;
+  }
+  bool open(json::value_t type) {
+    if (skipped()) {
+      ++skipping_;
+      return true;
+    }
+    bool inObject = !open_.empty() && open_.back()->is_object();
+    std::string name = inObject ? key_ : std::string();
+    json& value = slot();
+    value = json(type);
+    open_.push_back(&value);
+    names_.push_back(std::move(name));
+    return true;
+  }
+  bool close() {
+    if (skipping_ > 0) {
+      --skipping_;
+    } else {
+      open_.pop_back();
+      names_.pop_back();
+    }
+    return true;
+  }
+
+  json& root_;
+  std::vector<json*> open_;         // the containers being filled, innermost last
+  std::vector<std::string> names_;  // the key each of them sits under ("" in an array or at the root)
+  std::string key_;                 // the open object's key whose value comes next
+  bool skipNext_ = false;           // that value is a metadata.managedFields
+  int skipping_ = 0;                // depth inside a value being left out
+};
+
+}  // namespace
+
+json parseWithoutManagedFields(std::string_view text) {
+  json root;
+  DomWithoutManagedFields builder(root);
+  if (!json::sax_parse(text.begin(), text.end(), &builder)) return json(json::value_t::discarded);
+  return root;
+}
+
+}  // namespace vto::controller

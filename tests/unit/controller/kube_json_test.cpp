@@ -1,0 +1,57 @@
+// Parsing API answers without metadata.managedFields gives what json::parse gives, less those.
+#include "controller/kube_json.h"
+
+#include <gtest/gtest.h>
+
+namespace vto::controller {
+namespace {
+
+using nlohmann::json;
+
+const char* kObject = R"({"apiVersion": "vto.dev/v1alpha1", "kind": "TrainingRun",
+  "metadata": {"name": "r", "namespace": "ns", "resourceVersion": "7", "finalizers": ["vto.dev/job"],
+               "managedFields": [{"manager": "vto", "operation": "Update", "subresource": "status",
+                                  "fieldsV1": {"f:status": {"f:attempts": {}, ".": {}}}}],
+               "labels": {"team": "ml"}},
+  "spec": {"managedFields": ["kept: not metadata's"], "replicas": 2, "ratio": 0.5, "big": 18446744073709551615,
+           "negative": -3, "flag": true, "none": null, "empty": {}, "list": [[1, {"a": []}], "x"]},
+  "status": {"phase": "Running"}})";
+
+json withoutMetadataManagedFields(json value) {
+  if (value.is_object()) {
+    if (auto metadata = value.find("metadata"); metadata != value.end() && metadata->is_object()) {
+      metadata->erase("managedFields");
+    }
+    for (auto& [key, member] : value.items()) member = withoutMetadataManagedFields(member);
+  } else if (value.is_array()) {
+    for (auto& item : value) item = withoutMetadataManagedFields(item);
+  }
+  return value;
+}
+
+TEST(ParseWithoutManagedFields, IsJsonParseLessMetadataManagedFieldsInObjectsListsAndWatchEvents) {
+  auto object = json::parse(kObject);
+  auto list = json{{"kind", "TrainingRunList"}, {"metadata", {{"resourceVersion", "9"}}}, {"items", {object, object}}};
+  auto event = json{{"type", "MODIFIED"}, {"object", object}};
+  for (const auto& whole : {object, list, event}) {
+    auto parsed = parseWithoutManagedFields(whole.dump());
+    EXPECT_EQ(parsed, withoutMetadataManagedFields(whole)) << whole.dump();
+    EXPECT_EQ(parsed.dump().find("\"manager\""), std::string::npos);
+  }
+  auto parsed = parseWithoutManagedFields(kObject);
+  EXPECT_FALSE(parsed["metadata"].contains("managedFields"));
+  EXPECT_EQ(parsed["spec"]["managedFields"][0], "kept: not metadata's");
+  EXPECT_EQ(parsed["metadata"]["labels"]["team"], "ml") << "what follows the skipped member is read";
+  EXPECT_EQ(parsed["spec"]["big"].get<std::uint64_t>(), 18446744073709551615ull);
+}
+
+TEST(ParseWithoutManagedFields, MalformedTextIsDiscardedAndScalarsParse) {
+  EXPECT_TRUE(parseWithoutManagedFields(R"({"metadata": {"managedFields": [1, 2}})").is_discarded());
+  EXPECT_TRUE(parseWithoutManagedFields("").is_discarded());
+  EXPECT_TRUE(parseWithoutManagedFields("{} trailing").is_discarded());
+  EXPECT_EQ(parseWithoutManagedFields("\"text\""), json("text"));
+  EXPECT_EQ(parseWithoutManagedFields(R"({"a": 1, "a": 2})"), json::parse(R"({"a": 1, "a": 2})")) << "the last wins";
+}
+
+}  // namespace
+}  // namespace vto::controller
