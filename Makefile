@@ -28,8 +28,12 @@ build: bootstrap
 	@cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release -DVTO_BIN_DIR=$(BIN_DIR) >/dev/null
 	@cmake --build $(BUILD_DIR)
 
+# Two tests at a time: each integration test waits mostly on its own API server and emulator, so two
+# take about half the wall time of one after the other (345 s against 665 s here). TEST_JOBS=1 runs
+# them one by one.
+TEST_JOBS ?= 2
 test: build
-	ctest --test-dir $(BUILD_DIR) --output-on-failure --timeout 1200 $(CTEST_ARGS)
+	ctest --test-dir $(BUILD_DIR) --output-on-failure --timeout 1200 -j$(TEST_JOBS) $(CTEST_ARGS)
 	@$(MAKE) --no-print-directory fuzz
 
 unit-test: build
