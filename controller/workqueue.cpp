@@ -13,14 +13,14 @@ void WorkQueue::add(const ObjectKey& key) {
   addLocked(key);
 }
 
-void WorkQueue::addLocked(const ObjectKey& key) {
+void WorkQueue::addLocked(const ObjectKey& key, bool wake) {
   if (shuttingDown_ || dirty_.count(key)) return;
   metrics_.added();
   dirty_[key] = clock_.now();
   if (processing_.count(key)) return;  // done() will queue it
   ready_.push_back(key);
   metrics_.depth(ready_.size());
-  wakeOneLocked();
+  if (wake) wakeOneLocked();
 }
 
 void WorkQueue::wakeOneLocked() {
@@ -63,13 +63,13 @@ void WorkQueue::forget(const ObjectKey& key) { rateLimiter_->forget(key); }
 
 int WorkQueue::numRequeues(const ObjectKey& key) { return rateLimiter_->numRequeues(key); }
 
-void WorkQueue::promoteDueLocked() {
+void WorkQueue::promoteDueLocked(bool wake) {
   auto now = clock_.now();
   while (!waitingByDue_.empty() && waitingByDue_.begin()->first <= now) {
     auto key = waitingByDue_.begin()->second;
     waitingByDue_.erase(waitingByDue_.begin());
     waiting_.erase(key);
-    addLocked(key);
+    addLocked(key, wake);
   }
 }
 
@@ -77,7 +77,8 @@ std::optional<ObjectKey> WorkQueue::get() {
   std::unique_lock lock(mutex_);
   while (true) {
     if (shuttingDown_) return std::nullopt;
-    promoteDueLocked();
+    // No wake-up per promoted key: this worker takes one and passes the rest on below.
+    promoteDueLocked(/*wake=*/false);
     if (!ready_.empty()) break;
     // One idle worker waits for the earliest delayed key; the others wait to be handed one.
     if (!waitingByDue_.empty() && !timerWorker_) {
@@ -93,8 +94,10 @@ std::optional<ObjectKey> WorkQueue::get() {
   auto key = ready_.front();
   ready_.pop_front();
   // This worker may have held the timer, and more keys may be ready: pass either on.
-  if (!ready_.empty() || (!waitingByDue_.empty() && !timerWorker_)) {
-    if (idleWorkers_ > 0) idle_.notify_one();
+  if (!ready_.empty()) {
+    wakeOneLocked();
+  } else if (!waitingByDue_.empty() && !timerWorker_ && idleWorkers_ > 0) {
+    idle_.notify_one();
   }
   auto now = clock_.now();
   metrics_.depth(ready_.size());

@@ -52,8 +52,9 @@ class WorkQueue {
   std::pair<double, double> unfinishedWork();
 
  private:
-  void addLocked(const ObjectKey& key);
-  void promoteDueLocked();  // moves waiting keys whose time has come into the ready queue
+  // `wake` false: the caller is a worker in get(), which hands on what it does not take itself.
+  void addLocked(const ObjectKey& key, bool wake = true);
+  void promoteDueLocked(bool wake = true);  // moves waiting keys whose time has come into the ready queue
   void wakeOneLocked();     // a key became ready: wake one waiting worker
 
   const Clock& clock_;
