@@ -1,8 +1,9 @@
 // RetrainingPolicies end to end: kubectl -> real API server -> vto run (as the chart's ServiceAccount)
 // -> Vertex emulator and fake-gcs-server. Schedules run on a simulated clock: `vto run
 // --clock-offset-file` adds the seconds the test writes to real time, so a test jumps the operator to
-// the next minute instead of waiting for it. Each test starts its own operator at offset 0, so the
-// policies it creates are born "now" on both clocks.
+// the next minute instead of waiting for it. Each test starts its own operator on a fresh clock that
+// reads at most 30 s into a minute, so no real minute boundary passes between creating a policy and the
+// test's first jump.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -41,6 +42,7 @@ class RetrainingPolicyTest : public ::testing::Test {
     ns = "rtp-" + ns.substr(0, 40);
     stack().createNamespace(ns);
     clock = std::make_unique<SimulatedClock>(stack().dir() + "/clock-offset");
+    clock->startClearOfAMinuteBoundary();
     startOperator();
   }
   void startOperator() {

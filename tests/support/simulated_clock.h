@@ -14,6 +14,15 @@ namespace vto::testing {
 class SimulatedClock {
  public:
   explicit SimulatedClock(std::string path) : path_(std::move(path)) { write(0); }
+  // Sets the clock back, if needed, so that it reads at most 30 s into a minute: a test that creates a
+  // policy and then jumps to "the next minute" must not see a real minute boundary pass in between (the
+  // operator would run that slot on its own). Call before the operator starts; objects the API server
+  // stamps are then up to 30 s ahead of the operator's clock, which a schedule treats as "created now".
+  void startClearOfAMinuteBoundary() {
+    auto real = std::chrono::system_clock::now();
+    auto intoMinute = std::chrono::ceil<std::chrono::seconds>(real - std::chrono::floor<std::chrono::minutes>(real));
+    write(intoMinute > std::chrono::seconds(30) ? -(intoMinute - std::chrono::seconds(30)).count() : 0);
+  }
   Clock::time_point now() const { return std::chrono::system_clock::now() + std::chrono::seconds(offset_); }
   // The first `* * * * *` slot after the simulated now.
   Clock::time_point nextMinute() const { return std::chrono::floor<std::chrono::minutes>(now()) + std::chrono::minutes(1); }
