@@ -179,6 +179,7 @@ struct Condition {
   std::string message;
   std::string lastTransitionTime;
   int64_t observedGeneration = 0;
+  bool operator==(const Condition&) const = default;
 };
 
 struct JobRef {
@@ -189,6 +190,7 @@ struct JobRef {
   std::string consoleUrl;
   std::string createTime, startTime, endTime;
   std::map<std::string, std::string> webAccessUris;
+  bool operator==(const JobRef&) const = default;
 };
 
 struct Attempt {
@@ -199,17 +201,20 @@ struct Attempt {
   std::string failureClass;
   std::string message;
   std::string resumedFrom;
+  bool operator==(const Attempt&) const = default;
 };
 
 struct CheckpointRef {
   std::string uri;
   std::string updateTime;
+  bool operator==(const CheckpointRef&) const = default;
 };
 
 struct BestTrial {
   std::string id;
   nlohmann::json parameters = nlohmann::json::object();  // parameterId -> value (any JSON)
   std::map<std::string, double> metrics;
+  bool operator==(const BestTrial&) const = default;
 };
 
 inline constexpr size_t kMaxAttemptsInStatus = 20;
@@ -227,6 +232,7 @@ struct TrainingRunStatus {
   std::optional<BestTrial> bestTrial;
   std::string startTime;
   std::string completionTime;
+  bool operator==(const TrainingRunStatus&) const = default;
 };
 
 struct TrainingRun {

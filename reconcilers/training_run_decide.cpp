@@ -178,7 +178,7 @@ Plan finish(Draft& d, bool announce = true) {
     return rank(a.type) < rank(b.type);
   });
   if (announce) transitionEvent(d);
-  if (!d.o.statusStored || crd::encodeTrainingRunStatus(d.next) != crd::encodeTrainingRunStatus(d.o.status)) {
+  if (!d.o.statusStored || d.next != d.o.status) {
     d.plan.status = d.next;
   }
   d.plan.finished = isFinishedPhase(d.next.phase);
