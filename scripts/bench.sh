@@ -7,7 +7,8 @@
 #
 # Environment: BENCH_RUNS; BENCH_PEER=0 skips the peer; PEER_DIR (default ../shared/peer, the peer's
 # source, read-only); BENCH_WINDOW (120 s), BENCH_SETTLE (30 s), BENCH_STEP_TIME (10s), BENCH_POLL (30 s),
-# BENCH_FAST_POLL (5 s). Raw rows go to build/bench/<time>/{vto,peer}.tsv.
+# BENCH_FAST_POLL (5 s); BENCH_REPEAT (1): run both operators that many times, one after the other in
+# turn, and show each figure as the median with its range. Raw rows go to build/bench/<time>/{vto,peer}.tsv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -19,11 +20,12 @@ mkdir -p "$OUT"
 COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 echo "bench: vto $COMMIT, sizes $BENCH_RUNS, load $(cut -d' ' -f1-3 /proc/loadavg); raw figures in $OUT" >&2
 
+BENCH_REPEAT=${BENCH_REPEAT:-1}
+[[ $BENCH_REPEAT =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: BENCH_REPEAT must be a whole number ≥ 1" >&2; exit 1; }
 export VTO_BIN_DIR=$ROOT/build/bin VTO_SOURCE_DIR=$ROOT
-BENCH_RESULTS=$OUT/vto.tsv build/release/tests/vto_operator_bench $BENCH_RUNS
 
-PEER_TSV=
-if [[ ${BENCH_PEER:-1} != 0 ]]; then
+PEER=${BENCH_PEER:-1}
+if [[ $PEER != 0 ]]; then
   PEER_DIR=${PEER_DIR:-$ROOT/../shared/peer}
   [[ -x $PEER_DIR/bench.sh ]] || { echo "bench.sh: no Go peer at $PEER_DIR (set PEER_DIR, or BENCH_PEER=0)" >&2; exit 1; }
   command -v go >/dev/null || { echo "bench.sh: the Go peer needs go (or set BENCH_PEER=0)" >&2; exit 1; }
@@ -38,11 +40,19 @@ if [[ ${BENCH_PEER:-1} != 0 ]]; then
   for tool in vto vto-testcluster fake-gcs-server; do ln -sf "$ROOT/build/bin/$tool" "$PEER_TOOLS/$tool"; done
   printf '#!/bin/sh\nexec %q "$@" --missing-bucket create\n' "$ROOT/build/bin/vto-emulator" >"$PEER_TOOLS/vto-emulator"
   chmod +x "$PEER_TOOLS/vto-emulator"
+fi
+
+# In turn, so that a machine that slows down in the middle slows both operators alike.
+PEER_TSV=
+for ((round = 1; round <= BENCH_REPEAT; round++)); do
+  ((BENCH_REPEAT == 1)) || echo "bench: round $round of $BENCH_REPEAT" >&2
+  BENCH_RESULTS=$OUT/vto.tsv build/release/tests/vto_operator_bench $BENCH_RUNS
+  [[ $PEER != 0 ]] || continue
   TMPDIR=$OUT PEER_BIN=$ROOT/build/peer VTO_BIN=$PEER_TOOLS SIZES=$BENCH_RUNS OPERATORS=peer \
     WINDOW=$BENCH_WINDOW SETTLE=$BENCH_SETTLE STEP_TIME=$BENCH_STEP_TIME POLL=$BENCH_POLL FAST_POLL=$BENCH_FAST_POLL \
-    RUNNING_WAIT=600 "$PEER_DIR/bench.sh" >"$OUT/peer-table.md"
-  PEER_TSV=$(ls "$OUT"/peer-bench.*/results.tsv)
-  cp "$PEER_TSV" "$OUT/peer.tsv"
+    RUNNING_WAIT=600 "$PEER_DIR/bench.sh" >>"$OUT/peer-table.md"
   PEER_TSV=$OUT/peer.tsv
-fi
+done
+# Each of the peer's runs leaves its rows in a directory of its own.
+[[ -z $PEER_TSV ]] || cat "$OUT"/peer-bench.*/results.tsv >"$PEER_TSV"
 python3 tests/bench/side_by_side.py --commit "$COMMIT" --window "$BENCH_WINDOW" "$OUT/vto.tsv" $PEER_TSV | tee "$OUT/table.md"

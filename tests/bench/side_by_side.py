@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """Prints issue 14's target table for each N: vto's figures (operator_bench.cpp's TSV) beside the Go
 peer's (../shared/peer/bench.sh's results.tsv), with each target and whether vto meets it.
-Rows are "N<TAB>operator<TAB>key<TAB>value"."""
+Rows are "N<TAB>operator<TAB>key<TAB>value". A key given more than once (make bench with BENCH_REPEAT)
+is shown as its median with the range beside it, and the verdict is the median's: one run on a busy
+machine moved a figure by 50% between sessions, so a single run is weak evidence."""
 import argparse
 import collections
+import statistics
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--commit", default="?")
@@ -12,29 +15,48 @@ parser.add_argument("vto")
 parser.add_argument("peer", nargs="?")
 args = parser.parse_args()
 
-data = collections.defaultdict(lambda: collections.defaultdict(dict))
+samples = collections.defaultdict(lambda: collections.defaultdict(lambda: collections.defaultdict(list)))
 for path in [args.vto] + ([args.peer] if args.peer else []):
     for line in open(path):
         n, op, key, value = line.rstrip("\n").split("\t")
         try:
-            data[int(n)][op][key] = float(value)
+            samples[int(n)][op][key].append(float(value))
         except ValueError:
-            data[int(n)][op][key] = None  # "timeout", "not all after ..."
+            samples[int(n)][op][key].append(None)  # "timeout", "not all after ..."
+
+
+def measured(n, op, key):
+    return [value for value in samples[n].get(op, {}).get(key, []) if value is not None]
+
+
+class Figure(float):
+    """A median that remembers the range it came from (arithmetic on it gives a plain float)."""
+
+    def __new__(cls, values):
+        figure = super().__new__(cls, statistics.median(values))
+        figure.low, figure.high, figure.count = min(values), max(values), len(values)
+        return figure
 
 
 def get(n, op, key):
-    return data[n].get(op, {}).get(key)
+    values = measured(n, op, key)
+    return Figure(values) if values else None
 
 
 def fmt(value, digits=1):
-    return "–" if value is None else f"{value:.{digits}f}"
+    if value is None:
+        return "–"
+    text = f"{value:.{digits}f}"
+    if isinstance(value, Figure) and value.count > 1:
+        text += f" ({value.low:.{digits}f}–{value.high:.{digits}f})"
+    return text
 
 
 def verdict(ok):
     return "–" if ok is None else ("yes" if ok else "**no**")
 
 
-sizes = sorted(data)
+sizes = sorted(samples)
 previous = None
 for n in sizes:
     v = lambda key: get(n, "vto", key)
@@ -88,7 +110,9 @@ for n in sizes:
     row("409 conflicts / reconcile errors (vto)", v("conflicts_409"), p("conflicts_409"), "–", None, 0)
     row("load average (1 min) when the stack started", v("load_before"), p("load_before"), "–", None, 2)
 
-    print(f"\n### {n} TrainingRuns (vto {args.commit})\n")
+    repeats = max(len(measured(n, op, "submit_cpu")) for op in ("vto", "peer"))
+    of_runs = "" if repeats <= 1 else f"; each figure the median of {repeats} runs, their range beside it"
+    print(f"\n### {n} TrainingRuns (vto {args.commit}{of_runs})\n")
     print("| figure | Go peer | vto | target | met |")
     print("|---|---|---|---|---|")
     print("\n".join(rows))
