@@ -2,6 +2,7 @@
 // code the operator uses (crd/schedule.h), so DST nights and time zones can be checked before applying.
 #include <iostream>
 
+#include "base/rfc3339.h"
 #include "cmd/commands.h"
 #include "cmd/flags.h"
 #include "cmd/manifest_input.h"
@@ -71,7 +72,7 @@ int schedule(const Args& args) {
   Clock::time_point after = RealClock().now();
   if (!flags.get("after").empty()) {
     try {
-      after = crd::parseTimestamp(flags.get("after"));
+      after = parseRfc3339(flags.get("after"));
     } catch (const std::invalid_argument& e) {
       throw UsageError(std::string("--after: ") + e.what());
     }
@@ -92,7 +93,7 @@ int schedule(const Args& args) {
     auto t = after;
     for (int i = 0; i < count; ++i) {
       t = crd::nextScheduleAfter(parsed, trigger.timeZone, t);
-      std::cout << crd::formatTimestamp(t) << " (" << crd::formatLocalTime(t, trigger.timeZone) << ")\n";
+      std::cout << rfc3339Exact(t) << " (" << crd::formatLocalTime(t, trigger.timeZone) << ")\n";
     }
   }
   return 0;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "base/clock.h"
-#include "controller/time_format.h"
+#include "base/rfc3339.h"
 
 namespace vto::controller {
 

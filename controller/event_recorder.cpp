@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "controller/time_format.h"
+#include "base/rfc3339.h"
 
 namespace vto::controller {
 

@@ -130,6 +130,14 @@ struct RestKubeClient::Impl {
   nlohmann::json send(const std::string& method, const std::string& pathAndQuery,
                       const nlohmann::json* body = nullptr,
                       const std::string& contentType = "application/json") {
+    auto response = exchange(method, pathAndQuery, body, contentType);
+    if (response.body.empty()) return nlohmann::json::object();
+    return parse(response.body);
+  }
+
+  // The request and its successful answer, unparsed; a failure throws ApiError.
+  HttpResponse exchange(const std::string& method, const std::string& pathAndQuery, const nlohmann::json* body,
+                        const std::string& contentType = "application/json") {
     auto request = makeRequest(method, pathAndQuery);
     if (body) {
       request.body = body->dump();
@@ -164,8 +172,7 @@ struct RestKubeClient::Impl {
     if (response.status >= 300) {
       throw ApiError(parseStatus(response.status, response.body), retryAfter(response));
     }
-    if (response.body.empty()) return nlohmann::json::object();
-    return parse(response.body);
+    return response;
   }
 
   // Throws nlohmann::json::parse_error for malformed JSON, as json::parse.
@@ -250,6 +257,16 @@ nlohmann::json RestKubeClient::update(const Resource& resource, const std::strin
 nlohmann::json RestKubeClient::updateStatus(const Resource& resource, const std::string& ns,
                                             const nlohmann::json& object) {
   return impl_->send("PUT", resource.path(ns, nameOf(object), "status"), &object);
+}
+
+std::string RestKubeClient::updateStatusVersion(const Resource& resource, const std::string& ns,
+                                               const nlohmann::json& object) {
+  auto response = impl_->exchange("PUT", resource.path(ns, nameOf(object), "status"), &object);
+  auto version = resourceVersionOf(response.body);
+  if (version.empty()) {
+    throw ApiError(Status{0, "", "PUT " + resource.resource + "/status: the answer has no metadata.resourceVersion", {}});
+  }
+  return version;
 }
 
 nlohmann::json RestKubeClient::patch(const Resource& resource, const std::string& ns,

@@ -95,6 +95,12 @@ class KubeClient {
                                 const nlohmann::json& object) = 0;
   virtual nlohmann::json updateStatus(const Resource& resource, const std::string& ns,
                                       const nlohmann::json& object) = 0;
+  // updateStatus for a caller that needs only the new metadata.resourceVersion of the answer (it wrote
+  // the status it decided, so it knows the rest); a client may skip parsing everything else.
+  virtual std::string updateStatusVersion(const Resource& resource, const std::string& ns,
+                                          const nlohmann::json& object) {
+    return updateStatus(resource, ns, object).value(nlohmann::json::json_pointer("/metadata/resourceVersion"), "");
+  }
   // `fieldManager` is required for Apply; `force` takes over conflicting fields (Apply only).
   virtual nlohmann::json patch(const Resource& resource, const std::string& ns,
                                const std::string& name, PatchType type, const nlohmann::json& body,
@@ -136,6 +142,9 @@ class RestKubeClient final : public KubeClient {
                         const nlohmann::json& object) override;
   nlohmann::json updateStatus(const Resource& resource, const std::string& ns,
                               const nlohmann::json& object) override;
+  // Reads the answer only as far as metadata.resourceVersion.
+  std::string updateStatusVersion(const Resource& resource, const std::string& ns,
+                                  const nlohmann::json& object) override;
   nlohmann::json patch(const Resource& resource, const std::string& ns, const std::string& name,
                        PatchType type, const nlohmann::json& body,
                        const std::string& fieldManager = "", bool force = false,

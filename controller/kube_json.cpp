@@ -85,7 +85,53 @@ class DomWithoutManagedFields {
   int skipping_ = 0;                // depth inside a value being left out
 };
 
+// Finds metadata.resourceVersion of the root object, then stops the parse (returns false).
+class ResourceVersionFinder {
+ public:
+  bool null() { return true; }
+  bool boolean(bool) { return true; }
+  bool number_integer(json::number_integer_t) { return true; }
+  bool number_unsigned(json::number_unsigned_t) { return true; }
+  bool number_float(json::number_float_t, const json::string_t&) { return true; }
+  bool string(json::string_t& value) {
+    if (depth_ != 2 || !inMetadata_ || key_ != "resourceVersion") return true;
+    version = std::move(value);
+    return false;  // found: the rest of the text is not read
+  }
+  bool binary(json::binary_t&) { return true; }
+  bool start_object(std::size_t) {
+    inMetadata_ = depth_ == 1 ? key_ == "metadata" : depth_ > 1 && inMetadata_;
+    ++depth_;
+    return true;
+  }
+  bool start_array(std::size_t) {
+    if (depth_ == 1) inMetadata_ = false;
+    ++depth_;
+    return true;
+  }
+  bool end_object() { return --depth_, true; }
+  bool end_array() { return --depth_, true; }
+  bool key(json::string_t& name) {
+    if (depth_ <= 2) key_ = std::move(name);
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) { return false; }
+
+  std::string version;
+
+ private:
+  int depth_ = 0;
+  bool inMetadata_ = false;  // inside the root's "metadata" object
+  std::string key_;          // the last key at depth 1 or 2
+};
+
 }  // namespace
+
+std::string resourceVersionOf(std::string_view text) {
+  ResourceVersionFinder finder;
+  json::sax_parse(text.begin(), text.end(), &finder);
+  return std::move(finder.version);
+}
 
 json parseWithoutManagedFields(std::string_view text) {
   json root;

@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "controller/runtime_metrics.h"
-#include "controller/time_format.h"
+#include "base/rfc3339.h"
 
 namespace vto::controller {
 

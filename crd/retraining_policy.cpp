@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "base/rfc3339.h"
 #include "crd/duration.h"
 #include "crd/strict_json.h"
 #include "crd/timestamp.h"
@@ -142,7 +143,7 @@ json encodeTriggers(const Triggers& t) {
 }
 
 void putTime(json& out, const char* key, const std::optional<Clock::time_point>& t) {
-  if (t) out[key] = formatTimestamp(*t);
+  if (t) out[key] = rfc3339Exact(*t);
 }
 
 }  // namespace
@@ -259,7 +260,7 @@ json encodeRetrainingPolicyStatus(const RetrainingPolicyStatus& s) {
   json out = {{"observedGeneration", s.observedGeneration}, {"active", json::array()}, {"conditions", json::array()}};
   for (const auto& name : s.active) out["active"].push_back({{"name", name}});
   if (s.lastTrigger)
-    out["lastTrigger"] = {{"time", formatTimestamp(s.lastTrigger->time)}, {"reason", enumName(s.lastTrigger->reason, triggerReasonNames())}};
+    out["lastTrigger"] = {{"time", rfc3339Exact(s.lastTrigger->time)}, {"reason", enumName(s.lastTrigger->reason, triggerReasonNames())}};
   putTime(out, "lastScheduleTime", s.lastScheduleTime);
   putTime(out, "nextScheduleTime", s.nextScheduleTime);
   putTime(out, "lastSuccessfulTime", s.lastSuccessfulTime);

@@ -1,20 +1,16 @@
 #pragma once
-// Times in manifests and status: RFC 3339 (metav1.Time) on the wire, Clock::time_point in C++.
-// Written in UTC with a `Z`, whole seconds unless the time has a fraction (GCS creation times do, and
-// a data watermark must keep it), so writing a decoded time back gives the same text.
+// Times in manifests and status: RFC 3339 (metav1.Time) on the wire, Clock::time_point in C++. The
+// text forms are base/rfc3339.h's; status times vto writes use rfc3339Exact, so writing a decoded
+// time back gives the same text (a data watermark keeps GCS's fraction).
 #include <string>
 
 #include "base/clock.h"
+#include "base/rfc3339.h"
 #include "crd/strict_json.h"
 
 namespace vto::crd {
 
-// 2026-10-25T00:30:00Z, or 2026-10-25T00:30:00.123456Z when the time has a fraction.
-std::string formatTimestamp(Clock::time_point time);
-// RFC 3339 with `Z` or a numeric offset and an optional fraction of up to 9 digits; throws
-// std::invalid_argument saying what is expected.
-Clock::time_point parseTimestamp(const std::string& text);
-// Decodes a JSON string with parseTimestamp; throws DecodeError naming `path`.
+// Decodes a JSON string with parseRfc3339; throws DecodeError naming `path`.
 Clock::time_point readTimestamp(const json& value, const std::string& path);
 
 }  // namespace vto::crd

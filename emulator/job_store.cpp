@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/rfc3339.h"
 #include "emulator/list_filter.h"
 #include "emulator/study.h"
 #include "vertex/api_error.h"
@@ -121,8 +122,8 @@ json JobStore::create(const vertex::Location& where, JobKind kind, json resource
   job.created = now;
   job.resource["name"] = name;
   job.resource["state"] = vertex::jobStateName(JobState::Queued);
-  job.resource["createTime"] = vertex::formatTimestamp(now);
-  job.resource["updateTime"] = vertex::formatTimestamp(now);
+  job.resource["createTime"] = rfc3339Millis(now);
+  job.resource["updateTime"] = rfc3339Millis(now);
   job.resumedFrom = resumeFrom(job.resource, kind);
   if (!job.resumedFrom.empty()) job.nextStep = stepOfCheckpoint(job.resumedFrom) + 1;
   if (kind == JobKind::Custom) {
@@ -244,7 +245,7 @@ json JobStore::remove(const std::string& name) {
                              "; cancel it and wait until it has stopped.");
   }
   auto location = vertex::locationOf(name);
-  auto now = vertex::formatTimestamp(clock_.now());
+  auto now = rfc3339Millis(clock_.now());
   auto operationName = location.parent() + "/operations/" + std::to_string(kFirstId + nextId_++);
   json operation = {
       {"name", operationName},
@@ -310,12 +311,12 @@ json JobStore::trace(const std::string& name) const {
 
 void JobStore::setState(Job& job, JobState state, Clock::time_point at) {
   job.resource["state"] = vertex::jobStateName(state);
-  job.resource["updateTime"] = vertex::formatTimestamp(at);
+  job.resource["updateTime"] = rfc3339Millis(at);
 }
 
 void JobStore::finish(Job& job, JobState state, Clock::time_point at, std::optional<std::pair<int, std::string>> error) {
   setState(job, state, at);
-  job.resource["endTime"] = vertex::formatTimestamp(at);
+  job.resource["endTime"] = rfc3339Millis(at);
   if (error) job.resource["error"] = {{"code", error->first}, {"message", error->second}};
 }
 
@@ -332,7 +333,7 @@ std::vector<CheckpointWrite> JobStore::advance() {
     }
     if (state == JobState::Pending && now >= runningAt) {
       setState(job, state = JobState::Running, runningAt);
-      job.resource["startTime"] = vertex::formatTimestamp(runningAt);
+      job.resource["startTime"] = rfc3339Millis(runningAt);
       job.nextStepAt = runningAt + settings_.stepTime;
     }
     if (state == JobState::Running) {
@@ -360,7 +361,7 @@ std::vector<CheckpointWrite> JobStore::advance() {
     order_.erase(std::remove(order_.begin(), order_.end(), pending.jobName), order_.end());
     pending.operation["done"] = true;
     pending.operation["response"] = {{"@type", "type.googleapis.com/google.protobuf.Empty"}};
-    pending.operation["metadata"]["genericMetadata"]["updateTime"] = vertex::formatTimestamp(now);
+    pending.operation["metadata"]["genericMetadata"]["updateTime"] = rfc3339Millis(now);
   }
   return writes;
 }
@@ -386,7 +387,7 @@ void JobStore::advanceTuning(Job& job, Clock::time_point now) {
   int maxTrials = job.resource["maxTrialCount"].get<int>();
   int parallel = job.resource["parallelTrialCount"].get<int>();
   auto trialTime = std::max<Clock::duration>(settings_.stepTime * settings_.steps, std::chrono::milliseconds(1));
-  auto startTime = vertex::parseTimestamp(job.resource["startTime"].get<std::string>());
+  auto startTime = parseRfc3339(job.resource["startTime"].get<std::string>());
   json trials = json::array();
   Clock::time_point lastEnd = startTime;
   bool allDone = true;
@@ -399,7 +400,7 @@ void JobStore::advanceTuning(Job& job, Clock::time_point now) {
     }
     auto parameters = trialParameters(study, index);
     json trial = {{"id", std::to_string(index + 1)}, {"state", "ACTIVE"}, {"parameters", parameters},
-                  {"startTime", vertex::formatTimestamp(start)}};
+                  {"startTime", rfc3339Millis(start)}};
     if (end <= now) {
       json metrics = json::array();
       for (const auto& metric : study.value("metrics", json::array())) {
@@ -407,7 +408,7 @@ void JobStore::advanceTuning(Job& job, Clock::time_point now) {
                            {"value", trialMetric(study, parameters)}});
       }
       trial["state"] = "SUCCEEDED";
-      trial["endTime"] = vertex::formatTimestamp(end);
+      trial["endTime"] = rfc3339Millis(end);
       trial["finalMeasurement"] = {{"stepCount", std::to_string(settings_.steps)}, {"metrics", metrics}};
       lastEnd = std::max(lastEnd, end);
     } else {
@@ -417,7 +418,7 @@ void JobStore::advanceTuning(Job& job, Clock::time_point now) {
   }
   if (trials != job.resource.value("trials", json::array())) {
     job.resource["trials"] = trials;
-    job.resource["updateTime"] = vertex::formatTimestamp(now);
+    job.resource["updateTime"] = rfc3339Millis(now);
   }
   if (allDone) finish(job, JobState::Succeeded, lastEnd, std::nullopt);
 }

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <stdexcept>
 
+#include "base/rfc3339.h"
 #include "vertex/json_codec.h"
 
 namespace vto::emulator {
@@ -125,7 +126,7 @@ ListFilter ListFilter::parse(const std::string& text) {
       throw std::invalid_argument("filter \"" + text + "\": unknown state \"" + term.value +
                                   "\"; use a JOB_STATE_* name such as JOB_STATE_RUNNING");
     }
-    if (isTime) vertex::parseTimestamp(term.value);  // throws with the expected format
+    if (isTime) parseRfc3339(term.value);  // throws with the expected format
     filter.terms_.push_back(term);
   }
   return filter;
@@ -154,7 +155,7 @@ bool ListFilter::matches(const Term& term, const nlohmann::json& job) const {
   if (term.field == "create_time" || term.field == "update_time") {
     auto field = term.field == "create_time" ? "createTime" : "updateTime";
     if (!job.contains(field)) return false;
-    return compare(vertex::parseTimestamp(job[field].get<std::string>()), term.op, vertex::parseTimestamp(term.value));
+    return compare(parseRfc3339(job[field].get<std::string>()), term.op, parseRfc3339(term.value));
   }
   auto key = term.field.substr(7);
   auto labels = job.value("labels", nlohmann::json::object());

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <regex>
 
+#include "base/rfc3339.h"
 #include "vertex/json_codec.h"
 
 namespace vto::emulator {
@@ -224,7 +225,7 @@ json SchemaValidator::normalizeValue(const json& value, const json& property, co
       if (!std::regex_match(text, duration)) throw fail("google.protobuf.Duration such as \"3600s\"");
     } else if (format == "google-datetime") {
       try {
-        vertex::parseTimestamp(text);
+        parseRfc3339(text);
       } catch (const std::invalid_argument&) {
         throw fail("google.protobuf.Timestamp in RFC 3339");
       }

@@ -1,5 +1,6 @@
 #include "reconcilers/data_listing.h"
 
+#include "base/rfc3339.h"
 #include "crd/timestamp.h"
 #include "vertex/api_error.h"
 
@@ -26,7 +27,7 @@ DataPoll pollNewData(vertex::GcsClient& gcs, const crd::NewDataTrigger& trigger,
       for (const auto& object : result.objects) {
         Clock::time_point created;
         try {
-          created = crd::parseTimestamp(object.timeCreated);
+          created = parseRfc3339(object.timeCreated);
         } catch (const std::exception&) {
           continue;  // an object without a creation time cannot be ordered; GCS always sends one
         }

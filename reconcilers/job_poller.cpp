@@ -1,5 +1,6 @@
 #include "reconcilers/job_poller.h"
 
+#include "base/rfc3339.h"
 #include "controller/object_cache.h"
 #include "vertex/api_error.h"
 #include "vertex/json_codec.h"
@@ -113,7 +114,7 @@ Clock::duration JobPoller::poll(const PollTarget& target) {
       state.starting.clear();  // rebuilt from the truth
     } else {
       auto since = state.watermark - kSkewMargin;
-      options.filter = managedFilter() + " AND update_time>=\"" + vertex::formatTimestamp(since) + "\"";
+      options.filter = managedFilter() + " AND update_time>=\"" + rfc3339Millis(since) + "\"";
     }
     do {
       auto page = vertex_.listJobs(target.where, target.kind, options);

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/rfc3339.h"
 #include "crd/timestamp.h"
 
 namespace vto::reconcilers {
@@ -16,7 +17,7 @@ namespace {
 std::optional<TimePoint> timeOrNone(const json& value) {
   if (!value.is_string()) return std::nullopt;
   try {
-    return crd::parseTimestamp(value.get<std::string>());
+    return parseRfc3339(value.get<std::string>());
   } catch (const std::exception&) {
     return std::nullopt;
   }
@@ -55,11 +56,11 @@ std::optional<DataState> parseDataState(const std::string& text) {
 std::string formatDataState(const DataState& state) {
   json value = json::object();
   if (state.watermark) {
-    value["watermarkTime"] = crd::formatTimestamp(state.watermark->timeCreated);
+    value["watermarkTime"] = rfc3339Exact(state.watermark->timeCreated);
     value["watermarkName"] = state.watermark->name;
   }
-  if (state.overlapSince) value["overlapSince"] = crd::formatTimestamp(*state.overlapSince);
-  if (state.lastGrowth) value["lastGrowth"] = crd::formatTimestamp(*state.lastGrowth);
+  if (state.overlapSince) value["overlapSince"] = rfc3339Exact(*state.overlapSince);
+  if (state.lastGrowth) value["lastGrowth"] = rfc3339Exact(*state.lastGrowth);
   if (!state.pollError.empty()) value["pollError"] = state.pollError;
   json remembered = json::array();
   for (const auto& [name, generation] : state.remembered) remembered.push_back({name, generation});

@@ -6,6 +6,7 @@
 #include <deque>
 #include <set>
 
+#include "base/rfc3339.h"
 #include "crd/render.h"
 #include "crd/schedule.h"
 #include "crd/timestamp.h"
@@ -29,7 +30,7 @@ std::string reasonName(TriggerReason reason) { return crd::enumName(reason, crd:
 std::optional<TimePoint> timeOrNone(const std::string& text) {
   if (text.empty()) return std::nullopt;
   try {
-    return crd::parseTimestamp(text);
+    return parseRfc3339(text);
   } catch (const std::exception&) {
     return std::nullopt;
   }
@@ -150,7 +151,7 @@ class Slots {
   std::string zone_;
 };
 
-std::string timeText(TimePoint t) { return crd::formatTimestamp(t); }
+std::string timeText(TimePoint t) { return rfc3339Exact(t); }
 
 // Everything one decision works on.
 struct Decision {

@@ -4,7 +4,7 @@
 #include <array>
 
 #include "controller/conditions.h"
-#include "controller/time_format.h"
+#include "base/rfc3339.h"
 #include "crd/validation.h"
 #include "reconcilers/failure_class.h"
 #include "reconcilers/resume_policy.h"
@@ -22,7 +22,7 @@ namespace {
 // can tell a suspension from a cancellation made outside vto.
 constexpr const char* kSuspendedMessage = "cancelled by vto: the run was suspended";
 
-std::string timeOrEmpty(const std::optional<Clock::time_point>& t) { return t ? controller::rfc3339(*t) : ""; }
+std::string timeOrEmpty(const std::optional<Clock::time_point>& t) { return t ? rfc3339(*t) : ""; }
 
 // The last path segment of a resource name: the numeric job id.
 std::string lastSegment(const std::string& name) { return name.substr(name.rfind('/') + 1); }
@@ -45,7 +45,7 @@ struct Draft {
     next.resumes = old.resumes;
     next.lastCheckpoint = old.lastCheckpoint;
     next.bestTrial = old.bestTrial;
-    next.startTime = old.startTime.empty() ? controller::rfc3339(o.now) : old.startTime;
+    next.startTime = old.startTime.empty() ? rfc3339(o.now) : old.startTime;
     next.completionTime = old.completionTime;
     next.job = old.job;
     next.phase = old.phase;
@@ -53,7 +53,7 @@ struct Draft {
   }
 
   crd::Attempt& current() { return next.attempts.back(); }
-  std::string now() const { return controller::rfc3339(o.now); }
+  std::string now() const { return rfc3339(o.now); }
   void condition(ConditionType type, bool status, Reason reason, const std::string& message = "") {
     controller::setStatusCondition(next.conditions,
                                    crd::Condition{conditionTypeName(type), status ? "True" : "False",
@@ -189,7 +189,7 @@ Plan finish(Draft& d, bool announce = true) {
 Plan finished(Draft& d, bool announce = true) {
   const auto& ttl = d.run.spec.ttlSecondsAfterFinished;
   if (ttl && !d.next.completionTime.empty()) {
-    auto expires = vertex::parseTimestamp(d.next.completionTime) + std::chrono::seconds(*ttl);
+    auto expires = parseRfc3339(d.next.completionTime) + std::chrono::seconds(*ttl);
     if (d.o.now < expires) {
       d.plan.requeueAfter = expires - d.o.now;
     } else {
@@ -396,7 +396,7 @@ Plan afterFailure(Draft& d, const CachedJob& job, const DecideOptions& options) 
     return finished(d);
   }
   // Vertex's endTime at full precision (status keeps whole seconds), else the end as status recorded it.
-  auto failedAt = job.endTime ? *job.endTime : vertex::parseTimestamp(attempt.endTime);
+  auto failedAt = job.endTime ? *job.endTime : parseRfc3339(attempt.endTime);
   auto resumeAt = failedAt + decision.backoff;
   if (d.o.now < resumeAt) {
     auto wait = std::chrono::duration_cast<std::chrono::seconds>(resumeAt - d.o.now).count();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <spdlog/spdlog.h>
 
+#include "base/rfc3339.h"
 #include "controller/event.h"
 #include "controller/finalizers.h"
 #include "crd/labels.h"
@@ -326,7 +327,7 @@ Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& 
   if (metrics_ != nullptr) {
     if (plan.resumedAfter) metrics_->resumed(*plan.resumedAfter);
     if (o.checkpoint && !o.checkpoint->updateTime.empty()) {
-      auto age = std::chrono::duration<double>(o.now - vertex::parseTimestamp(o.checkpoint->updateTime)).count();
+      auto age = std::chrono::duration<double>(o.now - parseRfc3339(o.checkpoint->updateTime)).count();
       metrics_->checkpointAge(meta.namespace_, meta.name, std::max(0.0, age));
     }
     if (plan.finished) metrics_->forgetRun(meta.namespace_, meta.name);
@@ -355,7 +356,11 @@ void TrainingRunReconciler::rememberOwnWrite(const nlohmann::json& written) {
 nlohmann::json TrainingRunReconciler::writeStatus(const nlohmann::json& object, const crd::TrainingRunStatus& status) {
   nlohmann::json sent = object;  // with its resourceVersion: a write from a stale cache is a 409
   sent["status"] = crd::encodeTrainingRunStatus(status);
-  return kube_.updateStatus(trainingRunResource(), sent["metadata"].value("namespace", ""), sent);
+  auto& meta = sent["metadata"];
+  // The server keeps everything but status as stored, and the precondition says stored is what we
+  // sent: the written object is the one sent at its new resourceVersion, the only part of the answer read.
+  meta["resourceVersion"] = kube_.updateStatusVersion(trainingRunResource(), meta.value("namespace", ""), sent);
+  return sent;
 }
 
 }  // namespace vto::reconcilers

@@ -2,6 +2,7 @@
 
 #include <cctype>
 
+#include "base/rfc3339.h"
 #include "crd/render.h"
 #include "crd/training_run.h"
 #include "reconcilers/failure_class.h"
@@ -13,7 +14,7 @@ namespace {
 std::optional<Clock::time_point> timeOf(const std::string& text) {
   if (text.empty()) return std::nullopt;
   try {
-    return vertex::parseTimestamp(text);
+    return parseRfc3339(text);
   } catch (const std::exception&) {
     return std::nullopt;
   }

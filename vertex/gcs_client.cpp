@@ -22,19 +22,23 @@ std::string int64Text(const json& object, const char* field) {
   return "";
 }
 
+// A decimal size; anything else reads as 0.
+std::int64_t sizeOf(const std::string& text) {
+  try {
+    std::size_t used = 0;
+    auto size = text.empty() ? 0 : std::stoll(text, &used);
+    return used == text.size() ? size : 0;
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
 GcsObject decodeObject(const json& item) {
   GcsObject object;
   if (!item.is_object()) return object;
   object.bucket = stringField(item, "bucket");
   object.name = stringField(item, "name");
-  auto size = int64Text(item, "size");
-  try {
-    std::size_t used = 0;
-    if (!size.empty()) object.size = std::stoll(size, &used);
-    if (used != size.size()) object.size = 0;
-  } catch (const std::exception&) {
-    object.size = 0;
-  }
+  object.size = sizeOf(int64Text(item, "size"));
   object.updated = stringField(item, "updated");
   object.generation = int64Text(item, "generation");
   object.timeCreated = stringField(item, "timeCreated");
@@ -45,6 +49,89 @@ json parseObjectBody(const HttpResponse& response) {
   auto parsed = json::parse(response.body, nullptr, /*allow_exceptions=*/false);
   if (!parsed.is_object()) throw ApiError::unexpectedResponse(response.status, response.body, "not a JSON object");
   return parsed;
+}
+
+
+// Reads an objects.list answer straight into an ObjectPage, keeping only the fields GcsObject has: no
+// JSON tree of the page. A server that ignores the `fields` mask (fake-gcs-server does) sends every
+// object's full metadata, ACLs included, about 1 KB an object.
+class ObjectPageReader final : public nlohmann::json_sax<json> {
+ public:
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t value) override { return scalar(std::to_string(value)); }
+  bool number_unsigned(number_unsigned_t value) override { return scalar(std::to_string(value)); }
+  bool number_float(number_float_t, const string_t&) override { return scalar(""); }
+  bool string(string_t& value) override { return text(value); }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override {
+    if (depth_ == 0) rootIsObject_ = true;
+    if (depth_ == 1 && topKey_ == "items") itemsArray_ = false;
+    ++depth_;
+    if (depth_ == 3 && inItems()) item_.emplace();
+    return true;
+  }
+  bool end_object() override {
+    if (depth_ == 3 && inItems() && item_) {
+      page.objects.push_back(std::move(*item_));
+      item_.reset();
+    }
+    --depth_;
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    if (depth_ == 1 && topKey_ == "items") itemsArray_ = true;
+    ++depth_;
+    return true;
+  }
+  bool end_array() override {
+    --depth_;
+    return true;
+  }
+  bool key(string_t& name) override {
+    if (depth_ == 1) topKey_ = name;
+    if (depth_ == 3) itemKey_ = name;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+  bool rootIsObject() const { return rootIsObject_; }
+  ObjectPage page;
+
+ private:
+  bool inItems() const { return topKey_ == "items" && itemsArray_; }
+  // int64 fields arrive as decimal strings (or numbers from some emulators).
+  bool scalar(std::string value) {
+    if (depth_ == 3 && item_ && (itemKey_ == "size" || itemKey_ == "generation")) return text(value);
+    return true;
+  }
+  bool text(std::string& value) {
+    if (depth_ == 1 && topKey_ == "nextPageToken") page.nextPageToken = std::move(value);
+    if (depth_ == 2 && topKey_ == "prefixes") page.prefixes.push_back(std::move(value));
+    if (depth_ != 3 || !item_) return true;
+    auto& object = *item_;
+    if (itemKey_ == "bucket") object.bucket = std::move(value);
+    else if (itemKey_ == "name") object.name = std::move(value);
+    else if (itemKey_ == "updated") object.updated = std::move(value);
+    else if (itemKey_ == "generation") object.generation = std::move(value);
+    else if (itemKey_ == "timeCreated") object.timeCreated = std::move(value);
+    else if (itemKey_ == "size") object.size = sizeOf(value);
+    return true;
+  }
+
+  int depth_ = 0;
+  bool rootIsObject_ = false;
+  bool itemsArray_ = false;
+  std::string topKey_, itemKey_;
+  std::optional<GcsObject> item_;  // the item being read: only objects in `items` name an object
+};
+
+ObjectPage readObjectPage(const HttpResponse& response) {
+  ObjectPageReader reader;
+  if (!json::sax_parse(response.body, &reader) || !reader.rootIsObject()) {
+    throw ApiError::unexpectedResponse(response.status, response.body, "not a JSON object");
+  }
+  return std::move(reader.page);
 }
 
 }  // namespace
@@ -120,20 +207,7 @@ ObjectPage RestGcsClient::listObjectsPage(const std::string& bucket, const std::
   request.url = url.str();
   auto response = send(request);
   if (response.status != 200) throw apiErrorOf(response);
-  auto body = parseObjectBody(response);
-  ObjectPage page;
-  if (auto items = body.find("items"); items != body.end() && items->is_array()) {
-    for (const auto& item : *items) {
-      if (item.is_object()) page.objects.push_back(decodeObject(item));  // a stray non-object names nothing
-    }
-  }
-  if (auto prefixes = body.find("prefixes"); prefixes != body.end() && prefixes->is_array()) {
-    for (const auto& p : *prefixes) {
-      if (p.is_string()) page.prefixes.push_back(p.get<std::string>());
-    }
-  }
-  page.nextPageToken = stringField(body, "nextPageToken");
-  return page;
+  return readObjectPage(response);
 }
 
 std::optional<GcsObject> RestGcsClient::getObject(const std::string& bucket, const std::string& name) {

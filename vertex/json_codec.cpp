@@ -1,10 +1,7 @@
 #include "vertex/json_codec.h"
 
 #include <array>
-#include <sstream>
 #include <stdexcept>
-
-#include <date/date.h>
 
 namespace vto::vertex {
 namespace {
@@ -74,24 +71,6 @@ std::int64_t int64FromJson(const nlohmann::json& value) {
     }
   }
   throw std::invalid_argument("expected an int64 as a number or a decimal string, got " + value.dump());
-}
-
-std::string formatTimestamp(Clock::time_point time) {
-  return date::format("%FT%TZ", std::chrono::floor<std::chrono::milliseconds>(time));
-}
-
-Clock::time_point parseTimestamp(std::string_view text) {
-  std::string input(text);
-  std::chrono::time_point<std::chrono::system_clock, std::chrono::nanoseconds> parsed;
-  for (const char* format : {"%FT%TZ", "%FT%T%Ez"}) {
-    std::istringstream stream(input);
-    stream >> date::parse(format, parsed);
-    if (!stream.fail() && stream.peek() == std::char_traits<char>::eof()) {
-      return std::chrono::time_point_cast<Clock::duration>(parsed);
-    }
-  }
-  throw std::invalid_argument("invalid timestamp \"" + input +
-                              "\"; expected RFC 3339 such as 2026-05-18T00:00:00Z");
 }
 
 }  // namespace vto::vertex

@@ -42,9 +42,4 @@ std::string stringField(const nlohmann::json& object, const char* field);
 // Accepts "42" or 42; throws std::invalid_argument otherwise.
 std::int64_t int64FromJson(const nlohmann::json& value);
 
-// RFC 3339 in UTC with millisecond precision and a `Z`, the form Google's servers write.
-std::string formatTimestamp(Clock::time_point time);
-// Accepts `Z` or a numeric offset and 0-9 fractional digits; throws std::invalid_argument.
-Clock::time_point parseTimestamp(std::string_view text);
-
 }  // namespace vto::vertex

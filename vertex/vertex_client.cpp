@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "base/rfc3339.h"
 #include "base/gcp_names.h"
 #include "vertex/api_error.h"
 
@@ -31,7 +32,7 @@ std::optional<Clock::time_point> timeField(const json& resource, const char* fie
   auto text = stringField(resource, field);
   if (text.empty()) return std::nullopt;
   try {
-    return parseTimestamp(text);
+    return parseRfc3339(text);
   } catch (const std::invalid_argument&) {
     return std::nullopt;  // a malformed time is as good as none; the state still decodes
   }

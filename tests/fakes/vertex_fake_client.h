@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "base/rfc3339.h"
 #include "vertex/api_error.h"
 #include "vertex/vertex_client.h"
 
@@ -32,7 +33,7 @@ class FakeVertexClient final : public vertex::VertexClient {
     stored["name"] = name;
     stored["state"] = "JOB_STATE_QUEUED";
     stored["createTime"] = "2026-01-01T00:00:00Z";
-    stored["updateTime"] = vertex::formatTimestamp(nextStamp());
+    stored["updateTime"] = rfc3339Millis(nextStamp());
     created_.push_back(resource);
     jobs_[name] = stored;
     order_.push_back(name);
@@ -75,7 +76,7 @@ class FakeVertexClient final : public vertex::VertexClient {
       throw vertex::ApiError(400, "FAILED_PRECONDITION", "job already ended");
     }
     job["state"] = "JOB_STATE_CANCELLING";
-    job["updateTime"] = vertex::formatTimestamp(nextStamp());
+    job["updateTime"] = rfc3339Millis(nextStamp());
     cancelled_.push_back(name);
   }
 
@@ -109,7 +110,7 @@ class FakeVertexClient final : public vertex::VertexClient {
     auto& job = find(name);
     job["state"] = vertex::jobStateName(state);
     if (error) job["error"] = {{"code", error->code}, {"message", error->message}};
-    job["updateTime"] = vertex::formatTimestamp(stampedAt ? *stampedAt : nextStamp());
+    job["updateTime"] = rfc3339Millis(stampedAt ? *stampedAt : nextStamp());
   }
   // The updateTime of the newest change so far.
   Clock::time_point lastStamp() const {
@@ -193,7 +194,7 @@ class FakeVertexClient final : public vertex::VertexClient {
       if (match[1] == "state") {
         if ((job.value("state", std::string()) == expected) != (op == "=")) return false;
       } else if (match[1] == "update_time") {
-        if (vertex::parseTimestamp(job.value("updateTime", std::string())) < vertex::parseTimestamp(expected)) return false;
+        if (parseRfc3339(job.value("updateTime", std::string())) < parseRfc3339(expected)) return false;
       } else {
         auto labels = job.value("labels", nlohmann::json::object());
         if (!labels.contains(match[2].str()) || labels[match[2].str()] != expected) return false;
@@ -213,7 +214,7 @@ class FakeVertexClient final : public vertex::VertexClient {
   std::optional<vertex::ApiError> createError_;
   int lists_ = 0, gets_ = 0;
   long long nextId_ = 1000;
-  Clock::time_point stamp_ = vertex::parseTimestamp("2026-01-01T00:00:00Z");
+  Clock::time_point stamp_ = parseRfc3339("2026-01-01T00:00:00Z");
 };
 
 }  // namespace vto::testing

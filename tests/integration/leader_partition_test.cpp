@@ -18,7 +18,7 @@
 #include "base/clock.h"
 #include "controller/kube_client.h"
 #include "controller/manager.h"
-#include "controller/time_format.h"
+#include "base/rfc3339.h"
 #include "tests/support/test_cluster.h"
 #include "tests/support/wait.h"
 

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <set>
 
+#include "base/rfc3339.h"
 #include "crd/timestamp.h"
 #include "tests/support/operator_stack.h"
 #include "tests/support/simulated_clock.h"
@@ -103,7 +104,7 @@ class RetrainingPolicyTest : public ::testing::Test {
   bool waitForLastSchedule(const std::string& name, Clock::time_point slot) {
     return waitFor([&] {
       auto status = policy(name).value("status", json::object());
-      return status.value("lastScheduleTime", "") == crd::formatTimestamp(slot);
+      return status.value("lastScheduleTime", "") == rfc3339Exact(slot);
     }, seconds(60), std::chrono::milliseconds(200));
   }
   std::string envOfJob(const vertex::Job& job, const std::string& variable) {
@@ -146,7 +147,7 @@ TEST_F(RetrainingPolicyTest, EveryMinuteCreatesOneRunPerSlotNamedBySlot) {
   EXPECT_EQ(envOfJob(job, "VTO_TRIGGER_REASON"), "Schedule");
   EXPECT_EQ(envOfJob(job, "VTO_TRIGGER_TIME"), first["metadata"]["annotations"]["vto.dev/trigger-time"]);
   auto status = policy("minutely")["status"];
-  EXPECT_EQ(status["nextScheduleTime"], crd::formatTimestamp(clock->nextMinute()));
+  EXPECT_EQ(status["nextScheduleTime"], rfc3339Exact(clock->nextMinute()));
   stack().kubectlOk("-n " + ns + " wait --for=condition=Ready rtp/minutely --timeout=10s");
   // The trigger counts and schedule gauges, in a form Prometheus accepts.
   auto metrics = scrapeMetrics();
@@ -299,7 +300,7 @@ TEST_F(RetrainingPolicyTest, SuspendAndUnsuspendFireNothingMissed) {
   stack().kubectlOk("-n " + ns + " wait --for=condition=Suspended=false rtp/pausable --timeout=60s");
   auto next = clock->nextMinute();
   ASSERT_TRUE(waitFor([&] {
-    return policy("pausable").value("status", json::object()).value("nextScheduleTime", "") == crd::formatTimestamp(next);
+    return policy("pausable").value("status", json::object()).value("nextScheduleTime", "") == rfc3339Exact(next);
   }, seconds(60))) << diagnose();
   EXPECT_EQ(runs("pausable").size(), 1u) << "a slot missed while suspended was fired";
   auto after = clock->jumpPastNextMinute();

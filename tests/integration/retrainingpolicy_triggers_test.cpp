@@ -12,6 +12,7 @@
 #include <fstream>
 #include <mutex>
 
+#include "base/rfc3339.h"
 #include "crd/timestamp.h"
 #include "tests/support/operator_stack.h"
 #include "tests/support/ports.h"
@@ -83,7 +84,7 @@ class NewDataTriggerTest : public ::testing::Test {
   std::optional<Clock::time_point> lastPoll() {
     auto mark = status().value("dataWatermark", json::object());
     if (!mark.contains("lastPollTime")) return std::nullopt;
-    return crd::parseTimestamp(mark["lastPollTime"].get<std::string>());
+    return parseRfc3339(mark["lastPollTime"].get<std::string>());
   }
   // Waits for the first poll, then for each later one: jumps a pollInterval ahead and waits until
   // status shows a poll at or after the jump.
@@ -117,7 +118,7 @@ class NewDataTriggerTest : public ::testing::Test {
     return newest;
   }
   static std::string runNameFor(const std::string& timeCreated) {
-    auto t = crd::parseTimestamp(timeCreated);
+    auto t = parseRfc3339(timeCreated);
     return "data-" + std::to_string(std::chrono::floor<seconds>(t).time_since_epoch().count());
   }
 
@@ -152,7 +153,7 @@ TEST_F(NewDataTriggerTest, ExistingDataDoesNotFireAndTheSecondOfTwoFiresOnce) {
   const auto& [name, run] = *all.begin();
   EXPECT_EQ(name, runNameFor(newest));
   EXPECT_EQ(run["metadata"]["annotations"]["vto.dev/trigger-reason"], "NewData");
-  EXPECT_EQ(crd::parseTimestamp(run["metadata"]["annotations"]["vto.dev/data-watermark"]), crd::parseTimestamp(newest));
+  EXPECT_EQ(parseRfc3339(run["metadata"]["annotations"]["vto.dev/data-watermark"].get<std::string>()), parseRfc3339(newest));
   EXPECT_EQ(status()["dataWatermark"]["pendingObjects"], 0);
   stack().kubectlOk("-n " + ns + " wait --for=condition=TriggersHealthy rtp/data --timeout=10s");
 
@@ -339,7 +340,7 @@ class MetricTriggerTest : public NewDataTriggerTest {
   std::optional<Clock::time_point> lastEval() {
     auto m = metricStatus();
     if (!m.contains("lastEvalTime")) return std::nullopt;
-    return crd::parseTimestamp(m["lastEvalTime"].get<std::string>());
+    return parseRfc3339(m["lastEvalTime"].get<std::string>());
   }
   void firstEval() { ASSERT_TRUE(waitFor([&] { return lastEval().has_value(); }, seconds(60))) << diagnose(); }
   // Jumps a pollInterval ahead and waits for the evaluation.

@@ -7,7 +7,7 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "controller/time_format.h"
+#include "base/rfc3339.h"
 #include "tests/fakes/clock_fake.h"
 #include "tests/fakes/kube_client_fake.h"
 

@@ -53,5 +53,20 @@ TEST(ParseWithoutManagedFields, MalformedTextIsDiscardedAndScalarsParse) {
   EXPECT_EQ(parseWithoutManagedFields(R"({"a": 1, "a": 2})"), json::parse(R"({"a": 1, "a": 2})")) << "the last wins";
 }
 
+TEST(ResourceVersionOf, ReadsOnlyTheRootsMetadata) {
+  EXPECT_EQ(resourceVersionOf(kObject), "7");
+  // The search stops at the version: what follows it is not read, malformed or not.
+  EXPECT_EQ(resourceVersionOf(R"({"metadata": {"resourceVersion": "8"}, "spec": {)"), "8");
+  // Not the version of a label, an annotation, a nested object, the spec or a list's item.
+  EXPECT_EQ(resourceVersionOf(R"({"spec": {"resourceVersion": "1"}, "items": [{"metadata": {"resourceVersion": "2"}}],
+      "metadata": {"annotations": {"resourceVersion": "3"}, "owner": {"metadata": {"resourceVersion": "4"}},
+                   "resourceVersion": "5"}})"),
+            "5");
+  EXPECT_EQ(resourceVersionOf(R"([{"metadata": {"resourceVersion": "1"}}])"), "");
+  EXPECT_EQ(resourceVersionOf(R"({"metadata": {"resourceVersion": 6}})"), "");
+  EXPECT_EQ(resourceVersionOf(R"({"metadata": {"name": "r"}})"), "");
+  EXPECT_EQ(resourceVersionOf("not json"), "");
+}
+
 }  // namespace
 }  // namespace vto::controller

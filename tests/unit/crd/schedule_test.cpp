@@ -6,13 +6,14 @@
 #include <random>
 #include <set>
 
+#include "base/rfc3339.h"
 #include "crd/schedule.h"
 #include "crd/timestamp.h"
 
 namespace vto::crd {
 namespace {
 
-Clock::time_point at(const std::string& rfc3339) { return parseTimestamp(rfc3339); }
+Clock::time_point at(const std::string& rfc3339) { return parseRfc3339(rfc3339); }
 
 // The fire times after `after`, as RFC 3339 text.
 std::vector<std::string> next(const std::string& cron, const std::string& zone, const std::string& after, int count) {
@@ -20,7 +21,7 @@ std::vector<std::string> next(const std::string& cron, const std::string& zone, 
   auto t = at(after);
   for (int i = 0; i < count; ++i) {
     t = nextScheduleAfter(cron, zone, t);
-    out.push_back(formatTimestamp(t));
+    out.push_back(rfc3339Exact(t));
   }
   return out;
 }
@@ -162,7 +163,7 @@ TEST(Schedule, ManySuccessiveTimesAreIncreasingAndMatch) {
     auto n = nextScheduleAfter("*/7 * * * *", "Asia/Kolkata", t);
     ASSERT_GT(n, t);
     ASSERT_LE(n - t, Clock::duration(std::chrono::minutes(7)));
-    ASSERT_EQ(std::stoi(formatLocalTime(n, "Asia/Kolkata").substr(14, 2)) % 7, 0) << formatTimestamp(n);
+    ASSERT_EQ(std::stoi(formatLocalTime(n, "Asia/Kolkata").substr(14, 2)) % 7, 0) << rfc3339Exact(n);
     t = n;
   }
 }
@@ -257,12 +258,12 @@ TEST(Schedule, LocalTimeShowsTheZoneAbbreviation) {
 }
 
 TEST(Timestamp, RoundTripsAndKeepsFractions) {
-  EXPECT_EQ(formatTimestamp(at("2026-05-18T03:00:00Z")), "2026-05-18T03:00:00Z");
-  EXPECT_EQ(formatTimestamp(at("2026-05-18T05:00:00+02:00")), "2026-05-18T03:00:00Z");
-  EXPECT_EQ(formatTimestamp(at("2026-05-18T03:00:00.123400Z")), "2026-05-18T03:00:00.1234Z");
-  EXPECT_THROW(parseTimestamp("2026-05-18 03:00:00"), std::invalid_argument);
-  EXPECT_THROW(parseTimestamp("2026-02-30T03:00:00Z"), std::invalid_argument);
-  EXPECT_THROW(parseTimestamp("2026-05-18T03:00:00"), std::invalid_argument);
+  EXPECT_EQ(rfc3339Exact(at("2026-05-18T03:00:00Z")), "2026-05-18T03:00:00Z");
+  EXPECT_EQ(rfc3339Exact(at("2026-05-18T05:00:00+02:00")), "2026-05-18T03:00:00Z");
+  EXPECT_EQ(rfc3339Exact(at("2026-05-18T03:00:00.123400Z")), "2026-05-18T03:00:00.1234Z");
+  EXPECT_THROW(parseRfc3339("2026-05-18 03:00:00"), std::invalid_argument);
+  EXPECT_THROW(parseRfc3339("2026-02-30T03:00:00Z"), std::invalid_argument);
+  EXPECT_THROW(parseRfc3339("2026-05-18T03:00:00"), std::invalid_argument);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // a broken server's repeated page token reported as a poll error.
 #include <gtest/gtest.h>
 
+#include "base/rfc3339.h"
 #include "crd/timestamp.h"
 #include "reconcilers/data_listing.h"
 #include "tests/fakes/clock_fake.h"
@@ -10,9 +11,9 @@
 namespace vto::reconcilers {
 namespace {
 
-const Clock::time_point T0 = crd::parseTimestamp("2026-12-01T00:00:00Z");
+const Clock::time_point T0 = parseRfc3339("2026-12-01T00:00:00Z");
 
-std::string at(int seconds) { return crd::formatTimestamp(T0 + std::chrono::seconds(seconds)); }
+std::string at(int seconds) { return rfc3339Exact(T0 + std::chrono::seconds(seconds)); }
 
 struct Fixture : ::testing::Test {
   testing::FakeGcsClient gcs;

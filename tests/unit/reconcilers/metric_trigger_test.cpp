@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "base/rfc3339.h"
 #include "crd/timestamp.h"
 #include "reconcilers/metric_trigger.h"
 #include "tests/fakes/clock_fake.h"
@@ -15,7 +16,7 @@ using Kind = MetricResult::Kind;
 using std::chrono::minutes;
 using std::chrono::seconds;
 
-const Clock::time_point T0 = crd::parseTimestamp("2026-12-01T00:00:00Z");
+const Clock::time_point T0 = parseRfc3339("2026-12-01T00:00:00Z");
 
 std::string vector(const std::vector<std::string>& values) {
   std::string series;

@@ -2,6 +2,7 @@
 // watermark out, on a simulated clock.
 #include <gtest/gtest.h>
 
+#include "base/rfc3339.h"
 #include "crd/timestamp.h"
 #include "reconcilers/new_data_trigger.h"
 #include "tests/fakes/clock_fake.h"
@@ -12,7 +13,7 @@ namespace {
 using std::chrono::minutes;
 using std::chrono::seconds;
 
-const Clock::time_point T0 = crd::parseTimestamp("2026-12-01T00:00:00Z");
+const Clock::time_point T0 = parseRfc3339("2026-12-01T00:00:00Z");
 
 DataObject object(const std::string& name, Clock::duration created, int64_t size = 10, std::string generation = "1") {
   return {name, std::move(generation), T0 + created, size};

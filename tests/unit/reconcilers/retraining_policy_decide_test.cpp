@@ -2,6 +2,7 @@
 // runs and a time in, the runs to create and delete, the status, the Events and the requeue out.
 #include <gtest/gtest.h>
 
+#include "base/rfc3339.h"
 #include "crd/render.h"
 #include "crd/schedule.h"
 #include "crd/timestamp.h"
@@ -14,10 +15,10 @@ using nlohmann::json;
 using std::chrono::minutes;
 using std::chrono::seconds;
 
-const Clock::time_point T0 = crd::parseTimestamp("2026-12-01T00:00:00Z");
+const Clock::time_point T0 = parseRfc3339("2026-12-01T00:00:00Z");
 constexpr const char* kUid = "5f0c9d7e-aaaa-bbbb-cccc-000000000001";
 
-std::string at(Clock::duration offset) { return crd::formatTimestamp(T0 + offset); }
+std::string at(Clock::duration offset) { return rfc3339Exact(T0 + offset); }
 long unix(Clock::duration offset) {
   return std::chrono::duration_cast<seconds>((T0 + offset).time_since_epoch()).count();
 }

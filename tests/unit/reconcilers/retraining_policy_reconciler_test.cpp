@@ -1,6 +1,7 @@
 // The RetrainingPolicy reconciler's act against the fake API server and a simulated clock: a run that
 // exists already is a success when this policy owns it and a reported conflict when it does not, and a
 // pass that sees stale caches counts nothing twice.
+#include "base/rfc3339.h"
 #include "reconcilers/retraining_policy_reconciler.h"
 
 #include <gtest/gtest.h>
@@ -17,7 +18,7 @@ namespace {
 using nlohmann::json;
 using std::chrono::seconds;
 
-const Clock::time_point T0 = crd::parseTimestamp("2026-12-01T00:00:00Z");
+const Clock::time_point T0 = parseRfc3339("2026-12-01T00:00:00Z");
 constexpr const char* kUid = "7d1e0c5a-0000-1111-2222-333344445555";
 
 class PolicyReconcilerTest : public ::testing::Test {
@@ -27,7 +28,7 @@ class PolicyReconcilerTest : public ::testing::Test {
     json policy = {{"apiVersion", "vto.dev/v1alpha1"},
                    {"kind", "RetrainingPolicy"},
                    {"metadata", {{"name", "fraud"}, {"namespace", "risk"}, {"uid", kUid}, {"generation", 1},
-                                 {"creationTimestamp", crd::formatTimestamp(T0)}}},
+                                 {"creationTimestamp", rfc3339Exact(T0)}}},
                    {"spec", json::parse(R"({
                      "template": {"spec": {"trainer": {"container": {"imageUri": "us-docker.pkg.dev/p/r/i:1"}},
                                            "resources": {"machineType": "n1-standard-4"},

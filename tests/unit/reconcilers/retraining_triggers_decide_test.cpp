@@ -2,6 +2,7 @@
 // TriggersHealthy, Events and outcomes out.
 #include <gtest/gtest.h>
 
+#include "base/rfc3339.h"
 #include "crd/render.h"
 #include "crd/timestamp.h"
 #include "reconcilers/retraining_policy_reconciler.h"
@@ -13,10 +14,10 @@ using nlohmann::json;
 using std::chrono::minutes;
 using std::chrono::seconds;
 
-const Clock::time_point T0 = crd::parseTimestamp("2026-12-01T00:00:00Z");
+const Clock::time_point T0 = parseRfc3339("2026-12-01T00:00:00Z");
 constexpr const char* kUid = "5f0c9d7e-aaaa-bbbb-cccc-000000000002";
 
-std::string at(Clock::duration offset) { return crd::formatTimestamp(T0 + offset); }
+std::string at(Clock::duration offset) { return rfc3339Exact(T0 + offset); }
 
 json policy(const std::string& triggers, const std::string& extraSpec = "{}", json status = json::object()) {
   json p = {{"apiVersion", "vto.dev/v1alpha1"},

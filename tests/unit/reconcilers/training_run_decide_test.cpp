@@ -6,7 +6,7 @@
 
 #include <functional>
 
-#include "controller/time_format.h"
+#include "base/rfc3339.h"
 #include "vertex/json_codec.h"
 
 namespace vto::reconcilers {
@@ -16,7 +16,7 @@ using nlohmann::json;
 using std::chrono::seconds;
 using vertex::JobState;
 
-const Clock::time_point T0 = vertex::parseTimestamp("2026-03-01T12:00:00Z");
+const Clock::time_point T0 = parseRfc3339("2026-03-01T12:00:00Z");
 const std::string kJob = "projects/test-project/locations/us-central1/customJobs/7";
 
 crd::TrainingRun runWith(const std::string& extraSpec = "") {
@@ -54,7 +54,7 @@ Observed submitted(crd::Phase phase, const std::string& extraSpec = "") {
   o.status.phase = phase;
   o.status.attempts = {crd::Attempt{1, kJob, "", "", "", "", "", ""}};
   o.status.attemptCount = 1;
-  o.status.startTime = controller::rfc3339(T0 - seconds(600));
+  o.status.startTime = rfc3339(T0 - seconds(600));
   return o;
 }
 
@@ -155,7 +155,7 @@ TEST(DecideTest, PhaseTransitionsFollowTheJob) {
        crd::Phase::Succeeded, {"Succeeded"},
        [](const Plan& p) {
          EXPECT_TRUE(p.finished);
-         EXPECT_EQ(p.status->completionTime, controller::rfc3339(T0 - seconds(10)));
+         EXPECT_EQ(p.status->completionTime, rfc3339(T0 - seconds(10)));
          EXPECT_EQ(conditionReason(*p.status, "Succeeded"), "True/JobSucceeded");
        }},
       {"a user error fails without resuming",
@@ -366,7 +366,7 @@ TEST(DecideTest, DeletionFollowsTheDeletionPolicy) {
 TEST(DecideTest, AFinishedRunWaitsForItsTtlThenIsDeleted) {
   auto finishedAgo = [](Clock::duration ago) {
     auto o = submitted(crd::Phase::Succeeded, R"({"ttlSecondsAfterFinished": 100})");
-    o.status.completionTime = controller::rfc3339(T0 - ago);
+    o.status.completionTime = rfc3339(T0 - ago);
     return o;
   };
   auto early = decide(finishedAgo(seconds(40)));

@@ -136,6 +136,37 @@ TEST(RestGcsClient, ListsOnePageWithDelimiterAndPartialResponse) {
   EXPECT_EQ(page.nextPageToken, "t");
 }
 
+TEST(RestGcsClient, ListingReadsOnlyEachItemsOwnFieldsWhenTheFieldsMaskIsIgnored) {
+  // fake-gcs-server ignores `fields`: every object arrives with its ACLs and custom metadata, whose
+  // nested names and buckets are not the object's.
+  testing::ScriptedTransport transport;
+  transport.enqueue(200, R"({"kind": "storage#objects", "items": [
+      {"kind": "storage#object", "acl": [{"bucket": "other", "name": "acl-entry", "size": "99"}],
+       "name": "d/ckpt-3", "metadata": {"name": "custom", "updated": "never"}, "bucket": "b", "size": 12,
+       "generation": 17, "updated": "2026-01-01T00:00:03Z", "selfLink": "http://x"},
+      {"name": "d/ckpt-4", "size": "12x", "updated": 5}],
+    "prefixes": ["d/step-9/"], "nextPageToken": "n"})");
+  transport.enqueue(200, R"({"items": {"one": {"name": "d/not-a-list"}}, "nextPageToken": 3})");
+  transport.enqueue(200, R"(["d/ckpt-1"])");
+  RestGcsClient client(transport, "http://127.0.0.1:4443", nullptr);
+  auto page = client.listObjectsPage("b", "d/", "", {"/", "items(name,updated),prefixes,nextPageToken", 500});
+  ASSERT_EQ(page.objects.size(), 2u);
+  EXPECT_EQ(page.objects[0].name, "d/ckpt-3");
+  EXPECT_EQ(page.objects[0].bucket, "b");
+  EXPECT_EQ(page.objects[0].size, 12);
+  EXPECT_EQ(page.objects[0].generation, "17");
+  EXPECT_EQ(page.objects[0].updated, "2026-01-01T00:00:03Z");
+  EXPECT_EQ(page.objects[1].name, "d/ckpt-4");
+  EXPECT_EQ(page.objects[1].size, 0);
+  EXPECT_EQ(page.objects[1].updated, "");
+  EXPECT_EQ(page.prefixes, std::vector<std::string>{"d/step-9/"});
+  EXPECT_EQ(page.nextPageToken, "n");
+  auto odd = client.listObjectsPage("b", "d/", "", {});
+  EXPECT_TRUE(odd.objects.empty());
+  EXPECT_EQ(odd.nextPageToken, "");
+  EXPECT_THROW(client.listObjectsPage("b", "d/", "", {}), ApiError);  // not an object
+}
+
 TEST(RestGcsClient, ARepeatedPageTokenStopsTheListing) {
   testing::ScriptedTransport transport;
   int served = 0;

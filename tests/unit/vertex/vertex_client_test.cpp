@@ -1,3 +1,4 @@
+#include "base/rfc3339.h"
 #include "vertex/vertex_client.h"
 
 #include <gtest/gtest.h>
@@ -43,7 +44,7 @@ TEST_F(VertexClientTest, GetsFromTheRegionalEndpointWithABearerToken) {
   EXPECT_EQ(job.state, JobState::Running);  // decoded from the number 3
   EXPECT_EQ(job.labels.at("vto-attempt"), "1");
   EXPECT_EQ(job.error->code, 1);
-  EXPECT_EQ(job.createTime, parseTimestamp("2026-05-18T10:00:00Z"));
+  EXPECT_EQ(job.createTime, parseRfc3339("2026-05-18T10:00:00Z"));
 }
 
 // One backoff layer: the client never sleeps or retries on a reconcile worker; the error carries
