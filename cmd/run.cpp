@@ -60,7 +60,7 @@ Flags runFlags() {
       {"vertex-poll-interval", 0, "30", "seconds between Vertex job polls while no job is starting"},
       {"vertex-fast-poll-interval", 0, "5", "seconds between Vertex job polls while a job is queued or pending"},
       {"vertex-full-list-interval", 0, "120", "seconds between full lists of unfinished Vertex jobs (repairs missed updates)"},
-      {"checkpoint-poll-interval", 0, "60", "seconds between looks at a running run's newest checkpoint"},
+      {"checkpoint-poll-interval", 0, "600", "seconds between looks at a running run's newest checkpoint"},
       {"checkpoint-lists-per-minute", 0, "200", "checkpoint listings per minute for the whole operator"},
       {"vertex-creates-per-minute", 0, "60", "job creations per minute per project and location (Vertex's quota)"},
       {"vertex-requests-per-minute", 0, "600", "other Vertex requests per minute per project and location"},

@@ -39,8 +39,11 @@ struct TrainingRunReconcilerOptions {
   // How soon to look again while a job is being cancelled.
   Clock::duration cancelPollPeriod = std::chrono::seconds(2);
   // How often a running run's newest checkpoint is looked up (status.lastCheckpoint, checkpoint age),
-  // and how many such lists the whole operator makes per minute at most.
-  Clock::duration checkpointPollPeriod = std::chrono::seconds(60);
+  // and how many such lists the whole operator makes per minute at most. Ten minutes: training code
+  // checkpoints every few minutes to an hour, the stale-checkpoint alert fires at two hours, and a
+  // resume lists afresh; at 1,000 runs a look every five minutes each cost more CPU than following
+  // their jobs (docs/benchmarks.md).
+  Clock::duration checkpointPollPeriod = std::chrono::minutes(10);
   int checkpointListsPerMinute = 200;
   // A cached job not read from Vertex for this long is read again by GET before decide sees it
   // (the poller's full lists normally refresh every unfinished job much sooner).

@@ -10,7 +10,8 @@
 // scripts/bench.sh can print these figures beside the Go peer's. Figures only; it asserts nothing.
 //
 // Environment: BENCH_RESULTS (a TSV file to append "N vto key value" rows to), BENCH_WINDOW (120),
-// BENCH_SETTLE (30), BENCH_STEP_TIME (10s), BENCH_POLL (30), BENCH_FAST_POLL (5), BENCH_RUNNING_WAIT (600).
+// BENCH_SETTLE (30), BENCH_STEP_TIME (10s), BENCH_POLL (30), BENCH_FAST_POLL (5), BENCH_RUNNING_WAIT (600),
+// BENCH_VTO_FLAGS (extra `vto run` flags, separated by spaces; none by default).
 #include <signal.h>
 #include <unistd.h>
 
@@ -191,6 +192,9 @@ void bench(int runs) {
                                     "--max-concurrent-reconciles", "8", "--log-level", "warn", "--namespace", ns,
                                     "--vertex-poll-interval", env("BENCH_POLL", "30"),
                                     "--vertex-fast-poll-interval", env("BENCH_FAST_POLL", "5")};
+  // Extra operator flags, for experiments (e.g. "--checkpoint-poll-interval 600"); later flags win.
+  std::istringstream extra(env("BENCH_VTO_FLAGS", ""));
+  for (std::string flag; extra >> flag;) flags.push_back(flag);
 
   // 1. Submission.
   long vertex0 = emulatorRequests(stack);

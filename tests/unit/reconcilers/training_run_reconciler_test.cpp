@@ -370,11 +370,12 @@ TEST_F(ReconcilerTest, ARunningRunListsCheckpointsAndWritesStatusAtMostOncePerIn
   reconcile();
   ASSERT_EQ(status()["phase"], "Running");
   int listsBefore = countingGcs.lists, writesBefore = kube.statusWrites();
-  // Ten minutes of passes every five seconds (the poller, the run's own status writes, resyncs),
-  // with a new checkpoint at each.
+  // Ten intervals of passes twelve times an interval (the poller, the run's own status writes,
+  // resyncs), with a new checkpoint at each.
+  auto interval = TrainingRunReconcilerOptions{}.checkpointPollPeriod;
   for (int step = 1; step <= 120; ++step) {
     gcs.upload("bucket", "r/checkpoints/ckpt-" + std::to_string(step), "x", "application/octet-stream");
-    clock.advance(seconds(5));
+    clock.advance(interval / 12);
     reconcile();
     reconcile();  // the pass our own status write triggers
   }
