@@ -8,7 +8,8 @@
 # Environment: BENCH_RUNS; BENCH_PEER=0 skips the peer; PEER_DIR (default ../shared/peer, the peer's
 # source, read-only); BENCH_WINDOW (120 s), BENCH_SETTLE (30 s), BENCH_STEP_TIME (10s), BENCH_POLL (30 s),
 # BENCH_FAST_POLL (5 s); BENCH_REPEAT (1): run both operators that many times, one after the other in
-# turn, and show each figure as the median with its range. Raw rows go to build/bench/<time>/{vto,peer}.tsv.
+# turn, and show each figure as the median with its range; BENCH_VTO_FLAGS: extra `vto run` flags (read by
+# tests/bench/operator_bench.cpp). Raw rows go to build/bench/<time>/{vto,peer}.tsv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
