@@ -300,8 +300,11 @@ Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& 
   if (plan.createJob) {
     const auto& create = *plan.createJob;
     // Exactly once: a job for this run and attempt that already exists (a crash came between its
-    // create and the status write) is adopted, never created twice.
-    auto job = findByLabels(o, {create.where, create.kind}, create.attempt);
+    // create and the status write) is adopted, never created twice. A first attempt whose finalizer
+    // this pass added needs no lookup: every job is created after the finalizer is in place, and the
+    // patch was conditional on the version observed without it (one Vertex request less per new run).
+    bool fresh = plan.addFinalizer && create.attempt == 1;
+    auto job = fresh ? std::nullopt : findByLabels(o, {create.where, create.kind}, create.attempt);
     bool adopted = job.has_value();
     if (!job) {
       try {

@@ -189,13 +189,35 @@ TEST_F(ReconcilerTest, ANewRunInABucketListedLatelyNeedsNoGcsRequestBeforeItsJob
 
 TEST_F(ReconcilerTest, AdoptsTheJobOfACrashBetweenCreateAndStatusWrite) {
   apply();
-  // The job exists in Vertex (labelled for this run and attempt) but status never heard of it.
+  // The crashed pass had put the finalizer on (it always does before a job exists) and created the
+  // job (labelled for this run and attempt), but status never heard of it.
+  kube.patch(trainingRunResource(), "ns", "r", controller::PatchType::Merge,
+             {{"metadata", {{"finalizers", json::array({kFinalizer})}}}}, "", false, "");
+  sync();
   auto orphan = vertex.createJob({"test-project", "us-central1"}, vertex::JobKind::Custom,
                                  {{"displayName", "x"},
                                   {"labels", {{"vto-run-uid", "0b7c2a3e-1111-2222-3333-444455556666"}, {"vto-attempt", "1"}}}});
   reconcile();
   EXPECT_EQ(vertex.createdBodies().size(), 1u) << "adopted, not created again";
   EXPECT_EQ(currentJob(), orphan.name);
+}
+
+TEST_F(ReconcilerTest, OnlyARunWhoseFinalizerThisPassAddedIsCreatedWithoutLookingForAnEarlierJob) {
+  apply();
+  reconcile();
+  EXPECT_EQ(vertex.createdBodies().size(), 1u);
+  EXPECT_EQ(vertex.listCalls(), 0) << "the finalizer went on just now, so no pass can have created a job before";
+
+  // A run that already carries the finalizer may have a job from a pass that crashed: it looks first.
+  apply(R"({"suspend": true})", "second");
+  reconcile("second");
+  EXPECT_EQ(vertex.createdBodies().size(), 1u) << "suspended: no job yet";
+  kube.patch(trainingRunResource(), "ns", "second", controller::PatchType::Merge, {{"spec", {{"suspend", false}}}}, "", false, "");
+  sync("second");
+  int listsBefore = vertex.listCalls();
+  reconcile("second");
+  EXPECT_EQ(vertex.createdBodies().size(), 2u);
+  EXPECT_EQ(vertex.listCalls(), listsBefore + 1) << "the finalizer was there already: look for an earlier job first";
 }
 
 TEST_F(ReconcilerTest, APreemptedAttemptResumesFromTheNewestCheckpointAfterTheBackoff) {
