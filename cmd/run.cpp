@@ -163,7 +163,9 @@ int run(const Args& args) {
   auto& runs = manager.addInformer(informerOptions);
 
   reconcilers::JobCache jobs;
-  controller::KubeEventRecorder events(kube, clock, "vto", managerOptions.leaderElection.identity);
+  controller::EventRecorderOptions eventOptions;
+  eventOptions.onDropped = [&apiMetrics](uint64_t count) { apiMetrics.eventsDropped(count); };
+  controller::KubeEventRecorder events(kube, clock, "vto", managerOptions.leaderElection.identity, eventOptions);
   reconcilers::TrainingRunReconcilerOptions reconcilerOptions;
   reconcilerOptions.defaults = {flags.get("default-project"), flags.get("default-location")};
   reconcilerOptions.checkpointPollPeriod = std::chrono::seconds(flags.getInt("checkpoint-poll-interval"));

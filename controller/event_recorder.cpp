@@ -3,7 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdio>
+#include <optional>
 
 #include "base/rfc3339.h"
 
@@ -30,8 +32,9 @@ KubeEventRecorder::KubeEventRecorder(KubeClient& client, const Clock& clock, std
       clock_(clock),
       component_(std::move(component)),
       instance_(std::move(instance)),
-      options_(options),
-      writer_([this] { drain(); }) {}
+      options_(std::move(options)) {
+  for (int i = 0; i < std::max(options_.writers, 1); ++i) writers_.emplace_back([this] { drain(); });
+}
 
 KubeEventRecorder::~KubeEventRecorder() {
   {
@@ -39,7 +42,7 @@ KubeEventRecorder::~KubeEventRecorder() {
     stopping_ = true;
   }
   wake_.notify_all();
-  writer_.join();
+  for (auto& writer : writers_) writer.join();
 }
 
 void KubeEventRecorder::event(const nlohmann::json& object, EventType type,
@@ -56,14 +59,8 @@ void KubeEventRecorder::event(const nlohmann::json& object, EventType type,
       return;
     }
     if (queue_.size() >= options_.queueCapacity || stopping_) {
-      ++dropped_;
-      auto dropped = dropped_;
       lock.unlock();
-      // Logged at 1, 2, 4, 8, ...: a full queue means the API server is slow, not a log flood.
-      if ((dropped & (dropped - 1)) == 0) {
-        spdlog::warn("event queue full ({} events): dropped {} event(s) so far, the latest {} on {}/{}",
-                     options_.queueCapacity, dropped, reason, meta(object, "namespace"), meta(object, "name"));
-      }
+      countDropped(1, reason + " on " + meta(object, "namespace") + "/" + meta(object, "name"));
       return;
     }
     // Only what the Event names; the rest of the object is not kept.
@@ -84,7 +81,7 @@ void KubeEventRecorder::event(const nlohmann::json& object, EventType type,
 
 void KubeEventRecorder::flush() {
   std::unique_lock lock(mutex_);
-  drained_.wait(lock, [this] { return queue_.empty() && !writing_; });
+  drained_.wait(lock, [this] { return queue_.empty() && writing_.empty(); });
 }
 
 uint64_t KubeEventRecorder::dropped() const {
@@ -92,15 +89,40 @@ uint64_t KubeEventRecorder::dropped() const {
   return dropped_;
 }
 
+void KubeEventRecorder::countDropped(uint64_t count, const std::string& latest) {
+  uint64_t before, after;
+  {
+    std::lock_guard guard(mutex_);
+    before = dropped_;
+    dropped_ += count;
+    after = dropped_;
+  }
+  if (options_.onDropped) options_.onDropped(count);
+  // Logged when the total passes 1, 2, 4, 8, ...: a full queue means a slow API server, not a log flood.
+  if (std::bit_floor(after) > before) {
+    spdlog::warn("event queue full ({} events): dropped {} event(s) so far, the latest {}", options_.queueCapacity,
+                 after, latest);
+  }
+}
+
+std::list<KubeEventRecorder::Pending>::iterator KubeEventRecorder::nextWritable() {
+  // Each key is queued at most once and at most one per writer is held, so this skips few entries.
+  return std::find_if(queue_.begin(), queue_.end(), [this](const Pending& p) { return !writing_.contains(p.key); });
+}
+
 void KubeEventRecorder::drain() {
   std::unique_lock lock(mutex_);
   while (true) {
-    wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-    if (queue_.empty()) return;  // stopping, and everything is written
-    Pending pending = std::move(queue_.front());
+    auto next = queue_.end();
+    wake_.wait(lock, [&] {
+      next = nextWritable();
+      return next != queue_.end() || (stopping_ && queue_.empty());
+    });
+    if (next == queue_.end()) return;  // stopping, and everything is written
+    Pending pending = std::move(*next);
     queued_.erase(pending.key);
-    queue_.pop_front();
-    writing_ = true;
+    queue_.erase(next);
+    writing_.insert(pending.key);
     lock.unlock();
     bool written = true;
     try {
@@ -112,25 +134,45 @@ void KubeEventRecorder::drain() {
                    error.what());
     }
     lock.lock();
-    writing_ = false;
+    writing_.erase(pending.key);
     // Shutting down with the API server failing: do not wait out a timeout per queued event.
+    uint64_t abandoned = 0;
     if (stopping_ && !written && !queue_.empty()) {
-      dropped_ += queue_.size();
+      abandoned = queue_.size();
       queue_.clear();
       queued_.clear();
     }
-    if (queue_.empty()) drained_.notify_all();
+    if (queue_.empty() && writing_.empty()) drained_.notify_all();
+    // A repeat of this key queued meanwhile may go now, and stopping writers may finish.
+    wake_.notify_all();
+    if (abandoned > 0) {
+      lock.unlock();
+      countDropped(abandoned, "queued at shutdown, the API server failing");
+      lock.lock();
+    }
   }
 }
 
 void KubeEventRecorder::write(const Pending& pending) {
-  auto found = recorded_.find(pending.key);
-  if (found != recorded_.end()) {
-    if (pending.first - found->second.writtenAt <= options_.aggregationWindow &&
-        bumpExisting(found->second, pending)) {
+  std::optional<Recorded> existing;  // a copy: this writer holds the key, no other touches its entry
+  {
+    std::lock_guard guard(recordedMutex_);
+    auto found = recorded_.find(pending.key);
+    if (found != recorded_.end()) {
+      if (pending.first - found->second.writtenAt <= options_.aggregationWindow) {
+        existing = found->second;
+      } else {
+        recorded_.erase(found);
+      }
+    }
+  }
+  if (existing) {
+    if (bumpExisting(*existing, pending)) {
+      remember(pending.key, *existing);
       return;
     }
-    recorded_.erase(found);
+    std::lock_guard guard(recordedMutex_);
+    recorded_.erase(pending.key);
   }
   createNew(pending);
 }
@@ -165,12 +207,13 @@ void KubeEventRecorder::createNew(const Pending& pending) {
       {"firstTimestamp", rfc3339(pending.first)},
       {"lastTimestamp", rfc3339(pending.last)},
       {"count", pending.repeats}};
-  auto created = client_.create(eventResource(), ns, event);
-  remember(pending.key, {created.value("/metadata/name"_json_pointer, std::string()), ns, pending.repeats,
-                         pending.last});
+  auto name = event["metadata"]["name"].get<std::string>();
+  client_.createVersion(eventResource(), ns, event);  // the answer is not read: the name is ours
+  remember(pending.key, {std::move(name), ns, pending.repeats, pending.last});
 }
 
 void KubeEventRecorder::remember(const std::string& key, Recorded recorded) {
+  std::lock_guard guard(recordedMutex_);
   if (recorded_.size() >= options_.maxRemembered) {
     // Forget what can no longer aggregate; if everything still can, forget the oldest half.
     auto now = clock_.now();
@@ -193,6 +236,7 @@ void KubeEventRecorder::remember(const std::string& key, Recorded recorded) {
 // Unique like client-go's (the object's name and the time in hex nanoseconds), and never repeated
 // by this process even when two events share a timestamp.
 std::string KubeEventRecorder::uniqueSuffix(Clock::time_point at) {
+  std::lock_guard guard(recordedMutex_);
   auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch()).count();
   lastSuffix_ = std::max<int64_t>(nanos, lastSuffix_ + 1);
   char suffix[24];

@@ -21,7 +21,12 @@ ApiRequestMetrics::ApiRequestMetrics(prometheus::Registry& registry)
       gcsRequests_(prometheus::BuildCounter()
                        .Name("vto_gcs_requests_total")
                        .Help("HTTP requests to Cloud Storage, by API method and HTTP status (<error>: no answer)")
-                       .Register(registry)) {}
+                       .Register(registry)),
+      eventsDropped_(prometheus::BuildCounter()
+                         .Name("vto_events_dropped_total")
+                         .Help("Kubernetes Events not recorded because the event queue was full (a slow API server)")
+                         .Register(registry)
+                         .Add({})) {}
 
 void ApiRequestMetrics::vertexRequest(const std::string& method, const std::string& code, double seconds) {
   vertexRequests_.Add({{"method", method}, {"code", code}}).Increment();
@@ -32,6 +37,8 @@ void ApiRequestMetrics::vertexRequest(const std::string& method, const std::stri
 }
 
 void ApiRequestMetrics::vertexQuotaWait(double seconds) { quotaWait_.Observe(seconds); }
+
+void ApiRequestMetrics::eventsDropped(uint64_t count) { eventsDropped_.Increment(static_cast<double>(count)); }
 
 void ApiRequestMetrics::gcsRequest(const std::string& method, const std::string& code) {
   gcsRequests_.Add({{"method", method}, {"code", code}}).Increment();

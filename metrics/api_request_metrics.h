@@ -1,12 +1,14 @@
 #pragma once
 // Requests vto makes to Google's APIs: vto_vertex_requests_total{method,code},
-// vto_vertex_request_duration_seconds{method}, vto_vertex_quota_wait_seconds, vto_gcs_requests_total{code}.
+// vto_vertex_request_duration_seconds{method}, vto_vertex_quota_wait_seconds, vto_gcs_requests_total{code};
+// and the Kubernetes Event writes vto gave up on, vto_events_dropped_total.
 // cmd/ connects these to vertex::RequestObserver (this layer does not depend on vertex/).
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include <cstdint>
 #include <string>
 
 namespace vto::metrics {
@@ -19,12 +21,15 @@ class ApiRequestMetrics {
   void vertexRequest(const std::string& method, const std::string& code, double seconds);
   void vertexQuotaWait(double seconds);
   void gcsRequest(const std::string& method, const std::string& code);
+  // Events the recorder dropped (queue full while the API server was slow).
+  void eventsDropped(uint64_t count);
 
  private:
   prometheus::Family<prometheus::Counter>& vertexRequests_;
   prometheus::Family<prometheus::Histogram>& vertexDuration_;
   prometheus::Histogram& quotaWait_;
   prometheus::Family<prometheus::Counter>& gcsRequests_;
+  prometheus::Counter& eventsDropped_;
 };
 
 // vto_build_info{version,revision} 1: which build is running (join on it in queries).

@@ -150,9 +150,11 @@ def operator_dashboard():
     p.append(L.place(panel("timeseries", "Unfinished work", "Seconds of work in progress and the longest-running reconcile: a steady climb means a stuck worker.",
                            "s", [target(f"sum by (name) (workqueue_unfinished_work_seconds{{{sel}}})", "unfinished {{name}}"),
                                  target(f"max by (name) (workqueue_longest_running_processor_seconds{{{sel}}})", "longest {{name}}", "B")]), 6, 8))
-    p.append(L.place(panel("timeseries", "Kubernetes API requests", "Requests to the Kubernetes API server per second, by HTTP method and status code.",
+    p.append(L.place(panel("timeseries", "Kubernetes API requests", "Requests to the Kubernetes API server per second, by HTTP method and status code; and Events vto dropped because the API server could not keep up (best effort, like client-go's).",
                            "reqps", [target(f"sum by (method, code) (rate(rest_client_requests_total{{{sel}}}[$__rate_interval]))",
-                                            "{{method}} {{code}}")]), 8, 8))
+                                            "{{method}} {{code}}"),
+                                     target(f"sum(rate(vto_events_dropped_total{{{sel}}}[$__rate_interval]))",
+                                            "Events dropped", "B")]), 8, 8))
     p.append(L.place(panel("timeseries", "Vertex AI requests", "Requests to Vertex AI per second, by API method and HTTP status; 429 is quota, <error> no answer.",
                            "reqps", [target(f"sum by (method, code) (rate(vto_vertex_requests_total{{{sel}}}[$__rate_interval]))",
                                             "{{method}} {{code}}")]), 8, 8))

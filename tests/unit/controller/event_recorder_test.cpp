@@ -100,10 +100,10 @@ class GatedKubeClient final : public KubeClient {
     open_ = true;
     changed_.notify_all();
   }
-  // Waits until a write has reached the gate (the writer thread is busy with it).
-  void waitForBlockedWriter() {
+  // Waits until `writers` writes have reached the gate (those writer threads are busy with them).
+  void waitForBlockedWriter(int writers = 1) {
     std::unique_lock lock(mutex_);
-    changed_.wait(lock, [this] { return blocked_ > 0 || open_; });
+    changed_.wait(lock, [&] { return blocked_ >= writers || open_; });
   }
   json get(const Resource& r, const std::string& ns, const std::string& name) override { return inner_.get(r, ns, name); }
   ListPage list(const Resource& r, const std::string& ns, const ListOptions& o) override { return inner_.list(r, ns, o); }
@@ -145,9 +145,16 @@ json objectNamed(const std::string& name) {
           {"metadata", {{"name", name}, {"namespace", "team"}, {"uid", "uid-" + name}}}};
 }
 
-// A recorder whose writer thread is stuck in its first write until gated.open().
+// A recorder with one writer thread, stuck in its first write until gated.open(): everything
+// recorded meanwhile stays queued.
+EventRecorderOptions oneWriter(EventRecorderOptions options = {}) {
+  options.writers = 1;
+  return options;
+}
+
 struct BlockedWriter {
-  explicit BlockedWriter(EventRecorderOptions options = {}) : recorder(gated, clock, "vto", "pod-1", options) {
+  explicit BlockedWriter(EventRecorderOptions options = {})
+      : recorder(gated, clock, "vto", "pod-1", oneWriter(std::move(options))) {
     recorder.event(objectNamed("first"), EventType::Normal, "Blocker", "holds the writer");
     gated.waitForBlockedWriter();
   }
@@ -213,15 +220,41 @@ TEST(EventRecorderTest, ARepeatAfterTheWindowIsANewEvent) {
 TEST(EventRecorderTest, AFullQueueDropsAndCountsNewEvents) {
   EventRecorderOptions options;
   options.queueCapacity = 3;
+  uint64_t reported = 0;  // what cmd/ adds to vto_events_dropped_total
+  options.onDropped = [&reported](uint64_t n) { reported += n; };
   BlockedWriter blocked(options);
   auto& [clock, fake, gated, recorder] = blocked;
   for (int i = 0; i < 5; ++i) recorder.event(objectNamed("q" + std::to_string(i)), EventType::Normal, "JobCreated", "x");
   // A repeat of a queued event takes no place in the queue, so it is not dropped.
   recorder.event(objectNamed("q0"), EventType::Normal, "JobCreated", "x");
   EXPECT_EQ(recorder.dropped(), 2u);
+  EXPECT_EQ(reported, 2u);
   gated.open();
   recorder.flush();
   EXPECT_EQ(events(fake).size(), 4u);
+}
+
+TEST(EventRecorderTest, WritersWorkInParallelButNeverOnTheSameEvent) {
+  FakeClock clock;
+  FakeKubeClient fake;
+  GatedKubeClient gated(fake);
+  EventRecorderOptions options;
+  options.writers = 4;
+  KubeEventRecorder recorder(gated, clock, "vto", "pod-1", options);
+  for (const char* name : {"x", "y", "z"}) recorder.event(objectNamed(name), EventType::Normal, "JobCreated", "x");
+  gated.waitForBlockedWriter(3);  // three distinct Events are being written at once
+  // x again, while x's first write is in flight, then w: the idle fourth writer must pass over x
+  // (two writes of x at once would create two Events) and take w.
+  recorder.event(objectNamed("x"), EventType::Normal, "JobCreated", "x");
+  recorder.event(objectNamed("w"), EventType::Normal, "JobCreated", "x");
+  gated.waitForBlockedWriter(4);
+  gated.open();
+  recorder.flush();
+  auto recorded = events(fake);
+  ASSERT_EQ(recorded.size(), 4u);
+  for (const auto& event : recorded) {
+    EXPECT_EQ(event["count"], event["involvedObject"]["name"] == "x" ? 2 : 1) << event.dump();
+  }
 }
 
 TEST(EventRecorderTest, DestructionWritesWhatIsQueued) {
