@@ -33,7 +33,13 @@ nlohmann::json addFinalizer(KubeClient& kube, const Resource& resource, const nl
   auto finalizers = finalizersOf(object);
   finalizers.push_back(std::string(finalizer));
   auto key = keyOf(object);
-  return kube.patch(resource, key.ns, key.name, PatchType::Merge, finalizerPatch(object, std::move(finalizers)));
+  // The patch holds only on the version sent, and a finalizer changes nothing else (not even
+  // metadata.generation): the object is what was sent, at the answer's resourceVersion.
+  auto written = object;
+  written["metadata"]["finalizers"] = finalizers;
+  written["metadata"]["resourceVersion"] =
+      kube.mergePatchVersion(resource, key.ns, key.name, finalizerPatch(object, std::move(finalizers)));
+  return written;
 }
 
 void removeFinalizer(KubeClient& kube, const Resource& resource, const nlohmann::json& object,

@@ -259,14 +259,30 @@ nlohmann::json RestKubeClient::updateStatus(const Resource& resource, const std:
   return impl_->send("PUT", resource.path(ns, nameOf(object), "status"), &object);
 }
 
+namespace {
+
+std::string versionIn(const HttpResponse& response, const std::string& what) {
+  auto version = resourceVersionOf(response.body);
+  if (version.empty()) throw ApiError(Status{0, "", what + ": the answer has no metadata.resourceVersion", {}});
+  return version;
+}
+
+}  // namespace
+
 std::string RestKubeClient::updateStatusVersion(const Resource& resource, const std::string& ns,
                                                const nlohmann::json& object) {
-  auto response = impl_->exchange("PUT", resource.path(ns, nameOf(object), "status"), &object);
-  auto version = resourceVersionOf(response.body);
-  if (version.empty()) {
-    throw ApiError(Status{0, "", "PUT " + resource.resource + "/status: the answer has no metadata.resourceVersion", {}});
-  }
-  return version;
+  return versionIn(impl_->exchange("PUT", resource.path(ns, nameOf(object), "status"), &object),
+                   "PUT " + resource.resource + "/status");
+}
+
+std::string RestKubeClient::createVersion(const Resource& resource, const std::string& ns, const nlohmann::json& object) {
+  return versionIn(impl_->exchange("POST", resource.path(ns), &object), "POST " + resource.resource);
+}
+
+std::string RestKubeClient::mergePatchVersion(const Resource& resource, const std::string& ns, const std::string& name,
+                                              const nlohmann::json& body) {
+  return versionIn(impl_->exchange("PATCH", resource.path(ns, name), &body, "application/merge-patch+json"),
+                   "PATCH " + resource.resource);
 }
 
 nlohmann::json RestKubeClient::patch(const Resource& resource, const std::string& ns,

@@ -101,6 +101,15 @@ class KubeClient {
                                           const nlohmann::json& object) {
     return updateStatus(resource, ns, object).value(nlohmann::json::json_pointer("/metadata/resourceVersion"), "");
   }
+  // create and a merge patch, for a caller that needs only the answer's metadata.resourceVersion
+  // (it knows the rest from what it sent: an Event, a finalizer); a client may skip parsing the rest.
+  virtual std::string createVersion(const Resource& resource, const std::string& ns, const nlohmann::json& object) {
+    return create(resource, ns, object).value(nlohmann::json::json_pointer("/metadata/resourceVersion"), "");
+  }
+  virtual std::string mergePatchVersion(const Resource& resource, const std::string& ns, const std::string& name,
+                                        const nlohmann::json& body) {
+    return patch(resource, ns, name, PatchType::Merge, body).value(nlohmann::json::json_pointer("/metadata/resourceVersion"), "");
+  }
   // `fieldManager` is required for Apply; `force` takes over conflicting fields (Apply only).
   virtual nlohmann::json patch(const Resource& resource, const std::string& ns,
                                const std::string& name, PatchType type, const nlohmann::json& body,
@@ -142,9 +151,12 @@ class RestKubeClient final : public KubeClient {
                         const nlohmann::json& object) override;
   nlohmann::json updateStatus(const Resource& resource, const std::string& ns,
                               const nlohmann::json& object) override;
-  // Reads the answer only as far as metadata.resourceVersion.
+  // These three read the answer only as far as metadata.resourceVersion.
   std::string updateStatusVersion(const Resource& resource, const std::string& ns,
                                   const nlohmann::json& object) override;
+  std::string createVersion(const Resource& resource, const std::string& ns, const nlohmann::json& object) override;
+  std::string mergePatchVersion(const Resource& resource, const std::string& ns, const std::string& name,
+                                const nlohmann::json& body) override;
   nlohmann::json patch(const Resource& resource, const std::string& ns, const std::string& name,
                        PatchType type, const nlohmann::json& body,
                        const std::string& fieldManager = "", bool force = false,

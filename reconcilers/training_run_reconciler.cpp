@@ -357,13 +357,24 @@ void TrainingRunReconciler::rememberOwnWrite(const nlohmann::json& written) {
 }
 
 nlohmann::json TrainingRunReconciler::writeStatus(const nlohmann::json& object, const crd::TrainingRunStatus& status) {
-  nlohmann::json sent = object;  // with its resourceVersion: a write from a stale cache is a 409
-  sent["status"] = crd::encodeTrainingRunStatus(status);
-  auto& meta = sent["metadata"];
-  // The server keeps everything but status as stored, and the precondition says stored is what we
-  // sent: the written object is the one sent at its new resourceVersion, the only part of the answer read.
+  nlohmann::json written = object;
+  written["status"] = crd::encodeTrainingRunStatus(status);
+  auto& meta = written["metadata"];
+  // The status subresource takes only status from what is sent; the rest is kept as stored. So only
+  // status is sent, with the identity and the resourceVersion (a write from a stale cache is a 409,
+  // a namesake's uid is refused).
+  nlohmann::json sent = {{"apiVersion", object.value("apiVersion", "")},
+                         {"kind", object.value("kind", "")},
+                         {"metadata",
+                          {{"name", meta.value("name", "")},
+                           {"namespace", meta.value("namespace", "")},
+                           {"uid", meta.value("uid", "")},
+                           {"resourceVersion", meta.value("resourceVersion", "")}}},
+                         {"status", written["status"]}};
+  // Stored is what was observed plus this status: the written object is that at the new
+  // resourceVersion, the only part of the answer read.
   meta["resourceVersion"] = kube_.updateStatusVersion(trainingRunResource(), meta.value("namespace", ""), sent);
-  return sent;
+  return written;
 }
 
 }  // namespace vto::reconcilers

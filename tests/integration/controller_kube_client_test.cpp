@@ -88,6 +88,23 @@ TEST_F(KubeClientTest, MergePatchAndServerSideApply) {
   EXPECT_TRUE(managedByUs);
 }
 
+TEST_F(KubeClientTest, WritesThatReadOnlyTheNewResourceVersion) {
+  auto version = client.createVersion(kConfigMaps, ns, configMap("versioned", {{"a", "1"}}));
+  EXPECT_EQ(client.get(kConfigMaps, ns, "versioned")["metadata"]["resourceVersion"], version);
+  auto patched = client.mergePatchVersion(kConfigMaps, ns, "versioned",
+                                          {{"metadata", {{"resourceVersion", version}}}, {"data", {{"b", "2"}}}});
+  auto stored = client.get(kConfigMaps, ns, "versioned");
+  EXPECT_NE(patched, version);
+  EXPECT_EQ(stored["metadata"]["resourceVersion"], patched);
+  EXPECT_EQ(stored["data"], json({{"a", "1"}, {"b", "2"}}));
+  try {  // the resourceVersion sent is a precondition
+    client.mergePatchVersion(kConfigMaps, ns, "versioned", {{"metadata", {{"resourceVersion", version}}}});
+    FAIL() << "a patch on a stale resourceVersion must fail";
+  } catch (const ApiError& error) {
+    EXPECT_TRUE(error.isConflict());
+  }
+}
+
 TEST_F(KubeClientTest, ListFollowsContinueTokens) {
   auto made = sharedCluster().kubectl("create namespace kube-client-paging");
   ASSERT_EQ(made.exitCode, 0) << made.output;
