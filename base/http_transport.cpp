@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <condition_variable>
 #include <cstdint>
 #include <limits>
@@ -11,11 +13,15 @@
 #include <unordered_map>
 #include <vector>
 
-#include <boost/asio/connect.hpp>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -63,24 +69,124 @@ Url targetOf(const std::string& url) {
   return out;
 }
 
-// One kept-alive connection. Its own io_context runs only on the thread that holds the connection,
-// so every operation can carry a deadline (Beast's timeouts apply to asynchronous operations).
+// A TCP socket whose synchronous reads and writes wait (poll(2)) at most until `deadline`, or until
+// `wakeFd` turns readable. Every exchange runs on the caller's thread with plain system calls: no
+// reactor, no timer per operation, no handler dispatch (an Asio reactor per request was a quarter of
+// the operator's CPU while submitting runs). Beast's synchronous HTTP and Asio's SSL stream run on it.
+class DeadlineStream {
+ public:
+  using lowest_layer_type = asio::ip::tcp::socket::lowest_layer_type;
+  using executor_type = asio::ip::tcp::socket::executor_type;
+
+  explicit DeadlineStream(asio::io_context& io) : socket_(io) {}
+  lowest_layer_type& lowest_layer() { return socket_; }
+  const lowest_layer_type& lowest_layer() const { return socket_; }
+  executor_type get_executor() { return socket_.get_executor(); }
+
+  SteadyClock::time_point deadline = SteadyClock::time_point::max();
+  int wakeFd = -1;  // readable when the caller must give up (a watch being stopped); -1: none
+
+  // Connects to the first of `addresses` that answers, by the deadline.
+  void connect(const asio::ip::tcp::resolver::results_type& addresses, beast::error_code& error) {
+    error = asio::error::host_not_found;
+    for (const auto& entry : addresses) {
+      beast::error_code ignored;
+      socket_.close(ignored);
+      socket_.open(entry.endpoint().protocol(), error);
+      if (!error) socket_.non_blocking(true, error);  // Asio's own blocking calls would ignore the deadline
+      if (error) continue;
+      if (::connect(socket_.native_handle(), entry.endpoint().data(), static_cast<socklen_t>(entry.endpoint().size())) == 0) {
+        return;
+      }
+      if (errno != EINPROGRESS) {
+        error.assign(errno, beast::system_category());
+        continue;
+      }
+      if (!wait(POLLOUT, error)) return;  // the deadline, or a stop: no other address would do better
+      int failure = 0;
+      socklen_t length = sizeof failure;
+      ::getsockopt(socket_.native_handle(), SOL_SOCKET, SO_ERROR, &failure, &length);
+      if (failure == 0) return;
+      error.assign(failure, beast::system_category());
+    }
+  }
+  void setNoDelay() {
+    beast::error_code ignored;
+    socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+  }
+
+  template <typename Buffers>
+  size_t read_some(const Buffers& buffers, beast::error_code& error) {
+    while (true) {
+      size_t bytes = socket_.read_some(buffers, error);
+      if (error != asio::error::would_block && error != asio::error::try_again) return bytes;
+      if (!wait(POLLIN, error)) return 0;
+    }
+  }
+  template <typename Buffers>
+  size_t write_some(const Buffers& buffers, beast::error_code& error) {
+    while (true) {
+      size_t bytes = socket_.write_some(buffers, error);
+      if (error != asio::error::would_block && error != asio::error::try_again) return bytes;
+      if (!wait(POLLOUT, error)) return 0;
+    }
+  }
+  template <typename Buffers>
+  size_t read_some(const Buffers& buffers) {
+    beast::error_code error;
+    size_t bytes = read_some(buffers, error);
+    if (error) throw beast::system_error(error);
+    return bytes;
+  }
+  template <typename Buffers>
+  size_t write_some(const Buffers& buffers) {
+    beast::error_code error;
+    size_t bytes = write_some(buffers, error);
+    if (error) throw beast::system_error(error);
+    return bytes;
+  }
+
+ private:
+  // True when the socket is ready for `events` (or failed: the next call reports how); false with
+  // `error` set at the deadline (beast::error::timeout) or on a wake (operation_aborted).
+  bool wait(short events, beast::error_code& error) {
+    while (true) {
+      auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - SteadyClock::now()).count();
+      if (left <= 0) {
+        error = beast::error::timeout;
+        return false;
+      }
+      pollfd fds[2] = {{socket_.native_handle(), events, 0}, {wakeFd, POLLIN, 0}};
+      int ready = ::poll(fds, wakeFd >= 0 ? 2 : 1, static_cast<int>(std::min<long long>(left, 60'000)));
+      if (ready < 0 && errno != EINTR) {
+        error.assign(errno, beast::system_category());
+        return false;
+      }
+      if (ready > 0 && wakeFd >= 0 && fds[1].revents != 0) {
+        error = asio::error::operation_aborted;
+        return false;
+      }
+      if (ready > 0 && fds[0].revents != 0) {
+        error = {};
+        return true;
+      }
+    }
+  }
+
+  asio::ip::tcp::socket socket_;
+};
+
+// One kept-alive connection, used by one thread at a time. The io_context is never run: Asio's SSL
+// stream wants an executor, and every operation here is synchronous.
 struct Connection {
   asio::io_context io;
-  std::optional<beast::tcp_stream> plain;
-  std::optional<beast::ssl_stream<beast::tcp_stream>> secure;
+  std::optional<DeadlineStream> plain;
+  std::optional<asio::ssl::stream<DeadlineStream>> secure;
   beast::flat_buffer buffer;  // bytes read past the last response stay for the next one
   SteadyClock::time_point idleSince;
   bool connected = false;
 
-  beast::tcp_stream& tcp() { return secure ? beast::get_lowest_layer(*secure) : *plain; }
-
-  // Runs the operations started on io until they finish; they fail with beast::error::timeout at
-  // the deadline set on tcp() before they started.
-  void run() {
-    io.restart();
-    io.run();
-  }
+  DeadlineStream& raw() { return secure ? secure->next_layer() : *plain; }
 };
 
 struct Endpoint {
@@ -125,19 +231,23 @@ struct PooledHttpTransport::Pool {
       if (endpoint.open < std::max<size_t>(options.maxConnectionsPerEndpoint, 1)) {
         ++endpoint.open;
         lock.unlock();
-        auto connection = std::make_unique<Connection>();
-        if (url.tls) {
-          connection->secure.emplace(connection->io, tls);
-        } else {
-          connection->plain.emplace(connection->io);
-        }
-        return connection;
+        return newConnection(url.tls);
       }
       if (endpoint.freed.wait_until(lock, deadline) == std::cv_status::timeout) {
         throw TransportError("no free connection to " + url.host + ":" + url.port + " before the request's timeout (" +
                              std::to_string(options.maxConnectionsPerEndpoint) + " connections busy)");
       }
     }
+  }
+
+  std::unique_ptr<Connection> newConnection(bool secure) {
+    auto connection = std::make_unique<Connection>();
+    if (secure) {
+      connection->secure.emplace(connection->io, tls);
+    } else {
+      connection->plain.emplace(connection->io);
+    }
+    return connection;
   }
 
   void release(Endpoint& endpoint, std::unique_ptr<Connection> connection, bool reusable) {
@@ -159,10 +269,10 @@ void connect(Connection& connection, const Url& url, bool verifyPeer) {
   beast::error_code error;
   auto addresses = resolver.resolve(url.host, url.port, error);
   if (error) throw TransportError("cannot resolve " + url.host + ": " + error.message());
-  connection.tcp().async_connect(addresses, [&](beast::error_code e, const auto&) { error = e; });
-  connection.run();
+  connection.raw().connect(addresses, error);
+  if (error == beast::error::timeout) throw TransportError("cannot connect to " + url.host + ":" + url.port + ": timed out");
   if (error) throw TransportError("cannot connect to " + url.host + ":" + url.port + ": " + error.message());
-  connection.tcp().socket().set_option(asio::ip::tcp::no_delay(true));
+  connection.raw().setNoDelay();
   if (connection.secure) {
     auto* ssl = connection.secure->native_handle();
     // Asio asks OpenSSL to free its 16 KiB record buffers whenever a connection goes idle, so every
@@ -182,8 +292,8 @@ void connect(Connection& connection, const Url& url, bool verifyPeer) {
     } else {
       connection.secure->set_verify_mode(asio::ssl::verify_none);
     }
-    connection.secure->async_handshake(asio::ssl::stream_base::client, [&](beast::error_code e) { error = e; });
-    connection.run();
+    connection.secure->handshake(asio::ssl::stream_base::client, error);
+    if (error == beast::error::timeout) throw TransportError("TLS handshake with " + url.host + " failed: timed out");
     if (error) throw TransportError("TLS handshake with " + url.host + " failed: " + error.message());
   }
   connection.connected = true;
@@ -204,24 +314,18 @@ Exchange exchange(Stream& stream, Connection& connection, const http::request<ht
   http::response_parser<http::string_body> parser;
   parser.body_limit(maxBody);
   parser.header_limit(64 * 1024);
-  http::async_write(stream, message, [&](beast::error_code e, size_t) {
-    result.error = e;
-    if (e) return;
-    http::async_read_header(stream, connection.buffer, parser, [&](beast::error_code headerError, size_t bytes) {
-      result.error = headerError;
-      result.responseStarted = bytes > 0;
-      if (parser.is_header_done() && parser.content_length()) result.declaredLength = *parser.content_length();
-      if (headerError) return;
-      // Boost 1.74's parser does not hold a declared Content-Length to body_limit: check it here.
-      if (parser.content_length() && *parser.content_length() > maxBody) {
-        result.error = http::error::body_limit;
-        return;
-      }
-      http::async_read(stream, connection.buffer, parser,
-                       [&](beast::error_code readError, size_t) { result.error = readError; });
-    });
-  });
-  connection.run();
+  http::write(stream, message, result.error);
+  if (result.error) return result;
+  http::read_header(stream, connection.buffer, parser, result.error);
+  result.responseStarted = parser.got_some();
+  if (parser.is_header_done() && parser.content_length()) result.declaredLength = *parser.content_length();
+  if (result.error) return result;
+  // Boost 1.74's parser does not hold a declared Content-Length to body_limit: check it here.
+  if (parser.content_length() && *parser.content_length() > maxBody) {
+    result.error = http::error::body_limit;
+    return result;
+  }
+  http::read(stream, connection.buffer, parser, result.error);
   if (!result.error) result.response = parser.release();
   return result;
 }
@@ -284,9 +388,8 @@ HttpResponse PooledHttpTransport::send(const HttpRequest& request) {
     bool reused = connection->connected;
     Exchange result;
     try {
-      // One deadline for everything this request does on the connection (Beast applies it to every
-      // asynchronous operation started after it is set).
-      connection->tcp().expires_at(deadline);
+      // One deadline for everything this request does on the connection.
+      connection->raw().deadline = deadline;
       if (!connection->connected) connect(*connection, url, pool_->options.verifyPeer);
       result = connection->secure ? exchange(*connection->secure, *connection, message, maxBody)
                                   : exchange(*connection->plain, *connection, message, maxBody);
@@ -332,10 +435,9 @@ beast::error_code readBody(Stream& stream, Connection& connection, http::respons
   while (!parser.is_done()) {
     parser.get().body().data = chunk.data();
     parser.get().body().size = chunk.size();
-    connection.tcp().expires_after(idle);
+    connection.raw().deadline = SteadyClock::now() + idle;
     beast::error_code error;
-    http::async_read_some(stream, connection.buffer, parser, [&](beast::error_code e, size_t) { error = e; });
-    connection.run();
+    http::read_some(stream, connection.buffer, parser, error);
     if (error == http::error::need_buffer) error = {};  // the chunk is full: hand it over
     if (error) return error;
     size_t filled = chunk.size() - parser.get().body().size;
@@ -359,11 +461,8 @@ HttpResponse streamOn(Stream& stream, Connection& connection, const http::reques
   parser.body_limit(std::numeric_limits<std::uint64_t>::max());
   parser.header_limit(64 * 1024);
   beast::error_code error;
-  http::async_write(stream, message, [&](beast::error_code e, size_t) {
-    error = e;
-    if (!e) http::async_read_header(stream, connection.buffer, parser, [&](beast::error_code h, size_t) { error = h; });
-  });
-  connection.run();
+  http::write(stream, message, error);
+  if (!error) http::read_header(stream, connection.buffer, parser, error);
   if (stop.stop_requested()) return {};
   if (error) throw fail(error);
   HttpResponse out;
@@ -394,6 +493,25 @@ HttpResponse streamOn(Stream& stream, Connection& connection, const http::reques
   return out;
 }
 
+// An eventfd that a stop request makes readable, so that a read waiting on the socket ends at once.
+class StopSignal {
+ public:
+  StopSignal() : fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+    if (fd_ < 0) throw TransportError(std::string("eventfd: ") + std::strerror(errno));
+  }
+  ~StopSignal() { ::close(fd_); }
+  StopSignal(const StopSignal&) = delete;
+  StopSignal& operator=(const StopSignal&) = delete;
+  int fd() const { return fd_; }
+  void raise() const {
+    std::uint64_t one = 1;
+    [[maybe_unused]] auto written = ::write(fd_, &one, sizeof one);
+  }
+
+ private:
+  int fd_;
+};
+
 }  // namespace
 
 HttpResponse PooledHttpTransport::streamLines(const HttpRequest& request,
@@ -403,31 +521,24 @@ HttpResponse PooledHttpTransport::streamLines(const HttpRequest& request,
   const auto url = targetOf(request.url);
   const auto what = request.method + " " + request.url;
   const auto message = messageOf(request, url);
-  Connection connection;
-  if (url.tls) {
-    connection.secure.emplace(connection.io, pool_->tls);
-  } else {
-    connection.plain.emplace(connection.io);
-  }
-  // A stop from another thread closes the socket on this one (the io_context runs only here): the
-  // pending read ends at once instead of at the idle timeout.
-  std::stop_callback onStop(stop, [&connection] {
-    asio::post(connection.io, [&connection] {
-      beast::error_code ignored;
-      connection.tcp().socket().close(ignored);
-    });
-  });
-  connection.tcp().expires_after(timeout);
+  auto connection = pool_->newConnection(url.tls);  // never pooled
+  // A stop from another thread wakes the wait on this one: the pending read ends at once instead of
+  // at the idle timeout. (Declared before the callback, so it outlives it.)
+  StopSignal stopSignal;
+  connection->raw().wakeFd = stopSignal.fd();
+  std::stop_callback onStop(stop, [&stopSignal] { stopSignal.raise(); });
+  connection->raw().deadline = SteadyClock::now() + timeout;
   try {
-    connect(connection, url, pool_->options.verifyPeer);
+    connect(*connection, url, pool_->options.verifyPeer);
   } catch (const TransportError& error) {
     if (stop.stop_requested()) return {};
     throw TransportError(what + ": " + error.what());
   }
-  connection.tcp().expires_after(timeout);
+  connection->raw().deadline = SteadyClock::now() + timeout;
   const size_t maxBytes = pool_->options.maxResponseBytes;
-  return connection.secure ? streamOn(*connection.secure, connection, message, onLine, stop, idleTimeout, maxBytes, what)
-                           : streamOn(*connection.plain, connection, message, onLine, stop, idleTimeout, maxBytes, what);
+  return connection->secure
+             ? streamOn(*connection->secure, *connection, message, onLine, stop, idleTimeout, maxBytes, what)
+             : streamOn(*connection->plain, *connection, message, onLine, stop, idleTimeout, maxBytes, what);
 }
 
 }  // namespace vto
