@@ -85,7 +85,8 @@ class DomWithoutManagedFields {
   int skipping_ = 0;                // depth inside a value being left out
 };
 
-// Finds metadata.resourceVersion of the root object, then stops the parse (returns false).
+// Finds metadata.resourceVersion of the root object, then stops the parse (returns false): the full
+// parse, for texts the quick scan in resourceVersionOf leaves to it.
 class ResourceVersionFinder {
  public:
   bool null() { return true; }
@@ -128,9 +129,59 @@ class ResourceVersionFinder {
 }  // namespace
 
 std::string resourceVersionOf(std::string_view text) {
-  ResourceVersionFinder finder;
-  json::sax_parse(text.begin(), text.end(), &finder);
-  return std::move(finder.version);
+  // A scan that knows only strings and nesting: the API server writes a custom resource's keys
+  // sorted, so metadata.managedFields (half of the bytes) comes before resourceVersion, and a SAX
+  // parse would lex all of it. Anything unusual (an escaped key near the root) takes the full parse.
+  auto parsed = [&text] {
+    ResourceVersionFinder finder;
+    json::sax_parse(text.begin(), text.end(), &finder);
+    return std::move(finder.version);
+  };
+  const size_t n = text.size();
+  size_t i = 0;
+  int depth = 0;
+  bool inMetadata = false;  // inside the root's "metadata" object
+  std::string_view rootKey, metadataKey;
+  while (i < n) {
+    char c = text[i];
+    if (c == '"') {
+      size_t start = ++i;
+      bool escaped = false;
+      while (i < n && text[i] != '"') {
+        if (text[i] == '\\') {
+          escaped = true;
+          ++i;
+        }
+        ++i;
+      }
+      if (i >= n) return "";
+      auto string = text.substr(start, i - start);
+      ++i;
+      while (i < n && (text[i] == ' ' || text[i] == '\n' || text[i] == '\r' || text[i] == '\t')) ++i;
+      if (escaped && depth <= 2) return parsed();
+      if (i < n && text[i] == ':') {  // a key
+        if (depth == 1) rootKey = string;
+        if (depth == 2 && inMetadata) metadataKey = string;
+        ++i;
+      } else if (depth == 2 && inMetadata && metadataKey == "resourceVersion") {
+        return std::string(string);
+      }
+      continue;
+    }
+    if (c == '{' || c == '[') {
+      if (depth == 0 && c != '{') return "";
+      if (depth == 1) inMetadata = c == '{' && rootKey == "metadata";
+      if (depth == 2 && inMetadata) metadataKey = {};  // a nested value: its strings are not the version
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (--depth <= 0) return "";
+      if (depth == 1) inMetadata = false;
+    } else if (depth == 2 && inMetadata && c != ' ' && c != ',' && c != '\n' && c != '\r' && c != '\t') {
+      metadataKey = {};  // a number, true, false or null: not a version
+    }
+    ++i;
+  }
+  return "";
 }
 
 json parseWithoutManagedFields(std::string_view text) {

@@ -66,6 +66,16 @@ TEST(ResourceVersionOf, ReadsOnlyTheRootsMetadata) {
   EXPECT_EQ(resourceVersionOf(R"({"metadata": {"resourceVersion": 6}})"), "");
   EXPECT_EQ(resourceVersionOf(R"({"metadata": {"name": "r"}})"), "");
   EXPECT_EQ(resourceVersionOf("not json"), "");
+  // Sorted keys, as the API server writes a custom resource: managedFields first, with strings that
+  // hold quotes, braces and the word itself.
+  EXPECT_EQ(resourceVersionOf(R"({"apiVersion":"vto.dev/v1alpha1","kind":"TrainingRun","metadata":{"annotations":)"
+                              R"({"note":"a \"resourceVersion\":\"9\" {["},"managedFields":[{"fieldsV1":{"f:status":{}},)"
+                              R"("manager":"vto"}],"name":"r","resourceVersion":"42","uid":"u"},"spec":{}})"),
+            "42");
+  // A key written with escapes is left to the full parse, which reads it as what it spells.
+  EXPECT_EQ(resourceVersionOf(R"({"metadata":{"resource\u0056ersion":"10"}})"), "10");
+  EXPECT_EQ(resourceVersionOf(R"({"metadata":{"resourceVersion":null,"name":"x"}})"), "");
+  EXPECT_EQ(resourceVersionOf(R"({"metadata":{"resourceVersion":{"a":"1"},"name":"x"}})"), "");
 }
 
 }  // namespace
