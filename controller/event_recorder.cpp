@@ -143,8 +143,9 @@ void KubeEventRecorder::drain() {
       queued_.clear();
     }
     if (queue_.empty() && writing_.empty()) drained_.notify_all();
-    // A repeat of this key queued meanwhile may go now, and stopping writers may finish.
-    wake_.notify_all();
+    // A repeat of this key queued meanwhile may go now, and stopping writers may finish. (Not on
+    // every write: that would wake every idle writer per Event.)
+    if (stopping_ || queued_.contains(pending.key)) wake_.notify_all();
     if (abandoned > 0) {
       lock.unlock();
       countDropped(abandoned, "queued at shutdown, the API server failing");
