@@ -117,36 +117,40 @@ class DeadlineStream {
 
   template <typename Buffers>
   size_t read_some(const Buffers& buffers, beast::error_code& error) {
-    while (true) {
-      size_t bytes = socket_.read_some(buffers, error);
-      if (error != asio::error::would_block && error != asio::error::try_again) return bytes;
-      if (!wait(POLLIN, error)) return 0;
-    }
+    return whenReady(POLLIN, error, [&](beast::error_code& e) { return socket_.read_some(buffers, e); });
   }
   template <typename Buffers>
   size_t write_some(const Buffers& buffers, beast::error_code& error) {
-    while (true) {
-      size_t bytes = socket_.write_some(buffers, error);
-      if (error != asio::error::would_block && error != asio::error::try_again) return bytes;
-      if (!wait(POLLOUT, error)) return 0;
-    }
+    return whenReady(POLLOUT, error, [&](beast::error_code& e) { return socket_.write_some(buffers, e); });
   }
+  // The throwing forms Beast's and Asio's stream concepts require.
   template <typename Buffers>
   size_t read_some(const Buffers& buffers) {
-    beast::error_code error;
-    size_t bytes = read_some(buffers, error);
-    if (error) throw beast::system_error(error);
-    return bytes;
+    return orThrow([&](beast::error_code& e) { return read_some(buffers, e); });
   }
   template <typename Buffers>
   size_t write_some(const Buffers& buffers) {
+    return orThrow([&](beast::error_code& e) { return write_some(buffers, e); });
+  }
+
+ private:
+  // Runs the non-blocking `operation` until it does not ask to wait, waiting for `events` between tries.
+  template <typename Operation>
+  size_t whenReady(short events, beast::error_code& error, Operation operation) {
+    while (true) {
+      size_t bytes = operation(error);
+      if (error != asio::error::would_block && error != asio::error::try_again) return bytes;
+      if (!wait(events, error)) return 0;
+    }
+  }
+  template <typename Operation>
+  static size_t orThrow(Operation operation) {
     beast::error_code error;
-    size_t bytes = write_some(buffers, error);
+    size_t bytes = operation(error);
     if (error) throw beast::system_error(error);
     return bytes;
   }
 
- private:
   // True when the socket is ready for `events` (or failed: the next call reports how); false with
   // `error` set at the deadline (beast::error::timeout) or on a wake (operation_aborted).
   bool wait(short events, beast::error_code& error) {

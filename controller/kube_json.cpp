@@ -132,6 +132,7 @@ std::string resourceVersionOf(std::string_view text) {
   // A scan that knows only strings and nesting: the API server writes a custom resource's keys
   // sorted, so metadata.managedFields (half of the bytes) comes before resourceVersion, and a SAX
   // parse would lex all of it. Anything unusual (an escaped key near the root) takes the full parse.
+  auto isSpace = [](char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };  // JSON's four
   auto parsed = [&text] {
     ResourceVersionFinder finder;
     json::sax_parse(text.begin(), text.end(), &finder);
@@ -157,7 +158,7 @@ std::string resourceVersionOf(std::string_view text) {
       if (i >= n) return "";
       auto string = text.substr(start, i - start);
       ++i;
-      while (i < n && (text[i] == ' ' || text[i] == '\n' || text[i] == '\r' || text[i] == '\t')) ++i;
+      while (i < n && isSpace(text[i])) ++i;
       if (escaped && depth <= 2) return parsed();
       if (i < n && text[i] == ':') {  // a key
         if (depth == 1) rootKey = string;
@@ -176,7 +177,7 @@ std::string resourceVersionOf(std::string_view text) {
     } else if (c == '}' || c == ']') {
       if (--depth <= 0) return "";
       if (depth == 1) inMetadata = false;
-    } else if (depth == 2 && inMetadata && c != ' ' && c != ',' && c != '\n' && c != '\r' && c != '\t') {
+    } else if (depth == 2 && inMetadata && c != ',' && !isSpace(c)) {
       metadataKey = {};  // a number, true, false or null: not a version
     }
     ++i;
