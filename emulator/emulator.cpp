@@ -1,5 +1,6 @@
 #include "emulator/emulator.h"
 
+#include <bit>
 #include <set>
 
 #include <spdlog/spdlog.h>
@@ -216,9 +217,17 @@ Response Emulator::handleVertex(const Request& request) {
 Response Emulator::handleControl(const Request& request) {
   auto rest = request.path.substr(std::string("/emulator/v1/").size());
   if (rest == "stats" && request.method == "GET") {
+    json byState = jobs_.countByState();
+    std::size_t queued = 0;
+    for (auto& writer : writers_) {
+      std::lock_guard lock(writer->mutex);
+      queued += writer->queue.size();
+    }
     std::lock_guard lock(mutex_);
     json body = stats_;
     body["tokensIssued"] = tokens_.issuedCount();
+    body["jobsByState"] = std::move(byState);
+    body["checkpointsQueued"] = queued;
     return {200, body};
   }
   if (rest == "faults" && request.method == "POST") {
@@ -248,37 +257,99 @@ Response Emulator::handleControl(const Request& request) {
                      "/emulator/v1/{job}:trace");
 }
 
+namespace {
+constexpr std::size_t kMaxQueuedPerWriter = 100000;  // about 30 MB of writes at most
+}  // namespace
+
+Emulator::~Emulator() {
+  for (auto& writer : writers_) {
+    writer->thread.request_stop();
+    writer->ready.notify_all();
+  }
+  writers_.clear();  // joins
+}
+
+void Emulator::startCheckpointWriters(int count) {
+  for (int i = 0; i < count; ++i) {
+    auto writer = std::make_unique<CheckpointWriter>();
+    writer->thread = std::jthread([this, w = writer.get()](std::stop_token stop) { runWriter(*w, stop); });
+    writers_.push_back(std::move(writer));
+  }
+}
+
 void Emulator::tick() {
   std::lock_guard tickLock(tickMutex_);
   auto writes = jobs_.advance();
   if (checkpoints_ == nullptr) return;
-  std::set<std::string> crashed;
-  for (const auto& write : writes) {
-    if (crashed.count(write.jobName)) continue;
-    std::string uri = "gs://" + write.bucket + "/" + write.object;
-    try {
-      try {
-        checkpoints_->upload(write.bucket, write.object, write.content, "application/json");
-      } catch (const ApiError& error) {
-        if (!error.notFound() || !options_.createMissingBuckets) throw;
-        checkpoints_->ensureBucket(write.bucket);
-        checkpoints_->upload(write.bucket, write.object, write.content, "application/json");
-      }
-    } catch (const ApiError& error) {
-      // Real training code crashes when its checkpoint bucket is missing; so does the emulated job.
-      if (!error.notFound()) {
-        spdlog::warn("cannot write checkpoint {}: {}", uri, error.what());
-        continue;
-      }
-      crashed.insert(write.jobName);
-      spdlog::warn("job {} fails: its checkpoint bucket gs://{} does not exist", write.jobName, write.bucket);
-      jobs_.crash(write.jobName, write.step,
-                  "The training code could not write its checkpoint " + uri + ": the bucket gs://" + write.bucket +
-                      " does not exist (404). Create the bucket, or set baseOutputDirectory (or "
-                      "checkpointing.directory) to a bucket the job can write.");
-    } catch (const std::exception& error) {
-      spdlog::warn("cannot write checkpoint {}: {}", uri, error.what());
+  if (writers_.empty()) {
+    std::set<std::string> crashed;
+    for (const auto& write : writes) writeCheckpoint(write, crashed);
+    return;
+  }
+  int dropped = 0;
+  for (auto& write : writes) {
+    auto& writer = *writers_[std::hash<std::string>{}(write.jobName) % writers_.size()];
+    std::lock_guard lock(writer.mutex);
+    if (writer.queue.size() >= kMaxQueuedPerWriter) {
+      ++dropped;
+      continue;
     }
+    writer.queue.push_back(std::move(write));
+    writer.ready.notify_one();
+  }
+  if (dropped == 0) return;
+  long total = 0;
+  {
+    std::lock_guard lock(mutex_);
+    total = stats_["checkpointsDropped"] += dropped;
+  }
+  // Logged when the total passes a power of two: a GCS that stays behind would otherwise log 20 times a second.
+  if (std::bit_floor(static_cast<unsigned long>(total)) > std::bit_floor(static_cast<unsigned long>(total - dropped))) {
+    spdlog::warn("GCS is behind: {} checkpoint writes dropped so far (checkpointsDropped in /emulator/v1/stats)", total);
+  }
+}
+
+void Emulator::runWriter(CheckpointWriter& writer, std::stop_token stop) {
+  std::set<std::string> crashed;
+  while (true) {
+    CheckpointWrite write;
+    {
+      std::unique_lock lock(writer.mutex);
+      writer.ready.wait(lock, stop, [&] { return !writer.queue.empty(); });
+      if (stop.stop_requested()) return;
+      write = std::move(writer.queue.front());
+      writer.queue.pop_front();
+    }
+    if (crashed.size() > 10000) crashed.clear();  // bounded; a crashed job writes nothing new
+    writeCheckpoint(write, crashed);
+  }
+}
+
+void Emulator::writeCheckpoint(const CheckpointWrite& write, std::set<std::string>& crashed) {
+  if (crashed.count(write.jobName)) return;
+  std::string uri = "gs://" + write.bucket + "/" + write.object;
+  try {
+    try {
+      checkpoints_->upload(write.bucket, write.object, write.content, "application/json");
+    } catch (const ApiError& error) {
+      if (!error.notFound() || !options_.createMissingBuckets) throw;
+      checkpoints_->ensureBucket(write.bucket);
+      checkpoints_->upload(write.bucket, write.object, write.content, "application/json");
+    }
+  } catch (const ApiError& error) {
+    // Real training code crashes when its checkpoint bucket is missing; so does the emulated job.
+    if (!error.notFound()) {
+      spdlog::warn("cannot write checkpoint {}: {}", uri, error.what());
+      return;
+    }
+    crashed.insert(write.jobName);
+    spdlog::warn("job {} fails: its checkpoint bucket gs://{} does not exist", write.jobName, write.bucket);
+    jobs_.crash(write.jobName, write.step,
+                "The training code could not write its checkpoint " + uri + ": the bucket gs://" + write.bucket +
+                    " does not exist (404). Create the bucket, or set baseOutputDirectory (or "
+                    "checkpointing.directory) to a bucket the job can write.");
+  } catch (const std::exception& error) {
+    spdlog::warn("cannot write checkpoint {}: {}", uri, error.what());
   }
 }
 

@@ -309,6 +309,13 @@ json JobStore::trace(const std::string& name) const {
   return {{"stepsRun", job.stepsRun}, {"resumedFrom", job.resumedFrom}};
 }
 
+json JobStore::countByState() const {
+  std::lock_guard lock(mutex_);
+  std::map<std::string, int> counts;
+  for (const auto& [name, job] : jobs_) ++counts[job.resource.value("state", std::string())];
+  return counts;
+}
+
 void JobStore::setState(Job& job, JobState state, Clock::time_point at) {
   job.resource["state"] = vertex::jobStateName(state);
   job.resource["updateTime"] = rfc3339Millis(at);

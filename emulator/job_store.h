@@ -59,6 +59,9 @@ class JobStore {
   // tick already finished as Succeeded never got past that step, so it fails too.
   void crash(const std::string& name, int step, const std::string& reason);
   nlohmann::json trace(const std::string& name) const;
+  // How many jobs are in each state ({"JOB_STATE_RUNNING": 12, ...}): lets a bench tell the
+  // emulator's own lag (a slow tick) from an operator's.
+  nlohmann::json countByState() const;
 
   // Moves every job to clock.now(); returns the checkpoints written by steps that completed.
   std::vector<CheckpointWrite> advance();

@@ -29,6 +29,8 @@ constexpr const char* kUsage = R"(usage: vto-emulator --listen HOST:PORT [option
   --token-lifetime DURATION      lifetime of issued access tokens (default 3600s)
   --trusted-public-key FILE      verify JWT assertions at /token with this PEM public key
   --seed N                       seed of the fault injection (default 1)
+  --checkpoint-writers N         threads that upload checkpoints beside the lifecycle (default 2; 0:
+                                 inside each tick, so a slow GCS holds back every job's state)
   --missing-bucket create|fail   a job whose checkpoint bucket is missing fails (default), or the
                                  bucket is created (benches that never create one)
 DURATION is a number with ms, s or m, e.g. 500ms, 2s, 1m.)";
@@ -83,6 +85,7 @@ int main(int argc, char** argv) {
   std::string listen;
   std::optional<std::string> gcsEndpoint;
   emulator::EmulatorOptions options;
+  int checkpointWriters = 2;
   try {
     for (int i = 1; i < argc; ++i) {
       std::string flag = argv[i];
@@ -110,7 +113,8 @@ int main(int argc, char** argv) {
           throw std::invalid_argument("--missing-bucket " + value + ": expected create or fail");
         }
         options.createMissingBuckets = value == "create";
-      } else if (flag == "--seed") options.seed = static_cast<std::uint32_t>(parseCount(flag, value));
+      } else if (flag == "--checkpoint-writers") checkpointWriters = parseCount(flag, value);
+      else if (flag == "--seed") options.seed = static_cast<std::uint32_t>(parseCount(flag, value));
       else throw std::invalid_argument("unknown flag " + flag + "; see --help");
     }
     if (listen.empty()) throw std::invalid_argument("--listen HOST:PORT is required, e.g. --listen 127.0.0.1:8089");
@@ -137,6 +141,7 @@ int main(int argc, char** argv) {
   if (!endpoint.empty()) gcs = std::make_unique<vertex::RestGcsClient>(http, vertex::gcsEndpoint(endpoint), nullptr);
 
   emulator::Emulator emulator(clock, options, gcs.get());
+  emulator.startCheckpointWriters(checkpointWriters);
   std::unique_ptr<emulator::HttpServer> serverOwner;
   try {
     serverOwner = std::make_unique<emulator::HttpServer>(emulator, listen);

@@ -1,11 +1,14 @@
 #include "emulator/emulator.h"
 
+#include <condition_variable>
+#include <mutex>
 #include <optional>
 
 #include <gtest/gtest.h>
 
 #include "tests/fakes/clock_fake.h"
 #include "tests/fakes/gcs_fake_client.h"
+#include "tests/support/wait.h"
 #include "vertex/api_error.h"
 #include "vertex/vertex_client.h"
 
@@ -135,14 +138,21 @@ TEST_F(EmulatorTest, RunsTheLifecycleAndWritesACheckpointPerStep) {
   EXPECT_EQ(trace["resumedFrom"], "");
 }
 
-// Cloud Storage without the bucket "bkt": uploads there answer 404 as the real service does.
-class NoBucketGcs final : public vertex::GcsClient {
+// The in-memory bucket, with uploads that a subclass changes.
+class UploadsChangedGcs : public vertex::GcsClient {
  public:
   vertex::ObjectPage listObjectsPage(const std::string& b, const std::string& p, const std::string& token,
                                      const vertex::ListObjectsOptions& options) override {
     return objects.listObjectsPage(b, p, token, options);
   }
   std::optional<vertex::GcsObject> getObject(const std::string& b, const std::string& n) override { return objects.getObject(b, n); }
+  void ensureBucket(const std::string&, const std::string&) override {}
+  testing::FakeGcsClient objects;
+};
+
+// Cloud Storage without the bucket "bkt": uploads there answer 404 as the real service does.
+class NoBucketGcs final : public UploadsChangedGcs {
+ public:
   vertex::GcsObject upload(const std::string& bucket, const std::string& name, const std::string& content,
                            const std::string& type) override {
     if (bucket == "bkt" && !created) throw vertex::ApiError(404, "NOT_FOUND", "The specified bucket does not exist.");
@@ -152,7 +162,6 @@ class NoBucketGcs final : public vertex::GcsClient {
     if (!mayCreate) ADD_FAILURE() << "the emulator must not create buckets";
     created = created || bucket == "bkt";
   }
-  testing::FakeGcsClient objects;
   bool mayCreate = false;
   bool created = false;
 };
@@ -418,6 +427,82 @@ TEST_F(EmulatorTest, AcceptsTheOfficialClientsIntegerEncoding) {
   auto stored = get(name);
   EXPECT_EQ(stored["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorType"], "NVIDIA_TESLA_T4");
   EXPECT_EQ(stored["jobSpec"]["workerPoolSpecs"][0]["replicaCount"], "1");
+}
+
+TEST_F(EmulatorTest, StatsCountTheJobsInEachState) {
+  auto cancelled = create(customJob());
+  advance(2s);
+  EXPECT_EQ(call("POST", "/v1/" + cancelled + ":cancel", json::object()).status, 200);
+  create(customJob());
+  auto stats = emulator_.handle({"GET", "/emulator/v1/stats", {}, {}, ""}).body;
+  EXPECT_EQ(stats["jobsByState"], (json{{"JOB_STATE_CANCELLING", 1}, {"JOB_STATE_QUEUED", 1}}));
+}
+
+// Cloud Storage whose uploads wait until the test opens the gate: a GCS that has fallen behind.
+class GatedGcs final : public UploadsChangedGcs {
+ public:
+  vertex::GcsObject upload(const std::string& bucket, const std::string& name, const std::string& content,
+                           const std::string& type) override {
+    std::unique_lock lock(mutex_);
+    ++waiting_;
+    open_.wait(lock, [&] { return isOpen_; });
+    return objects.upload(bucket, name, content, type);
+  }
+  void open() {
+    std::lock_guard lock(mutex_);
+    isOpen_ = true;
+    open_.notify_all();
+  }
+  int waiting() {
+    std::lock_guard lock(mutex_);
+    return waiting_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable open_;
+  bool isOpen_ = false;
+  int waiting_ = 0;
+};
+
+TEST(EmulatorCheckpointWriters, ASlowGcsDelaysCheckpointsButNoJobsState) {
+  testing::FakeClock clock;
+  GatedGcs gcs;
+  EmulatorOptions options;
+  options.simulation = {2s, 3, 10s, 1s};
+  Emulator emulator(clock, options, &gcs);
+  emulator.startCheckpointWriters(1);
+  auto token = emulator.handle({"GET", "/computeMetadata/v1/instance/service-accounts/default/token", {},
+                                {{"metadata-flavor", "Google"}}, ""}).body["access_token"].get<std::string>();
+  auto call = [&](const std::string& method, const std::string& path, const std::string& body = "") {
+    return emulator.handle({method, path, {}, {{"authorization", "Bearer " + token}}, body}).body;
+  };
+  std::string first = call("POST", kParent + "/customJobs", customJob("first").dump())["name"];
+  clock.advance(12s);  // running, and its first step done: its checkpoint goes to the (closed) gate
+  emulator.tick();
+  ASSERT_TRUE(testing::waitFor([&] { return gcs.waiting() == 1; }, 10s, 1ms));
+
+  std::string second = call("POST", kParent + "/customJobs", customJob("second").dump())["name"];
+  clock.advance(2s);
+  emulator.tick();  // returns although the first checkpoint is still being written
+  EXPECT_EQ(call("GET", "/v1/" + second)["state"], "JOB_STATE_RUNNING");
+  EXPECT_EQ(emulator.handle({"GET", "/emulator/v1/stats", {}, {}, ""}).body["checkpointsQueued"], 0);
+
+  gcs.open();
+  EXPECT_TRUE(testing::waitFor([&] { return gcs.objects.getObject("bkt", "runs/a/checkpoints/ckpt-1").has_value(); },
+                               10s, 1ms));
+}
+
+TEST(EmulatorCheckpointWriters, AJobWhoseBucketIsMissingStillFailsThere) {
+  OneJobWithoutBucket t(false);
+  t.emulator->startCheckpointWriters(2);
+  t.clock.advance(60s);
+  t.emulator->tick();
+  EXPECT_TRUE(testing::waitFor([&] { return t.call("GET", "/v1/" + t.name, "").body["state"] == "JOB_STATE_FAILED"; },
+                               10s, 1ms));
+  auto job = t.call("GET", "/v1/" + t.name, "").body;
+  EXPECT_NE(job["error"]["message"].get<std::string>().find("gs://bkt does not exist"), std::string::npos);
+  EXPECT_EQ(t.stepsRun(), json({1}));
 }
 
 }  // namespace
