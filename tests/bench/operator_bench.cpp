@@ -109,10 +109,13 @@ long metricSum(int metricsPort, const std::string& metric, const std::string& la
 }
 
 // The API server's own count of requests on TrainingRuns and Events (apiserver_request_total), as
-// ../shared/peer/bench.sh counts them: all verbs, and writes (POST, PUT, PATCH, DELETE) alone.
+// ../shared/peer/bench.sh counts them: all verbs, and writes (POST, PUT, PATCH, DELETE) alone; the
+// writes split as side_by_side.py splits the peer's per-verb detail: to a run itself (its finalizer),
+// to its status, and to Events.
 struct ApiRequests {
   double all = 0;
   double writes = 0;
+  double runWrites = 0, statusWrites = 0, eventWrites = 0;
 };
 ApiRequests apiRequests(OperatorStack& stack) {
   auto out = stack.cluster().kubectl("get --raw /metrics").output;
@@ -132,7 +135,15 @@ ApiRequests apiRequests(OperatorStack& stack) {
     double value = std::stod(m[2]);
     counted.all += value;
     const auto& verb = labels["verb"];
-    if (verb == "POST" || verb == "PUT" || verb == "PATCH" || verb == "DELETE") counted.writes += value;
+    if (verb != "POST" && verb != "PUT" && verb != "PATCH" && verb != "DELETE") continue;
+    counted.writes += value;
+    if (labels["resource"] == "events") {
+      counted.eventWrites += value;
+    } else if (labels["subresource"] == "status") {
+      counted.statusWrites += value;
+    } else if (labels["subresource"].empty()) {
+      counted.runWrites += value;
+    }
   }
   return counted;
 }
@@ -213,6 +224,12 @@ void bench(int runs) {
   results.record("submit_hwm", peakRssMiB(pid));
   results.record("submit_vertex", static_cast<double>(submitVertex));
   results.record("submit_api", api1.all - api0.all);
+  // Which writes: each new run costs one of each; a job that went Running inside the window adds a
+  // status write and an Event (the peer's bench keeps the same split in submit_api_detail).
+  results.record("submit_api_run_writes", api1.runWrites - api0.runWrites);
+  results.record("submit_api_status_writes", api1.statusWrites - api0.statusWrites);
+  results.record("submit_api_event_writes", api1.eventWrites - api0.eventWrites);
+  results.record("submit_api_reads", (api1.all - api1.writes) - (api0.all - api0.writes));
   results.record("submit_vertex_closed_conns", static_cast<double>(closedConnections(stack.emulator().url())));
   std::printf("%6d runs: %s in %.1f s; operator CPU %.1f s, peak RSS %.1f MiB; per run: %.2f Vertex requests, "
               "%.2f API server requests; %ld connections to Vertex closed in the last minute\n",

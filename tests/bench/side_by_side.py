@@ -6,6 +6,7 @@ is shown as its median with the range beside it, and the verdict is the median's
 machine moved a figure by 50% between sessions, so a single run is weak evidence."""
 import argparse
 import collections
+import json
 import statistics
 
 parser = argparse.ArgumentParser()
@@ -15,10 +16,31 @@ parser.add_argument("vto")
 parser.add_argument("peer", nargs="?")
 args = parser.parse_args()
 
+
+
+def split_api_detail(detail):
+    """The peer's per-verb request counts, split as operator_bench.cpp splits vto's: writes to a run
+    itself (its finalizer), to its status and to Events, and reads (GET, LIST, WATCH)."""
+    split = {"run_writes": 0.0, "status_writes": 0.0, "event_writes": 0.0, "reads": 0.0}
+    for name, count in detail.items():
+        resource, _, verb = name.rpartition(" ")
+        if verb in ("POST", "PUT", "PATCH", "DELETE"):
+            kind = {"trainingruns": "run_writes", "trainingruns/status": "status_writes", "events": "event_writes"}.get(resource)
+            if kind:
+                split[kind] += count
+        elif verb in ("GET", "LIST", "WATCH") and resource.split("/")[0] in ("trainingruns", "events"):
+            split["reads"] += count
+    return split
+
+
 samples = collections.defaultdict(lambda: collections.defaultdict(lambda: collections.defaultdict(list)))
 for path in [args.vto] + ([args.peer] if args.peer else []):
     for line in open(path):
         n, op, key, value = line.rstrip("\n").split("\t")
+        if key == "submit_api_detail":  # the peer's: {"trainingruns/status PUT": 1000, "events POST": ...}
+            for name, count in split_api_detail(json.loads(value)).items():
+                samples[int(n)][op]["submit_api_" + name].append(count)
+            continue
         try:
             samples[int(n)][op][key].append(float(value))
         except ValueError:
@@ -113,6 +135,14 @@ for n in sizes:
         None if v("steady_gcs_lists") is None else v("steady_gcs_lists") <= 200 * (args.window + 5) / 60 + 1, 0)
     row("API server requests per run at submit", per_run(v("submit_api")), per_run(p("submit_api")), "≤ 3",
         None if v("submit_api") is None else v("submit_api") / n <= 3, 2)
+    # Where those requests went, per run: one finalizer write, one status write and one Event is what
+    # a new run costs; beyond that, each job that went Running inside the window adds a status write
+    # and an Event. Both operators are split the same way, from the API server's own counts.
+    def split(op):
+        parts = [get(n, op, "submit_api_" + kind) for kind in ("run_writes", "status_writes", "event_writes", "reads")]
+        return None if any(part is None for part in parts) else " / ".join(f"{part / n:.2f}" for part in parts)
+    rows.append(f"| … of which per run: finalizer writes / status writes / Event writes / reads | "
+                f"{split('peer') or '–'} | {split('vto') or '–'} | – | – |")
     row("cold start to every run reconciled once, s", v("cold_start_seconds"), None, "≤ 20 s",
         None if v("cold_start_seconds") is None or v("cold_start_seconds") < 0 else v("cold_start_seconds") <= 20)
     row("Vertex requests per run at submit", per_run(v("submit_vertex")), per_run(p("submit_vertex")), "–", None, 2)
