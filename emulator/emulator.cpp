@@ -258,7 +258,7 @@ Response Emulator::handleControl(const Request& request) {
 }
 
 namespace {
-constexpr std::size_t kMaxQueuedPerWriter = 100000;  // about 30 MB of writes at most
+constexpr std::size_t kMaxQueuedPerWriter = 100000;  // ~300 bytes each: about 30 MB per writer at most
 }  // namespace
 
 Emulator::~Emulator() {

@@ -17,7 +17,6 @@ parser.add_argument("peer", nargs="?")
 args = parser.parse_args()
 
 
-
 def split_api_detail(detail):
     """The peer's per-verb request counts, split as operator_bench.cpp splits vto's: writes to a run
     itself (its finalizer), to its status and to Events, and reads (GET, LIST, WATCH)."""
