@@ -179,7 +179,6 @@ int run(const Args& args) {
                                                 reconcilerOptions, &trainingRunMetrics);
   manager.addController("trainingrun", reconciler, flags.getInt("max-concurrent-reconciles"));
   auto& queue = manager.queue("trainingrun");
-  runs.addHandler(controller::enqueueUnlessOwnWrite(queue, ownWrites));
 
   // RetrainingPolicies: their own informer; their runs come from the TrainingRun informer's label index,
   // and any change of a run wakes its policy (a run's end frees a Forbid slot or a pending request).
@@ -190,7 +189,8 @@ int run(const Args& args) {
   auto& policies = manager.addInformer(policyInformerOptions);
   vertex::PrometheusClient prometheus(http, flags.getBool("allow-insecure-endpoints"));
   reconcilers::RetrainingPolicyReconciler policyReconciler(policies.cache(), runs.cache(), kube, events, clock,
-                                                           &retrainingMetrics, {&gcs, &prometheus});
+                                                           &retrainingMetrics, {&gcs, &prometheus},
+                                                           {tenancy, reconcilerOptions.defaults});
   manager.addController("retrainingpolicy", policyReconciler, flags.getInt("max-concurrent-policy-reconciles"));
   auto& policyQueue = manager.queue("retrainingpolicy");
   policies.addHandler(controller::enqueueKey(policyQueue));
@@ -222,12 +222,18 @@ int run(const Args& args) {
   // Vertex has no watch: a PollingSource polls each (project, location, kind) that unfinished runs
   // use, on its own schedule and backoff, and wakes the runs whose jobs changed (by uid, an index).
   reconcilers::PollTargets targets(reconcilerOptions.defaults);
-  // The poll targets and the run metrics read the same decoded run: one decode per watch event.
-  runs.addHandler([&runs, &targets, observer = trainingRunObserver.get()](const nlohmann::json& run) {
+  // The poll targets, the accelerator ledger and the run metrics read the same decoded run: one
+  // decode per watch event.
+  auto& accelerators = reconciler.accelerators();
+  runs.addHandler([&runs, &targets, &accelerators, &queue, observer = trainingRunObserver.get()](const nlohmann::json& run) {
     auto key = controller::keyOf(run);
     auto uid = run["metadata"].value("uid", "");
+    auto wake = [&](const std::vector<controller::ObjectKey>& keys) {
+      for (const auto& waiting : keys) queue.add(waiting);
+    };
     if (runs.cache().uidAt(key) != uid) {  // gone, or replaced by a namesake
       targets.update(key, nullptr);
+      wake(accelerators.update(uid, nullptr));
       observer->forget(uid);
       return;
     }
@@ -239,9 +245,13 @@ int run(const Args& args) {
     }
     const auto* decodedRun = decoded ? &*decoded : nullptr;
     targets.update(key, decodedRun);
+    wake(accelerators.update(uid, decodedRun));
     auto generation = run["metadata"].value("generation", int64_t{0});
     observer->observe(reconcilers::trainingRunSnapshot(run, decodedRun, !observer->hasPools(uid, generation)));
   });
+  // After the handler above: a run is reconciled only once its poll target and its accelerator
+  // claim are current (admission must see every older run's claim).
+  runs.addHandler(controller::enqueueUnlessOwnWrite(queue, ownWrites));
   reconcilers::JobPollerOptions pollerOptions;
   pollerOptions.interval = std::chrono::seconds(flags.getInt("vertex-poll-interval"));
   pollerOptions.fastInterval = std::chrono::seconds(flags.getInt("vertex-fast-poll-interval"));

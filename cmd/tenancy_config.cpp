@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cmd/manifest_input.h"
+#include "crd/object_meta.h"
 #include "crd/strict_json.h"
 #include "crd/training_run.h"
 #include "crd/yaml_json.h"
@@ -51,20 +52,30 @@ TenancyFile readTenancyFile(const std::string& path) {
 
 std::vector<crd::Finding> tenancyFindings(const nlohmann::json& object, const TenancyFile& tenancy) {
   std::vector<crd::Finding> out;
-  if (!object.is_object() || object.value("kind", "") != crd::kTrainingRunKind) return out;
-  crd::TrainingRun run;
+  if (!object.is_object()) return out;
+  const std::string kind = object.value("kind", "");
+  if (kind != crd::kTrainingRunKind && kind != crd::kRetrainingPolicyKind) return out;
+  crd::ObjectMeta metadata;
+  crd::TenancyDecision decision;
   try {
-    run = crd::decodeTrainingRun(object);
+    metadata = crd::decodeObjectMeta(object.value("metadata", nlohmann::json::object()), "metadata");
   } catch (const std::exception&) {
     return out;  // the decode error is already a finding of its own
   }
-  crd::NamespaceInfo ns{run.metadata.namespace_.empty() ? "default" : run.metadata.namespace_, std::nullopt};
-  if (run.metadata.namespace_.empty()) {
+  crd::NamespaceInfo ns{metadata.namespace_.empty() ? "default" : metadata.namespace_, std::nullopt};
+  try {
+    decision = kind == crd::kTrainingRunKind
+                   ? crd::decideTenancy(crd::decodeTrainingRun(object).spec, tenancy.defaults, ns, tenancy.rules)
+                   : crd::decidePolicyTenancy(crd::decodeRetrainingPolicy(object).spec, tenancy.defaults, ns,
+                                              tenancy.rules);
+  } catch (const std::exception&) {
+    return out;
+  }
+  if (metadata.namespace_.empty()) {
     out.push_back({crd::Severity::Warning, "metadata.namespace",
                    "not set: checked the tenancy rules for namespace \"default\"; kubectl applies it to your "
                    "context's namespace, so set metadata.namespace to check the right one"});
   }
-  auto decision = crd::decideTenancy(run.spec, tenancy.defaults, ns, tenancy.rules);
   for (size_t index : decision.assumedSelectorRules) {
     out.push_back({crd::Severity::Warning, "metadata.namespace",
                    "namespace labels are unknown offline: assumed that " + tenancy.rules[index].describe(index) +

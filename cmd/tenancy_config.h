@@ -21,7 +21,7 @@ struct TenancyFile {
 // Throws UsageError naming the file and the field.
 TenancyFile readTenancyFile(const std::string& path);
 
-// `vto lint --tenancy`: the findings for one manifest object (TrainingRuns only). The namespace
+// `vto lint --tenancy`: the findings for one manifest object (TrainingRuns and RetrainingPolicies). The namespace
 // comes from metadata.namespace ("default" when absent, as kubectl would); namespace labels are
 // unknown offline, so a rule that selects by label is assumed to match, with a warning saying so.
 std::vector<crd::Finding> tenancyFindings(const nlohmann::json& object, const TenancyFile& tenancy);

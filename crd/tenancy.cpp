@@ -189,17 +189,8 @@ TenancyDecision decideTenancy(const TrainingRunSpec& spec, const Placement& defa
   std::optional<TenancyViolation> first;
   for (size_t i = 0; i < rules.size(); ++i) {
     const auto& rule = rules[i];
-    bool matches = listed(rule.namespaces, ns.name);
-    bool assumed = false;
-    if (!matches && rule.matchLabels) {
-      if (ns.labels) {
-        matches = labelsMatch(*rule.matchLabels, *ns.labels);
-      } else {
-        matches = assumed = true;
-      }
-    }
-    if (!matches) continue;
-    if (assumed) decision.assumedSelectorRules.push_back(i);
+    if (!ruleSelects(rule, ns)) continue;
+    if (!listed(rule.namespaces, ns.name) && !ns.labels) decision.assumedSelectorRules.push_back(i);
     auto violation = violationOf(rule, i, spec, placement, extraBucketUris);
     if (!violation) {
       decision.governingRule = i;
@@ -214,6 +205,34 @@ TenancyDecision decideTenancy(const TrainingRunSpec& spec, const Placement& defa
   }
   decision.violation = std::move(first);
   return decision;
+}
+
+TenancyDecision decidePolicyTenancy(const RetrainingPolicySpec& spec, const Placement& defaults,
+                                    const NamespaceInfo& ns, const TenancyRules& rules) {
+  static const std::string kDataPrefix = "spec.triggers.newData.gcsPrefix";
+  std::vector<std::pair<std::string, std::string>> extra;
+  if (spec.triggers.newData) extra.emplace_back(kDataPrefix, spec.triggers.newData->gcsPrefix);
+  auto decision = decideTenancy(spec.templ.spec, defaults, ns, rules, extra);
+  auto& violation = decision.violation;
+  if (violation && violation->field != kDataPrefix && violation->field.rfind("spec.", 0) == 0) {
+    std::string field = "spec.template." + violation->field;
+    if (violation->message.rfind(violation->field, 0) == 0) violation->message.replace(0, violation->field.size(), field);
+    violation->field = std::move(field);
+  }
+  return decision;
+}
+
+bool ruleSelects(const TenancyRule& rule, const NamespaceInfo& ns) {
+  if (listed(rule.namespaces, ns.name)) return true;
+  if (!rule.matchLabels) return false;
+  return !ns.labels || labelsMatch(*rule.matchLabels, *ns.labels);
+}
+
+std::vector<bool> rulesAllowing(const TrainingRunSpec& spec, const Placement& defaults, const TenancyRules& rules) {
+  auto placement = placementOf(spec, defaults);
+  std::vector<bool> allowed(rules.size());
+  for (size_t i = 0; i < rules.size(); ++i) allowed[i] = !violationOf(rules[i], i, spec, placement, {});
+  return allowed;
 }
 
 std::optional<TenancyViolation> checkTenancy(const TrainingRunSpec& spec, const Placement& defaults,

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "crd/render.h"
+#include "crd/retraining_policy.h"
 #include "crd/training_run.h"
 
 namespace vto::crd {
@@ -76,6 +77,16 @@ std::vector<std::pair<std::string, std::string>> bucketUrisOf(const TrainingRunS
 TenancyDecision decideTenancy(const TrainingRunSpec& spec, const Placement& defaults, const NamespaceInfo& ns,
                               const TenancyRules& rules,
                               const std::vector<std::pair<std::string, std::string>>& extraBucketUris = {});
+// A RetrainingPolicy's decision: its template's spec (a violation's field is named under
+// spec.template.spec) and its newData.gcsPrefix, which the operator lists with its own identity.
+TenancyDecision decidePolicyTenancy(const RetrainingPolicySpec& spec, const Placement& defaults,
+                                    const NamespaceInfo& ns, const TenancyRules& rules);
+// decideTenancy in two halves, for callers that meet one spec in many namespaces or the reverse
+// (the accelerator ledger): whether rule i's fields other than the namespace allow the spec (entry
+// i), and whether a rule selects a namespace (labels unknown: a label selector is assumed to match).
+// The governing rule is the first that does both.
+std::vector<bool> rulesAllowing(const TrainingRunSpec& spec, const Placement& defaults, const TenancyRules& rules);
+bool ruleSelects(const TenancyRule& rule, const NamespaceInfo& ns);
 // The refusal alone, for callers that only need to know whether the run may go ahead.
 std::optional<TenancyViolation> checkTenancy(const TrainingRunSpec& spec, const Placement& defaults,
                                              const NamespaceInfo& ns, const TenancyRules& rules,

@@ -665,6 +665,10 @@ RetrainingPlan decideRetraining(const RetrainingObserved& observed) {
     invalid(d, error->first, error->second);
     return d.plan;
   }
+  if (observed.tenancyViolation) {
+    invalid(d, "TenantPolicyViolation", observed.tenancyViolation->message);
+    return d.plan;
+  }
 
   const auto& annotations = d.policy.metadata.annotations;
   auto stateText = annotations.count(kScheduleStateAnnotation) ? annotations.at(kScheduleStateAnnotation) : "";
@@ -717,14 +721,17 @@ RetrainingPolicyReconciler::RetrainingPolicyReconciler(const controller::ObjectC
                                                        const controller::ObjectCache& runs,
                                                        controller::KubeClient& kube,
                                                        controller::EventRecorder& events, const Clock& clock,
-                                                       metrics::RetrainingMetrics* metrics, TriggerClients clients)
+                                                       metrics::RetrainingMetrics* metrics, TriggerClients clients,
+                                                       PolicyTenancy tenancy)
     : policies_(policies),
       runs_(runs),
       kube_(kube),
       events_(events),
       clock_(clock),
       metrics_(metrics),
-      clients_(clients) {}
+      clients_(clients),
+      tenancy_(std::move(tenancy)),
+      namespaces_(kube, clock, tenancy_.rules) {}
 
 std::string RetrainingPolicyReconciler::bearerToken(const std::string& ns, const crd::SecretKeyRef& ref) {
   static const controller::Resource secrets{"", "v1", "secrets", true};
@@ -754,6 +761,18 @@ std::string RetrainingPolicyReconciler::bearerToken(const std::string& ns, const
   }
   while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) token.pop_back();
   return token;
+}
+
+std::optional<crd::TenancyViolation> RetrainingPolicyReconciler::tenancyViolation(const json& cached) {
+  if (tenancy_.rules.empty()) return std::nullopt;
+  crd::RetrainingPolicy policy;
+  try {
+    policy = crd::decodeRetrainingPolicy(cached);
+  } catch (const std::exception&) {
+    return std::nullopt;  // decide reports it
+  }
+  auto ns = namespaces_.get(policy.metadata.namespace_);
+  return crd::decidePolicyTenancy(policy.spec, tenancy_.defaults, ns, tenancy_.rules).violation;
 }
 
 json RetrainingPolicyReconciler::pollTriggers(const json& cached, RetrainingObserved& observed) {
@@ -823,7 +842,9 @@ controller::Result RetrainingPolicyReconciler::reconcile(const controller::Objec
     if ((*run)["metadata"].value("namespace", "") == key.ns) observed.children.push_back(*run);
   }
   overlayCounted(key, observed.children);
-  observed.policy = pollTriggers(*cached, observed);
+  // Tenancy first: a refused data prefix is never listed with the operator's identity.
+  observed.tenancyViolation = tenancyViolation(*cached);
+  if (!observed.tenancyViolation) observed.policy = pollTriggers(*cached, observed);
   auto plan = decideRetraining(observed);
   spdlog::debug("retrainingpolicy {}: at {} {} run(s) to create, {} to delete, requeue in {} ms", key.str(),
                 timeText(observed.now), plan.create.size(), plan.remove.size(),

@@ -27,7 +27,9 @@
 #include "controller/reconciler.h"
 #include "crd/retraining_policy.h"
 #include "metrics/retraining_metrics.h"
+#include "crd/tenancy.h"
 #include "reconcilers/metric_trigger.h"
+#include "reconcilers/namespace_labels.h"
 #include "reconcilers/new_data_trigger.h"
 #include "vertex/gcs_client.h"
 #include "vertex/prometheus_client.h"
@@ -85,6 +87,8 @@ struct RetrainingObserved {
   Clock::time_point now;
   std::optional<DataPoll> dataPoll;      // the newData trigger's poll, when one was due
   std::optional<MetricEval> metricEval;  // the metric trigger's query, when one was due
+  // Set when the tenancy rules refuse the template or the data prefix (then nothing was polled).
+  std::optional<crd::TenancyViolation> tenancyViolation;
 };
 
 struct RunToCreate {
@@ -133,12 +137,20 @@ struct TriggerClients {
   vertex::PrometheusClient* prometheus = nullptr;
 };
 
+// Tenancy (API.md "Tenancy rules"): a policy's template and its newData.gcsPrefix are checked before
+// any run is created or any bucket listed. No rules: everything is allowed.
+struct PolicyTenancy {
+  crd::TenancyRules rules;
+  crd::Placement defaults;  // the operator's --default-project and --default-location
+};
+
 class RetrainingPolicyReconciler final : public controller::Reconciler {
  public:
   // `runs` is the TrainingRun cache indexed by crd::kRetrainingPolicyLabel. `metrics` may be null.
   RetrainingPolicyReconciler(const controller::ObjectCache& policies, const controller::ObjectCache& runs,
                              controller::KubeClient& kube, controller::EventRecorder& events, const Clock& clock,
-                             metrics::RetrainingMetrics* metrics = nullptr, TriggerClients clients = {});
+                             metrics::RetrainingMetrics* metrics = nullptr, TriggerClients clients = {},
+                             PolicyTenancy tenancy = {});
 
   controller::Result reconcile(const controller::ObjectKey& key) override;
 
@@ -149,6 +161,7 @@ class RetrainingPolicyReconciler final : public controller::Reconciler {
   // against an old watermark. Returns the policy the decision must use.
   nlohmann::json pollTriggers(const nlohmann::json& cached, RetrainingObserved& observed);
   std::string bearerToken(const std::string& ns, const crd::SecretKeyRef& ref);
+  std::optional<crd::TenancyViolation> tenancyViolation(const nlohmann::json& policy);
   void recordMetrics(const nlohmann::json& policy, const RetrainingPlan& plan);
 
   // Runs this process marked counted that its cache has not shown marked yet: observe lays the mark
@@ -163,6 +176,8 @@ class RetrainingPolicyReconciler final : public controller::Reconciler {
   const Clock& clock_;
   metrics::RetrainingMetrics* metrics_;
   TriggerClients clients_;
+  PolicyTenancy tenancy_;
+  NamespaceLabels namespaces_;
   std::mutex countedMutex_;
   std::map<controller::ObjectKey, std::set<std::string>> countedUnseen_;
 };

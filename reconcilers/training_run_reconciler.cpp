@@ -36,6 +36,8 @@ TrainingRunReconciler::TrainingRunReconciler(const controller::ObjectCache& runs
                      options.quotaRecheckPeriod},
       metrics_(metrics),
       checkpoints_(options.checkpointPollPeriod, options.checkpointListsPerMinute),
+      accelerators_(options.tenancy, options.defaults),
+      namespaces_(kube, clock, options.tenancy),
       startedAt_(clock.now()) {}
 
 Result TrainingRunReconciler::reconcile(const controller::ObjectKey& key) {
@@ -80,7 +82,6 @@ Observed TrainingRunReconciler::observe(const nlohmann::json& object) {
   bool deleting = !o.metadata.deletionTimestamp.empty();
   bool settled = isFinishedPhase(o.status.phase) && o.status.observedGeneration == o.metadata.generation;
   if (!o.run || (settled && !deleting)) return o;  // decide needs no job for these
-  observeTenancy(o);
 
   auto target = pollTargetOf(o.run->spec, o.defaults);
   if (target) {
@@ -95,50 +96,23 @@ Observed TrainingRunReconciler::observe(const nlohmann::json& object) {
       o.job = cachedJobOf(*found, o.now);
     }
   }
+  observeTenancy(o);
   observeCheckpoint(o);
   observeBuckets(o);
   return o;
 }
 
-namespace {
-bool selectsByLabel(const crd::TenancyRules& rules) {
-  return std::any_of(rules.begin(), rules.end(), [](const auto& rule) { return rule.matchLabels.has_value(); });
-}
-}  // namespace
-
-crd::NamespaceInfo TrainingRunReconciler::namespaceInfo(const std::string& name) {
-  crd::NamespaceInfo info{name, std::nullopt};
-  if (!selectsByLabel(options_.tenancy)) return info;  // labels are not needed: no namespace read (no RBAC)
-  static const controller::Resource namespaces{"", "v1", "namespaces", false};
-  auto object = kube_.get(namespaces, "", name);
-  info.labels = object.value("/metadata/labels"_json_pointer, std::map<std::string, std::string>{});
-  return info;
-}
-
 void TrainingRunReconciler::observeTenancy(Observed& o) {
   if (options_.tenancy.empty()) return;
   o.tenancy = &options_.tenancy;
-  o.namespaceInfo = namespaceInfo(o.metadata.namespace_);
-  bool capped = std::any_of(options_.tenancy.begin(), options_.tenancy.end(),
-                            [](const auto& rule) { return rule.maxAccelerators.has_value(); });
-  if (!capped) return;
-  std::map<std::string, crd::NamespaceInfo> namespaces{{o.metadata.namespace_, o.namespaceInfo}};
-  for (const auto& cached : runs_.list()) {
-    const auto& object = *cached;
-    try {
-      auto run = crd::decodeTrainingRun(object);
-      if (run.metadata.uid == o.metadata.uid) continue;
-      auto status = crd::decodeTrainingRunStatus(memberOf(object, "status"), "status");
-      auto claim = acceleratorClaimOf(run, status);
-      if (!claim) continue;
-      auto ns = namespaces.find(run.metadata.namespace_);
-      if (ns == namespaces.end()) ns = namespaces.emplace(run.metadata.namespace_, namespaceInfo(run.metadata.namespace_)).first;
-      auto decision = crd::decideTenancy(run.spec, o.defaults, ns->second, options_.tenancy);
-      if (decision.governingRule) o.otherClaims.emplace_back(*decision.governingRule, *claim);
-    } catch (const std::exception&) {
-      continue;  // a run that does not decode is Invalid and claims nothing
-    }
-  }
+  o.namespaceInfo = namespaces_.get(o.metadata.namespace_);
+  // Others' claims matter only where decide may create a job (no job yet, or one that ended) for a
+  // run that wants accelerators; a running run's pass never reads them.
+  bool mayCreate = o.metadata.deletionTimestamp.empty() && !o.run->spec.suspend && (!o.job || vertex::isTerminal(o.job->state));
+  if (!accelerators_.capped() || !mayCreate || crd::acceleratorsOf(o.run->spec) == 0) return;
+  o.otherClaims = accelerators_.claimsOtherThan(o.metadata.uid, [&](const std::string& ns) {
+    return ns == o.metadata.namespace_ ? o.namespaceInfo : namespaces_.get(ns);
+  });
 }
 
 void TrainingRunReconciler::observeBuckets(Observed& o) {

@@ -20,9 +20,11 @@
 #include "crd/render.h"
 #include "crd/training_run.h"
 #include "metrics/trainingrun_metrics.h"
+#include "reconcilers/accelerator_ledger.h"
 #include "reconcilers/checkpoint_schedule.h"
 #include "reconcilers/checkpoints.h"
 #include "reconcilers/job_cache.h"
+#include "reconcilers/namespace_labels.h"
 #include "reconcilers/training_run_decide.h"
 #include "vertex/gcs_client.h"
 #include "vertex/vertex_client.h"
@@ -85,6 +87,10 @@ class TrainingRunReconciler final : public controller::Reconciler {
 
   controller::Result reconcile(const controller::ObjectKey& key) override;
 
+  // The accelerator claims under tenancy caps: the TrainingRun informer's handler keeps it current
+  // (update() on every event, before the run is enqueued) and enqueues the runs it wakes.
+  AcceleratorLedger& accelerators() { return accelerators_; }
+
   // The two halves around decide(), public for tests.
   Observed observe(const nlohmann::json& object);
   controller::Result act(const nlohmann::json& object, const Observed& observed, Plan plan);
@@ -99,9 +105,9 @@ class TrainingRunReconciler final : public controller::Reconciler {
   void observeCheckpoint(Observed& observed);
   // Before attempt 1: one listing each of the output prefix and the checkpoint directory.
   void observeBuckets(Observed& observed);
-  // The tenancy inputs: this run's namespace and the other runs' accelerator claims (informer cache).
+  // The tenancy inputs: this run's namespace and, where a job may be created, the other runs'
+  // accelerator claims (the ledger).
   void observeTenancy(Observed& observed);
-  crd::NamespaceInfo namespaceInfo(const std::string& name);
   // Records a write's resourceVersion in options_.ownWrites.
   void rememberOwnWrite(const nlohmann::json& written);
   // PUTs the status; returns the object as stored afterwards (its new resourceVersion).
@@ -118,6 +124,8 @@ class TrainingRunReconciler final : public controller::Reconciler {
   DecideOptions decideOptions_;
   metrics::TrainingRunMetrics* metrics_;
   CheckpointSchedule checkpoints_;
+  AcceleratorLedger accelerators_;
+  NamespaceLabels namespaces_;
   ListedBuckets buckets_;
   Clock::time_point startedAt_;
 };

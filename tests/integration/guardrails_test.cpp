@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <mutex>
 
 #include "tests/support/operator_stack.h"
 #include "tests/support/ports.h"
@@ -32,9 +33,19 @@ class ForbiddingGcsStub {
   ~ForbiddingGcsStub() { listener_.close().wait(); }
   const std::string& url() const { return url_; }
 
+  // The object listings asked for so far (their request targets), in order.
+  std::vector<std::string> listings() {
+    std::lock_guard lock(mutex_);
+    return listings_;
+  }
+
  private:
   void handle(web::http::http_request request) {
     std::string target = request.relative_uri().to_string();
+    if (target.find("/o?") != std::string::npos) {
+      std::lock_guard lock(mutex_);
+      listings_.push_back(target);
+    }
     if (target.find("/o?") != std::string::npos && target.find("forbidden") != std::string::npos) {
       request.reply(403, R"({"error": {"code": 403, "status": "PERMISSION_DENIED", "message": "vto@test-project.iam.gserviceaccount.com does not have storage.objects.list access"}})",
                     "application/json");
@@ -55,11 +66,15 @@ class ForbiddingGcsStub {
     }
   }
 
+  std::mutex mutex_;
+  std::vector<std::string> listings_;
   std::string upstream_;
   std::string url_;
   vertex::CppRestTransport http_;
   web::http::experimental::listener::http_listener listener_;
 };
+
+ForbiddingGcsStub* stub = nullptr;  // set by stack()
 
 // team-a may use only its own project, bucket and service account; team-cap may hold 4 accelerators
 // at once; "buckets" may use anything. Jobs queue 1 s and train 6 steps of 1 s.
@@ -77,11 +92,18 @@ OperatorStack& stack() {
                              "  - namespaces: [buckets]\n";
     // Destroyed before `shared` stops the operator: its last GCS calls at exit may fail; nothing asserts on them.
     static ForbiddingGcsStub gcs(shared.gcs().url());
+    stub = &gcs;
     shared.startOperator({"--config", config, "--gcs-endpoint", gcs.url()});
     return true;
   }();
   (void)started;
   return shared;
+}
+
+// The stub the operator lists through.
+ForbiddingGcsStub& gcsStub() {
+  stack();
+  return *stub;
 }
 
 void apply(const std::string& yaml) {
@@ -209,6 +231,45 @@ TEST(Guardrails, ForbiddenCheckpointsStillSubmitTheJobAndSaySoInACondition) {
   auto events = stack().kubectlOk("-n " + ns + " get events --field-selector involvedObject.name=forbidden-ckpt,"
                                   "reason=CheckpointsUnreadable -o jsonpath='{.items[*].message}'");
   EXPECT_NE(events.find("from scratch"), std::string::npos) << events;
+}
+
+TEST(Guardrails, APolicyWhoseDataPrefixIsAnotherTeamsIsRefusedAndTheBucketNeverListed) {
+  const std::string ns = "team-a";
+  stack().createNamespace(ns);
+  auto policy = [&](const std::string& name, const std::string& dataPrefix) {
+    return "apiVersion: vto.dev/v1alpha1\nkind: RetrainingPolicy\nmetadata: {name: " + name + ", namespace: " + ns +
+           "}\nspec:\n  template:\n    spec:\n      trainer:\n        container:\n"
+           "          imageUri: us-central1-docker.pkg.dev/test-project/train/model:1\n"
+           "      resources: {machineType: n1-standard-4}\n"
+           "      serviceAccount: trainer@test-project.iam.gserviceaccount.com\n"
+           "      baseOutputDirectory: gs://test-bucket/team-a/" + name + "\n"
+           "  triggers:\n    newData: {gcsPrefix: \"" + dataPrefix + "\", pollInterval: 1m}\n";
+  };
+  auto validOf = [&](const std::string& name) {
+    auto out = stack().cluster().kubectl("-n " + ns + " get rtp " + name + " -o json");
+    if (out.exitCode != 0) return nlohmann::json::object();
+    for (const auto& c : nlohmann::json::parse(out.output)["status"].value("conditions", nlohmann::json::array()))
+      if (c.value("type", "") == "Valid") return c;
+    return nlohmann::json::object();
+  };
+  auto listedBucket = [](const std::string& bucket) {
+    for (const auto& target : gcsStub().listings())
+      if (target.find("/b/" + bucket + "/o?") != std::string::npos) return true;
+    return false;
+  };
+  // An allowed policy first: its own bucket is listed, so the operator does reach GCS for policies.
+  apply(policy("own-data", "gs://test-bucket/team-a/data/"));
+  ASSERT_TRUE(waitFor([&] { return listedBucket("test-bucket"); }, seconds(60))) << stack().operatorLog();
+
+  apply(policy("their-data", "gs://team-b-bucket/data/"));
+  ASSERT_TRUE(waitFor([&] { return validOf("their-data").value("reason", "") == "TenantPolicyViolation"; }, seconds(60)))
+      << validOf("their-data").dump() << "\n" << stack().operatorLog();
+  EXPECT_EQ(validOf("their-data").value("status", ""), "False");
+  EXPECT_NE(validOf("their-data").value("message", "").find("spec.triggers.newData.gcsPrefix"), std::string::npos);
+  EXPECT_FALSE(listedBucket("team-b-bucket")) << "refused before the operator's identity lists it";
+  auto runs = stack().kubectlOk("-n " + ns + " get trainingruns -l vto.dev/retraining-policy=their-data -o name");
+  EXPECT_EQ(runs, "") << "and no run was created";
+  stack().cluster().kubectl("-n " + ns + " delete rtp own-data their-data --wait=false");
 }
 
 }  // namespace

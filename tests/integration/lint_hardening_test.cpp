@@ -127,6 +127,29 @@ tenancy:
   EXPECT_NE(assumed.output.find("namespace labels are unknown offline: assumed that tenancy[1]"), std::string::npos)
       << assumed.output;
 
+  // A RetrainingPolicy: its template's fields and its data prefix (which the operator would list).
+  auto policy = [&](const std::string& file, const std::string& output, const std::string& data) {
+    return writeFile(file, "apiVersion: vto.dev/v1alpha1\nkind: RetrainingPolicy\nmetadata: {name: p, namespace: team-a}\n"
+                           "spec:\n  template:\n    spec:\n      trainer:\n        container:\n"
+                           "          imageUri: us-central1-docker.pkg.dev/acme-ml/r/img:1\n"
+                           "      resources: {machineType: n1-standard-4}\n      baseOutputDirectory: " + output +
+                           "\n  triggers:\n    newData: {gcsPrefix: \"" + data + "\"}\n");
+  };
+  auto goodPolicy = runShell(vto("lint --tenancy " + quote(config) + " -f " +
+                                 quote(policy("policy-ok.yaml", "gs://acme-ml-out/p", "gs://acme-ml-out/data/"))));
+  EXPECT_EQ(goodPolicy.exitCode, 0) << goodPolicy.output;
+  struct Refused {
+    std::string output, data, finding;
+  };
+  for (const auto& c : {Refused{"gs://acme-ml-out/p", "gs://team-b-out/data/",
+                                "ERROR spec.triggers.newData.gcsPrefix: location \"gs://team-b-out/data/\" is not allowed"},
+                        Refused{"gs://team-b-out/p", "gs://acme-ml-out/data/",
+                                "ERROR spec.template.spec.baseOutputDirectory: location \"gs://team-b-out/p\""}}) {
+    auto refusedPolicy = runShell(vto("lint --tenancy " + quote(config) + " -f " + quote(policy("policy-bad.yaml", c.output, c.data))));
+    EXPECT_EQ(refusedPolicy.exitCode, 1) << refusedPolicy.output;
+    EXPECT_NE(refusedPolicy.output.find(c.finding), std::string::npos) << refusedPolicy.output;
+  }
+
   auto badRules = writeFile("bad-rules.yaml", "tenancy:\n  - namespaces: [a]\n    project: [p]\n");
   auto usage = runShell(vto("lint --tenancy " + quote(badRules) + " -f " + quote(allowed)));
   EXPECT_EQ(usage.exitCode, 2) << usage.output;

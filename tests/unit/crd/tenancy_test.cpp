@@ -136,6 +136,29 @@ TEST(Tenancy, ExtraUrisSuchAsAPolicysDataPrefixAreGovernedToo) {
   EXPECT_FALSE(checkTenancy(allowedSpec(), {}, kTeamA, rules(), {{"spec.triggers.newData.gcsPrefix", "gs://acme-ml-out/data/"}}));
 }
 
+TEST(Tenancy, APolicyIsCheckedOnItsTemplateAndItsDataPrefix) {
+  RetrainingPolicySpec policy;
+  policy.templ.spec = allowedSpec();
+  policy.triggers.newData = NewDataTrigger{};
+  policy.triggers.newData->gcsPrefix = "gs://acme-ml-out/data/";
+  auto decision = decidePolicyTenancy(policy, {}, kTeamA, rules());
+  EXPECT_FALSE(decision.violation) << decision.violation->message;
+  EXPECT_EQ(decision.governingRule, 0u);
+
+  policy.triggers.newData->gcsPrefix = "gs://other-team/data/";
+  auto data = decidePolicyTenancy(policy, {}, kTeamA, rules()).violation;
+  ASSERT_TRUE(data);
+  EXPECT_EQ(data->field, "spec.triggers.newData.gcsPrefix");
+
+  policy.triggers.newData.reset();
+  policy.templ.spec.project.clear();  // the operator's default applies, and is checked
+  auto project = decidePolicyTenancy(policy, {"research", "us-central1"}, kTeamA, rules()).violation;
+  ASSERT_TRUE(project);
+  EXPECT_EQ(project->field, "spec.template.spec.project (the operator's default)");
+  EXPECT_EQ(project->message.rfind("spec.template.spec.project (the operator's default): project \"research\"", 0), 0u)
+      << project->message;
+}
+
 TEST(Tenancy, AClaimComesFromTheRunsMetadataAndSpec) {
   auto run = testing::runFromYaml(testing::kMinimalRun);
   run.metadata.creationTimestamp = "2026-01-01T00:00:00Z";

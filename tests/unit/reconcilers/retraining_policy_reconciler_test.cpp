@@ -10,6 +10,7 @@
 #include "reconcilers/training_run_reconciler.h"
 #include "tests/fakes/clock_fake.h"
 #include "tests/fakes/event_recorder_fake.h"
+#include "tests/fakes/gcs_fake_client.h"
 #include "tests/fakes/kube_client_fake.h"
 
 namespace vto::reconcilers {
@@ -141,6 +142,47 @@ TEST_F(PolicyReconcilerTest, HistoryBeyondTheLimitIsDeleted) {
   EXPECT_TRUE(kube.list(trainingRunResource(), "risk", {}).items.empty());
   EXPECT_TRUE(events.has("SuccessfulDelete"));
   EXPECT_EQ(status()["lastSuccessfulRun"]["modelUri"], "gs://bucket/fraud/fraud-1796083260/model/");
+}
+
+// Tenancy: team "risk" may use gs://bucket/ only; namespaces labelled tier=gpu (not risk, labelled
+// tier=ml) may use anything. A label rule: the namespace is read, once per NamespaceLabels::kFreshFor.
+TEST_F(PolicyReconcilerTest, ADataPrefixOutsideTheTenantsRuleIsRefusedAndNeverListed) {
+  kube.create({"", "v1", "namespaces", false}, "", {{"metadata", {{"name", "risk"}, {"labels", {{"tier", "ml"}}}}}});
+  auto rules = crd::parseTenancyRules(json::parse(R"([{"namespaces": ["risk"], "bucketPrefixes": ["gs://bucket/"]},
+                                                       {"namespaceSelector": {"matchLabels": {"tier": "gpu"}}}])"));
+  testing::FakeGcsClient gcs;
+  RetrainingPolicyReconciler guarded(policies, runs, kube, events, clock, nullptr, {&gcs, nullptr},
+                                     {rules, {"test-project", "us-central1"}});
+  auto useData = [&](const std::string& prefix) {
+    kube.patch(retrainingPolicyResource(), "risk", "fraud", controller::PatchType::Merge,
+               {{"spec", {{"triggers", {{"schedule", nullptr}, {"newData", {{"gcsPrefix", prefix}}}}}}}}, "", false, "");
+    sync();
+  };
+  useData("gs://other-team/data/");
+  int kubeCalls = kube.calls();
+  guarded.reconcile({"risk", "fraud"});
+  EXPECT_EQ(gcs.listCalls(), 0) << "refused before any listing with the operator's identity";
+  auto valid = [&] {
+    json current = status();
+    for (const auto& c : current["conditions"])
+      if (c["type"] == "Valid") return c;
+    return json::object();
+  };
+  EXPECT_EQ(valid().value("reason", ""), "TenantPolicyViolation");
+  EXPECT_EQ(valid().value("message", "").rfind("spec.triggers.newData.gcsPrefix: location \"gs://other-team/data/\" is not allowed", 0), 0u)
+      << valid();
+  EXPECT_TRUE(events.has("TenantPolicyViolation"));
+  EXPECT_TRUE(kube.list(trainingRunResource(), "risk", {}).items.empty());
+  sync();
+  int afterFirst = kube.calls();
+  guarded.reconcile({"risk", "fraud"});
+  EXPECT_EQ(kube.calls(), afterFirst) << "the namespace read a moment ago is not read again; status is unchanged";
+  EXPECT_GT(afterFirst, kubeCalls);
+
+  useData("gs://bucket/data/");
+  guarded.reconcile({"risk", "fraud"});
+  EXPECT_EQ(gcs.listCalls(), 1) << "inside the rule: listed";
+  EXPECT_EQ(valid().value("status", ""), "True");
 }
 
 TEST_F(PolicyReconcilerTest, ADeletedPolicyIsForgotten) {

@@ -54,7 +54,8 @@ const std::string kUid = "0b7c2a3e-1111-2222-3333-444455556666";
 
 class ReconcilerTest : public ::testing::Test {
  protected:
-  ReconcilerTest() : reconciler(cache, kube, vertex, countingGcs, jobs, events, clock, options()) {}
+  explicit ReconcilerTest(TrainingRunReconcilerOptions o = options())
+      : reconciler(cache, kube, vertex, countingGcs, jobs, events, clock, std::move(o)) {}
 
   static TrainingRunReconcilerOptions options() {
     TrainingRunReconcilerOptions o;
@@ -75,13 +76,21 @@ class ReconcilerTest : public ::testing::Test {
     kube.create(trainingRunResource(), "ns", run);
     sync(name);
   }
-  // What an informer would do after our writes.
+  // What an informer and `vto run`'s handlers do after our writes: the cache, then the accelerator
+  // ledger (the runs it wakes are collected in `wokenByRelease`).
   void sync(const std::string& name = "r") {
+    std::string uid = cache.uidAt({"ns", name});
+    std::vector<controller::ObjectKey> wake;
     try {
-      cache.upsert(kube.get(trainingRunResource(), "ns", name));
+      auto object = kube.get(trainingRunResource(), "ns", name);
+      cache.upsert(object);
+      auto run = crd::decodeTrainingRun(object);
+      wake = reconciler.accelerators().update(run.metadata.uid, &run);
     } catch (const controller::ApiError&) {
       cache.erase({"ns", name});
+      wake = reconciler.accelerators().update(uid, nullptr);
     }
+    for (const auto& key : wake) wokenByRelease.push_back(key.name);
   }
   controller::Result reconcile(const std::string& name = "r") {
     auto result = reconciler.reconcile({"ns", name});
@@ -107,6 +116,7 @@ class ReconcilerTest : public ::testing::Test {
   RecordingEvents events;
   testing::FakeClock clock;
   TrainingRunReconciler reconciler;
+  std::vector<std::string> wokenByRelease;
 };
 
 // The reconciler with Vertex polling as it runs in `vto run`: a PollingSource over the targets, the
@@ -406,6 +416,44 @@ TEST_F(ReconcilerTest, ARunningRunListsCheckpointsAndWritesStatusAtMostOncePerIn
   EXPECT_GE(lists, 9) << "and it does look";
   EXPECT_LE(writes, lists) << "a status write only for a new checkpoint";
   EXPECT_NE(status()["lastCheckpoint"]["uri"].get<std::string>().find("ckpt-"), std::string::npos);
+}
+
+// A tenant capped at 4 accelerators: the runs' claims come from the ledger the informer keeps.
+class CappedReconcilerTest : public ReconcilerTest {
+ protected:
+  CappedReconcilerTest() : ReconcilerTest(cappedOptions()) {}
+  static TrainingRunReconcilerOptions cappedOptions() {
+    auto o = options();
+    o.tenancy = crd::parseTenancyRules(json::parse(R"([{"namespaces": ["ns"], "maxAccelerators": 4}])"));
+    return o;
+  }
+  static constexpr const char* kFourGpus =
+      R"({"resources": {"machineType": "n1-standard-16", "acceleratorType": "NVIDIA_TESLA_T4", "acceleratorCount": 4}})";
+};
+
+TEST_F(CappedReconcilerTest, ARunWaitsForTheCapAndStartsAsSoonAsTheHolderFinishes) {
+  apply(kFourGpus, "first");
+  reconcile("first");
+  ASSERT_EQ(vertex.createdBodies().size(), 1u);
+  apply(kFourGpus, "second");
+  reconcile("second");
+  EXPECT_EQ(vertex.createdBodies().size(), 1u) << "the first run holds all 4";
+  EXPECT_EQ(condition("Ready", "second"), "False/TenantQuotaExceeded");
+  EXPECT_EQ(status("second")["phase"], "Queued");
+
+  // Only a pass that may create a job reads the others' claims.
+  EXPECT_TRUE(reconciler.observe(*cache.get({"ns", "first"})).otherClaims.empty()) << "its job runs";
+  EXPECT_EQ(reconciler.observe(*cache.get({"ns", "second"})).otherClaims.size(), 1u);
+
+  wokenByRelease.clear();
+  vertex.setState(currentJob("first"), vertex::JobState::Succeeded);
+  jobs.erase(currentJob("first"));
+  reconcile("first");
+  ASSERT_EQ(status("first")["phase"], "Succeeded");
+  EXPECT_EQ(wokenByRelease, std::vector<std::string>{"second"}) << "the release wakes the waiting run at once";
+  reconcile("second");
+  EXPECT_EQ(vertex.createdBodies().size(), 2u);
+  EXPECT_EQ(condition("Ready", "second"), "");
 }
 
 TEST_F(ReconcilerTest, AnUnchangedRunIsNotWrittenAgain) {
