@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "base/url.h"
+
 namespace vto::vertex {
 
 HttpResponse PrometheusClient::instantQuery(const std::string& baseUrl, const std::string& query,
@@ -10,14 +12,9 @@ HttpResponse PrometheusClient::instantQuery(const std::string& baseUrl, const st
     throw std::invalid_argument("prometheusUrl \"" + baseUrl +
                                 "\" is not an http:// or https:// URL; write e.g. http://prometheus.monitoring:9090");
   }
-  if (!bearerToken.empty() && !allowInsecure_ && baseUrl.rfind("http://", 0) == 0) {
-    auto host = baseUrl.substr(7, baseUrl.find_first_of(":/", 7) - 7);
-    if (host != "127.0.0.1" && host != "localhost" && host != "[::1]") {
-      throw std::invalid_argument("prometheusUrl \"" + baseUrl +
-                                  "\" is plain http and bearerTokenSecret is set: the token would travel "
-                                  "unencrypted; use https://");
-    }
-  }
+  parseUrl(baseUrl);  // strict: a real host, no user info ("http://prom@evil.example" is refused)
+  // The token goes only where any credential of vto's may: https, or plain http to loopback.
+  if (!bearerToken.empty()) requireTrustedEndpoint(baseUrl, "prometheusUrl with bearerTokenSecret", allowInsecure_);
   std::string base = baseUrl;
   while (!base.empty() && base.back() == '/') base.pop_back();
   HttpRequest request;

@@ -24,6 +24,12 @@ TEST(PrometheusClient, AnInstantQueryWithBoundsAndAnOptionalToken) {
   EXPECT_THROW(client.instantQuery("http://prom.monitoring:9090", "up", "s3cret"), std::invalid_argument);
   transport.enqueue(200, "{}");
   EXPECT_EQ(client.instantQuery("http://127.0.0.1:9090", "up", "s3cret").status, 200);  // loopback
+  transport.enqueue(200, "{}");
+  EXPECT_EQ(client.instantQuery("http://[::1]:9090", "up", "s3cret").status, 200);  // loopback too
+  // One endpoint check for every credential (base/url.h): no user info, no look-alike loopback.
+  EXPECT_THROW(client.instantQuery("http://127.0.0.1@prom.example:9090", "up", "s3cret"), std::invalid_argument);
+  EXPECT_THROW(client.instantQuery("http://127.attacker.example:9090", "up", "s3cret"), std::invalid_argument);
+  EXPECT_THROW(client.instantQuery("http://prom@evil.example", "up", ""), std::invalid_argument);
 }
 
 }  // namespace
