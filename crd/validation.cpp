@@ -317,6 +317,8 @@ void checkMetricTrigger(Findings& f, const MetricTrigger& m) {
   const std::string at = "spec.triggers.metric";
   if (m.prometheusUrl.rfind("http://", 0) != 0 && m.prometheusUrl.rfind("https://", 0) != 0)
     f.error(at + ".prometheusUrl", "prometheusUrl must be an http:// or https:// URL, e.g. http://prometheus.monitoring:9090");
+  if (m.prometheusUrl.find_first_of("?#") != std::string::npos)
+    f.error(at + ".prometheusUrl", "prometheusUrl is the server's base URL, without ? or #, e.g. http://prometheus.monitoring:9090");
   if (m.query.empty()) f.error(at + ".query", "required: a PromQL query that returns exactly one sample, e.g. fraud_model_auc{env=\"prod\"}");
   if (m.below.has_value() == m.above.has_value())
     f.error(at, "set exactly one of below or above: the threshold that triggers a retrain");

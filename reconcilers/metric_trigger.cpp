@@ -45,7 +45,11 @@ MetricResult fromSample(const json& pair) {
 MetricResult classifyPrometheusResponse(int httpStatus, const std::string& body) {
   auto answer = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!answer.is_object()) {
-    return failed("HTTP " + std::to_string(httpStatus) + " with a body that is not Prometheus's JSON: " + clip(body));
+    // Never the body itself: prometheusUrl is a tenant's, and a status condition would hand them
+    // whatever service behind the operator's network position they pointed it at.
+    return failed("HTTP " + std::to_string(httpStatus) + " with a body that is not Prometheus's JSON (" +
+                  std::to_string(body.size()) +
+                  " bytes); set prometheusUrl to the Prometheus server's base URL, e.g. http://prometheus.monitoring:9090");
   }
   if (answer.value("status", "") != "success") {
     std::string kind = answer.value("errorType", "");

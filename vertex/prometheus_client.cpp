@@ -12,7 +12,12 @@ HttpResponse PrometheusClient::instantQuery(const std::string& baseUrl, const st
     throw std::invalid_argument("prometheusUrl \"" + baseUrl +
                                 "\" is not an http:// or https:// URL; write e.g. http://prometheus.monitoring:9090");
   }
-  parseUrl(baseUrl);  // strict: a real host, no user info ("http://prom@evil.example" is refused)
+  auto parsed = parseUrl(baseUrl);  // strict: a real host, no user info ("http://prom@evil.example" is refused)
+  // A base URL: a query or fragment would turn the appended /api/v1/query into noise after another path.
+  if (parsed.path.find_first_of("?#") != std::string::npos) {
+    throw std::invalid_argument("prometheusUrl \"" + baseUrl +
+                                "\" has a query or fragment; give the server's base URL, e.g. http://prometheus.monitoring:9090");
+  }
   // The token goes only where any credential of vto's may: https, or plain http to loopback.
   if (!bearerToken.empty()) requireTrustedEndpoint(baseUrl, "prometheusUrl with bearerTokenSecret", allowInsecure_);
   std::string base = baseUrl;

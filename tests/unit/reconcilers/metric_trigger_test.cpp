@@ -57,6 +57,10 @@ TEST(ClassifyPrometheusResponse, Table) {
     if (c.kind != Kind::Value) EXPECT_FALSE(result.detail.empty()) << c.what;
   }
   EXPECT_NE(classifyPrometheusResponse(200, vector({"1", "2"})).detail.find("exactly one"), std::string::npos);
+  // A page that is not Prometheus's is described, never quoted (the URL is a tenant's: no reflection).
+  auto page = classifyPrometheusResponse(200, "<html>internal dashboard: secret-value</html>");
+  EXPECT_EQ(page.detail.find("secret-value"), std::string::npos) << page.detail;
+  EXPECT_NE(page.detail.find("45 bytes"), std::string::npos) << page.detail;
   EXPECT_NE(classifyPrometheusResponse(400, R"({"status":"error","errorType":"bad_data","error":"parse error"})")
                 .detail.find("parse error"),
             std::string::npos);

@@ -30,6 +30,8 @@ TEST(PrometheusClient, AnInstantQueryWithBoundsAndAnOptionalToken) {
   EXPECT_THROW(client.instantQuery("http://127.0.0.1@prom.example:9090", "up", "s3cret"), std::invalid_argument);
   EXPECT_THROW(client.instantQuery("http://127.attacker.example:9090", "up", "s3cret"), std::invalid_argument);
   EXPECT_THROW(client.instantQuery("http://prom@evil.example", "up", ""), std::invalid_argument);
+  EXPECT_THROW(client.instantQuery("http://svc.other-team/private?", "up", ""), std::invalid_argument);
+  EXPECT_THROW(client.instantQuery("http://svc.other-team/private#", "up", ""), std::invalid_argument);
 }
 
 }  // namespace
