@@ -52,6 +52,9 @@ struct Draft {
     next.message = old.message;
   }
 
+  // The tenancy rules' refusal of this spec, this pass (see decide): no new job while it stands.
+  std::optional<crd::TenancyViolation> refused;
+
   crd::Attempt& current() { return next.attempts.back(); }
   std::string now() const { return rfc3339(o.now); }
   void condition(ConditionType type, bool status, Reason reason, const std::string& message = "") {
@@ -210,6 +213,8 @@ Plan invalid(Draft& d, const std::string& message) {
 // A run outside its tenant's rule: like an invalid spec (no job, no retries, an edit brings it back),
 // refused before any Vertex or GCS call.
 Plan tenantViolation(Draft& d, const crd::TenancyViolation& violation) {
+  // One Event: this one says more than decide's "the running job goes on" for the same refusal.
+  std::erase_if(d.plan.events, [](const controller::Event& e) { return e.reason == "TenantPolicyViolation"; });
   bool news = d.o.status.phase != Phase::Invalid || d.o.status.message != violation.message;
   d.phase(Phase::Invalid, violation.message);
   d.condition(ConditionType::Valid, false, Reason::TenantPolicyViolation, violation.message);
@@ -309,6 +314,7 @@ Plan create(Draft& d, const DecideOptions& options) {
     d.plan.terminal = d.next.message;
     return finish(d);
   }
+  if (d.refused) return tenantViolation(d, *d.refused);  // create is the one door to a new job
   auto& attempt = d.current();
   // The tenant's accelerator cap, first created first served; the run waits as Queued, without a job.
   auto tenancy = tenancyOf(d.o);
@@ -407,6 +413,7 @@ Plan afterFailure(Draft& d, const CachedJob& job, const DecideOptions& options) 
     d.plan.requeueAfter = resumeAt - d.o.now;
     return finish(d);
   }
+  if (d.refused) return tenantViolation(d, *d.refused);  // a refused spec gets no listing and no job
   if (!d.o.checkpointListed) {
     return retryCheckpointListing(d, "cannot list checkpoints under " + crd::checkpointDirectoryOf(d.run.spec) +
                                          " to resume from; trying again");
@@ -493,15 +500,25 @@ Plan decide(const Observed& o, const DecideOptions& options) {
     return invalid(d, message);
   }
   bool settled = isFinishedPhase(o.status.phase) && o.status.observedGeneration == o.metadata.generation;
-  // Tenancy before any job exists (a rule changed later does not strand a job that already runs).
+  // Tenancy on every pass: serviceAccount and checkpointing.directory may be edited after the first
+  // job. Before any job, a refusal makes the run Invalid. After it, the running job goes on (a rule
+  // is not retroactive) but no new job starts and observe lists nothing for it.
+  if (!settled) d.refused = tenancyOf(o).violation;
   bool noJobYet = o.status.attempts.empty() || o.status.attempts.back().jobName.empty();
-  if (!settled && noJobYet) {
-    if (auto tenancy = tenancyOf(o); tenancy.violation) return tenantViolation(d, *tenancy.violation);
-  }
+  if (d.refused && noJobYet) return tenantViolation(d, *d.refused);
   if (o.status.observedGeneration != o.metadata.generation) {
     for (const auto& f : findings) d.plan.events.push_back(warningEvent("SpecWarning", crd::formatFinding(f)));
   }
-  d.condition(ConditionType::Valid, true, Reason::SpecValid);
+  if (d.refused) {
+    std::string message = d.refused->message + "; the running job goes on, but no new job starts and no "
+                                               "checkpoint is listed until the spec is back inside the rule";
+    if (!conditionIs(d, ConditionType::Valid, "False", Reason::TenantPolicyViolation)) {
+      d.plan.events.push_back(warningEvent("TenantPolicyViolation", message));
+    }
+    d.condition(ConditionType::Valid, false, Reason::TenantPolicyViolation, message);
+  } else {
+    d.condition(ConditionType::Valid, true, Reason::SpecValid);
+  }
   checkpointsReadable(d);
 
   // A Vertex error that keeps vto from seeing this run's job is reported, and does not stall other runs.
@@ -540,6 +557,7 @@ Plan decide(const Observed& o, const DecideOptions& options) {
   if (!o.job) return create(d, options);
   if (isSuspensionCancel(*o.job, d.current())) {
     // Unsuspended: the same path as a resume after a failure, without spending the resume budget.
+    if (d.refused) return tenantViolation(d, *d.refused);
     if (!o.checkpointListed) {
       return retryCheckpointListing(d, "cannot list checkpoints under " + crd::checkpointDirectoryOf(d.run.spec) +
                                            " to resume from");

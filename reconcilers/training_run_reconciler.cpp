@@ -230,6 +230,8 @@ void TrainingRunReconciler::observeCheckpoint(Observed& o) {
   bool running = o.job && o.job->state == vertex::JobState::Running && o.metadata.deletionTimestamp.empty() &&
                  !o.run->spec.suspend;
   if (!forced && !running) return;
+  // A spec edited outside its tenancy rule (checkpointing.directory may change) is never listed.
+  if (o.tenancy != nullptr && tenancyOf(o).violation) return;
   if (!forced) {
     Clock::time_point next;
     bool allowed = checkpoints_.take(o.metadata.uid, o.now, next);

@@ -544,6 +544,65 @@ TEST(DecideTest, ATenancyViolationIsRefusedBeforeAnyJob) {
   });
 }
 
+// serviceAccount and checkpointing.directory may change after submission (the CRD keeps project,
+// location, resources and the trainer immutable): a tenant who edits them outside the rule once the
+// first job runs must not get a second job (a resume, an unsuspend) under the new values.
+TEST(DecideTest, ASpecEditedOutsideItsRuleAfterItsFirstJobStartsNoOtherJob) {
+  static const auto rules =
+      rulesFor(R"({"namespaces": ["ns"], "serviceAccounts": ["trainer@test-project.iam.gserviceaccount.com"]})");
+  const std::string edited = R"({"serviceAccount": "owner@team-b.iam.gserviceaccount.com"})";
+  auto with = [&](crd::Phase phase, const std::string& spec, CachedJob job) {
+    auto o = submitted(phase, spec);
+    o.tenancy = &rules;
+    o.namespaceInfo = {"ns", std::nullopt};
+    o.job = std::move(job);
+    return o;
+  };
+  runTable({
+      {"running when edited: the job goes on (a rule is not retroactive), Valid=False says why",
+       [&] { return with(crd::Phase::Running, edited, jobIn(JobState::Running)); }, crd::Phase::Running,
+       {"TenantPolicyViolation"},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.createJob.has_value());
+         EXPECT_FALSE(p.cancelJob.has_value());
+         EXPECT_EQ(conditionReason(*p.status, "Valid"), "False/TenantPolicyViolation");
+         EXPECT_NE(p.status->conditions.front().message.find("spec.serviceAccount"), std::string::npos);
+       }},
+      {"preempted after the edit: no resume under the new service account",
+       [&] {
+         auto o = with(crd::Phase::Running, edited,
+                       jobIn(JobState::Failed, vertex::RpcStatus{14, "The replica workerpool0-0 was preempted"}));
+         o.now = T0 + seconds(3600);  // past the resume backoff
+         o.checkpointListed = true;     // even had observe listed (it no longer does for a refused spec)
+         return o;
+       },
+       crd::Phase::Invalid, {"TenantPolicyViolation"},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.createJob.has_value());
+         EXPECT_FALSE(p.retry.has_value());
+         EXPECT_EQ(p.status->resumes, 0) << "the resume budget is not spent on a refusal";
+       }},
+      {"unsuspended after the edit: no new attempt",
+       [&] {
+         auto o = with(crd::Phase::Suspended, edited, jobIn(JobState::Cancelled));
+         o.status.attempts[0].message = "cancelled by vto: the run was suspended";
+         o.checkpointListed = true;
+         return o;
+       },
+       crd::Phase::Invalid, {"TenantPolicyViolation"}, [](const Plan& p) { EXPECT_FALSE(p.createJob.has_value()); }},
+      {"the same, within the rule: resumed",
+       [&] {
+         auto o = with(crd::Phase::Running, "",
+                       jobIn(JobState::Failed, vertex::RpcStatus{14, "The replica workerpool0-0 was preempted"}));
+         o.run->spec.serviceAccount = "trainer@test-project.iam.gserviceaccount.com";
+         o.now = T0 + seconds(3600);
+         o.checkpointListed = true;
+         return o;
+       },
+       crd::Phase::Submitted, {"Resumed"}, [](const Plan& p) { EXPECT_TRUE(p.createJob.has_value()); }},
+  });
+}
+
 TEST(DecideTest, TheAcceleratorCapQueuesRunsFirstCreatedFirstServed) {
   static const auto capped = rulesFor(R"({"namespaces": ["ns"], "maxAccelerators": 4})");
   const std::string gpus = R"({"resources": {"machineType": "n1-standard-8", "acceleratorType": "NVIDIA_TESLA_T4",

@@ -97,6 +97,15 @@ class ReconcilerTest : public ::testing::Test {
     sync(name);
     return result;
   }
+  // Applies run "r" and brings its job to RUNNING, as the poller would report it.
+  void startRunning() {
+    apply();
+    reconcile();
+    vertex.setState(currentJob(), vertex::JobState::Running);
+    jobs.erase(currentJob());
+    reconcile();
+    ASSERT_EQ(status()["phase"], "Running");
+  }
   json status(const std::string& name = "r") { return kube.get(trainingRunResource(), "ns", name)["status"]; }
   std::string currentJob(const std::string& name = "r") { return status(name)["attempts"].back()["jobName"]; }
   std::string condition(const std::string& type, const std::string& name = "r") {
@@ -395,12 +404,7 @@ TEST_F(PolledReconcilerTest, AfterARestartJobsComeFromTheFirstListNotAGetPerRun)
 }
 
 TEST_F(ReconcilerTest, ARunningRunListsCheckpointsAndWritesStatusAtMostOncePerInterval) {
-  apply();
-  reconcile();
-  vertex.setState(currentJob(), vertex::JobState::Running);
-  jobs.erase(currentJob());
-  reconcile();
-  ASSERT_EQ(status()["phase"], "Running");
+  startRunning();
   int listsBefore = countingGcs.lists, writesBefore = kube.statusWrites();
   // Ten intervals of passes twelve times an interval (the poller, the run's own status writes,
   // resyncs), with a new checkpoint at each.
@@ -454,6 +458,54 @@ TEST_F(CappedReconcilerTest, ARunWaitsForTheCapAndStartsAsSoonAsTheHolderFinishe
   reconcile("second");
   EXPECT_EQ(vertex.createdBodies().size(), 2u);
   EXPECT_EQ(condition("Ready", "second"), "");
+}
+
+// Team "ns" may write under gs://bucket/ only. checkpointing.directory may change after submission.
+class TenantReconcilerTest : public ReconcilerTest {
+ protected:
+  TenantReconcilerTest() : ReconcilerTest(tenantOptions()) {}
+  static TrainingRunReconcilerOptions tenantOptions() {
+    auto o = options();
+    o.tenancy = crd::parseTenancyRules(json::parse(R"([{"namespaces": ["ns"], "bucketPrefixes": ["gs://bucket/"]}])"));
+    return o;
+  }
+};
+
+TEST_F(TenantReconcilerTest, ACheckpointDirectoryEditedToAnotherTeamsBucketIsNeverListedNorResumedFrom) {
+  startRunning();
+  gcs.upload("other-team", "secret/ckpt-9", "x", "application/octet-stream");
+  kube.patch(trainingRunResource(), "ns", "r", controller::PatchType::Merge,
+             {{"spec", {{"checkpointing", {{"directory", "gs://other-team/secret"}}}}}}, "", false, "");
+  sync();
+  int listsBefore = gcs.listCalls();
+  auto interval = TrainingRunReconcilerOptions{}.checkpointPollPeriod;
+  for (int step = 0; step < 3; ++step) {
+    clock.advance(interval);
+    reconcile();
+  }
+  EXPECT_EQ(condition("Valid"), "False/TenantPolicyViolation");
+  EXPECT_EQ(status()["phase"], "Running") << "the job that runs goes on";
+  EXPECT_TRUE(events.has("TenantPolicyViolation"));
+
+  // Preempted now: no resume under the edited spec, and still no listing of the other bucket.
+  vertex.setState(currentJob(), vertex::JobState::Failed, vertex::RpcStatus{14, "The replica workerpool0-0 was preempted"});
+  jobs.erase(currentJob());
+  reconcile();  // Resuming: the backoff first
+  clock.advance(std::chrono::hours(1));
+  reconcile();
+  EXPECT_EQ(status()["phase"], "Invalid");
+  EXPECT_EQ(vertex.createdBodies().size(), 1u);
+  EXPECT_EQ(gcs.listCalls(), listsBefore) << "gs://other-team was never listed with the operator's identity";
+  EXPECT_FALSE(status().contains("lastCheckpoint") && status()["lastCheckpoint"].value("uri", "").find("other-team") !=
+                                                         std::string::npos);
+
+  // Back inside the rule: the resume goes ahead.
+  kube.patch(trainingRunResource(), "ns", "r", controller::PatchType::Merge,
+             {{"spec", {{"checkpointing", {{"directory", "gs://bucket/r/checkpoints"}}}}}}, "", false, "");
+  sync();
+  reconcile();
+  EXPECT_EQ(vertex.createdBodies().size(), 2u);
+  EXPECT_EQ(condition("Valid"), "True/SpecValid");
 }
 
 TEST_F(ReconcilerTest, AnUnchangedRunIsNotWrittenAgain) {
