@@ -122,13 +122,14 @@ std::optional<TenancyViolation> violationOf(const TenancyRule& rule, size_t inde
       if (!allowed) return rejected(field, "location", uri, rule.bucketPrefixes);
     }
   }
-  if (spec.resources && !spec.resources->acceleratorType.empty() && !rule.acceleratorTypes.empty() &&
-      !listed(rule.acceleratorTypes, spec.resources->acceleratorType)) {
-    return rejected("spec.resources.acceleratorType", "accelerator type", spec.resources->acceleratorType,
-                    rule.acceleratorTypes);
+  if (!rule.acceleratorTypes.empty()) {
+    for (const auto& [field, type] : acceleratorTypesOf(spec)) {
+      if (!listed(rule.acceleratorTypes, type)) return rejected(field, "accelerator type", type, rule.acceleratorTypes);
+    }
   }
   if (rule.maxAccelerators && acceleratorsOf(spec) > *rule.maxAccelerators) {
-    TenancyViolation violation{"spec.resources.acceleratorCount", index, rule.describe(index), ""};
+    TenancyViolation violation{spec.workerPoolSpecs.empty() ? "spec.resources.acceleratorCount" : "spec.workerPoolSpecs",
+                               index, rule.describe(index), ""};
     violation.message = violation.field + ": the run needs " + std::to_string(acceleratorsOf(spec)) +
                         " accelerators at once (per machine x machines x parallel trials), more than the " +
                         std::to_string(*rule.maxAccelerators) + " that " + violation.rule +
@@ -157,10 +158,30 @@ TenancyRules parseTenancyRules(const json& value, const std::string& path) {
 }
 
 int64_t acceleratorsOf(const TrainingRunSpec& spec) {
+  int64_t trials = spec.hyperparameterTuning ? std::max<int32_t>(spec.hyperparameterTuning->parallelTrialCount, 1) : 1;
+  if (!spec.workerPoolSpecs.empty()) {  // the expert form: every pool's machines count
+    int64_t total = 0;
+    for (const auto& pool : spec.workerPoolSpecs) {
+      auto read = readRawPool(pool);
+      if (!read.acceleratorType.empty()) total += read.acceleratorCount * read.replicaCount;
+    }
+    return total * trials;
+  }
   if (!spec.resources || spec.resources->acceleratorType.empty()) return 0;
   int64_t machines = spec.distribution ? std::max<int32_t>(spec.distribution->workerCount, 1) : 1;
-  int64_t trials = spec.hyperparameterTuning ? std::max<int32_t>(spec.hyperparameterTuning->parallelTrialCount, 1) : 1;
   return int64_t{spec.resources->acceleratorCount} * machines * trials;
+}
+
+std::vector<std::pair<std::string, std::string>> acceleratorTypesOf(const TrainingRunSpec& spec) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (spec.resources && !spec.resources->acceleratorType.empty())
+    out.emplace_back("spec.resources.acceleratorType", spec.resources->acceleratorType);
+  for (size_t i = 0; i < spec.workerPoolSpecs.size(); ++i) {
+    auto read = readRawPool(spec.workerPoolSpecs[i]);
+    if (!read.acceleratorType.empty())
+      out.emplace_back(indexPath("spec.workerPoolSpecs", i) + ".machineSpec.acceleratorType", read.acceleratorType);
+  }
+  return out;
 }
 
 std::vector<std::pair<std::string, std::string>> bucketUrisOf(const TrainingRunSpec& spec) {
@@ -176,6 +197,12 @@ std::vector<std::pair<std::string, std::string>> bucketUrisOf(const TrainingRunS
     const auto& uris = spec.trainer->pythonPackage->packageUris;
     for (size_t i = 0; i < uris.size(); ++i)
       out.emplace_back(indexPath("spec.trainer.pythonPackage.packageUris", i), uris[i]);
+  }
+  for (size_t i = 0; i < spec.workerPoolSpecs.size(); ++i) {
+    auto uris = readRawPool(spec.workerPoolSpecs[i]).packageUris;
+    for (size_t j = 0; j < uris.size(); ++j) {
+      out.emplace_back(indexPath(indexPath("spec.workerPoolSpecs", i) + ".pythonPackageSpec.packageUris", j), uris[j]);
+    }
   }
   return out;
 }

@@ -64,8 +64,12 @@ struct TenancyDecision {
   std::vector<size_t> assumedSelectorRules;   // rules assumed to match because labels were unknown
 };
 
-// Accelerators a run holds while its job runs: per machine x machines x parallel trials.
+// Accelerators a run holds while its job runs: per machine x machines x parallel trials (with
+// workerPoolSpecs, each pool's acceleratorCount x replicaCount, summed).
 int64_t acceleratorsOf(const TrainingRunSpec& spec);
+
+// The accelerator types the run asks for, as (field path, type): resources or every raw pool.
+std::vector<std::pair<std::string, std::string>> acceleratorTypesOf(const TrainingRunSpec& spec);
 
 // GCS locations the run writes or reads that bucket prefixes govern, as (field path, URI).
 std::vector<std::pair<std::string, std::string>> bucketUrisOf(const TrainingRunSpec& spec);

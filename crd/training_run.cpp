@@ -561,4 +561,64 @@ bool usesTpu(const TrainingRunSpec& spec) {
   return spec.resources && spec.resources->acceleratorType.rfind("TPU_", 0) == 0;
 }
 
+namespace {
+// A whole number as proto3 JSON writes one (a number, or digits in a string), within [0, 1e6].
+std::optional<int64_t> wholeNumber(const json& value) {
+  double number = 0;
+  if (value.is_number()) {
+    number = value.get<double>();
+  } else if (value.is_string()) {
+    const auto& text = value.get_ref<const std::string&>();
+    if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+    number = static_cast<double>(std::stoll(text));
+  } else {
+    return std::nullopt;
+  }
+  if (!(number >= 0 && number <= 1e6) || number != static_cast<double>(static_cast<int64_t>(number))) return std::nullopt;
+  return static_cast<int64_t>(number);
+}
+}  // namespace
+
+RawPool readRawPool(const json& pool) {
+  RawPool out;
+  if (!pool.is_object()) return out;
+  auto count = [&](const json& where, const char* key, const std::string& field, int64_t& into) {
+    auto found = where.find(key);
+    if (found == where.end() || found->is_null()) return;
+    if (auto value = wholeNumber(*found)) {
+      into = *value;
+    } else {
+      out.unreadable.push_back(field);
+    }
+  };
+  if (auto machine = pool.find("machineSpec"); machine != pool.end() && machine->is_object()) {
+    if (auto type = machine->find("acceleratorType"); type != machine->end() && !type->is_null()) {
+      if (type->is_string()) {
+        out.acceleratorType = type->get<std::string>();
+        if (out.acceleratorType == "ACCELERATOR_TYPE_UNSPECIFIED") out.acceleratorType.clear();
+      } else {
+        out.unreadable.push_back("machineSpec.acceleratorType");
+      }
+    }
+    count(*machine, "acceleratorCount", "machineSpec.acceleratorCount", out.acceleratorCount);
+  }
+  count(pool, "replicaCount", "replicaCount", out.replicaCount);
+  if (auto package = pool.find("pythonPackageSpec"); package != pool.end() && package->is_object()) {
+    if (auto uris = package->find("packageUris"); uris != package->end() && !uris->is_null()) {
+      if (!uris->is_array()) {
+        out.unreadable.push_back("pythonPackageSpec.packageUris");
+      } else {
+        for (const auto& uri : *uris) {
+          if (uri.is_string()) {
+            out.packageUris.push_back(uri.get<std::string>());
+          } else {
+            out.unreadable.push_back("pythonPackageSpec.packageUris");
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace vto::crd

@@ -258,4 +258,16 @@ std::string checkpointDirectoryOf(const TrainingRunSpec& spec);  // checkpointin
 // Whether the run uses TPUs (strategy TPU or a TPU_* accelerator).
 bool usesTpu(const TrainingRunSpec& spec);
 
+// What one raw workerPoolSpecs entry asks for, read as Vertex reads it: counts may be JSON numbers or
+// (proto3 JSON's int64) strings of digits. Tenancy counts and checks these; validate refuses the
+// fields in `unreadable` (present, but not a whole number or not a string where one belongs).
+struct RawPool {
+  std::string acceleratorType;           // machineSpec.acceleratorType; "" for none
+  int64_t acceleratorCount = 0;          // machineSpec.acceleratorCount
+  int64_t replicaCount = 1;              // replicaCount (absent: 1)
+  std::vector<std::string> packageUris;  // pythonPackageSpec.packageUris
+  std::vector<std::string> unreadable;   // e.g. "machineSpec.acceleratorCount"
+};
+RawPool readRawPool(const nlohmann::json& pool);
+
 }  // namespace vto::crd

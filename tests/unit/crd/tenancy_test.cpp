@@ -159,6 +159,41 @@ TEST(Tenancy, APolicyIsCheckedOnItsTemplateAndItsDataPrefix) {
       << project->message;
 }
 
+// The expert form (raw Vertex workerPoolSpecs) is counted and checked like the rest: otherwise it
+// would be a way around acceleratorTypes, maxAccelerators and bucketPrefixes.
+TEST(Tenancy, RawWorkerPoolsAreCountedAndCheckedToo) {
+  auto spec = allowedSpec();
+  spec.trainer.reset();
+  spec.resources.reset();
+  spec.workerPoolSpecs = nlohmann::json::parse(R"([
+    {"machineSpec": {"machineType": "a3-highgpu-8g", "acceleratorType": "NVIDIA_L4", "acceleratorCount": 4},
+     "replicaCount": "2", "containerSpec": {"imageUri": "us-docker.pkg.dev/p/r/i:1"}},
+    {},
+    {"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": 1,
+     "pythonPackageSpec": {"executorImageUri": "us-docker.pkg.dev/p/r/i:1", "pythonModule": "m",
+                           "packageUris": ["gs://acme-ml-out/pkg.tar.gz"]}}])");
+  EXPECT_EQ(acceleratorsOf(spec), 8) << "4 per machine x 2 replicas; the CPU pool holds none";
+  EXPECT_FALSE(checkTenancy(spec, {}, kTeamA, rules()));
+
+  auto fieldOf = [&](const std::function<void(nlohmann::json&)>& change) {
+    auto changed = spec;
+    change(changed.workerPoolSpecs);
+    auto violation = checkTenancy(changed, {}, kTeamA, rules());
+    return violation ? violation->field : "";
+  };
+  EXPECT_EQ(fieldOf([](auto& pools) { pools[0]["machineSpec"]["acceleratorType"] = "NVIDIA_H100_80GB"; }),
+            "spec.workerPoolSpecs[0].machineSpec.acceleratorType");
+  EXPECT_EQ(fieldOf([](auto& pools) { pools[0]["replicaCount"] = "5"; }), "spec.workerPoolSpecs")
+      << "20 accelerators, over the rule's 16";
+  EXPECT_EQ(fieldOf([](auto& pools) { pools[2]["pythonPackageSpec"]["packageUris"][0] = "gs://other-team/pkg.tar.gz"; }),
+            "spec.workerPoolSpecs[2].pythonPackageSpec.packageUris[0]");
+
+  auto unreadable = readRawPool(nlohmann::json::parse(R"({"machineSpec": {"acceleratorType": 4, "acceleratorCount": "four"},
+                                                          "replicaCount": -1, "pythonPackageSpec": {"packageUris": "gs://x"}})"));
+  EXPECT_EQ(unreadable.unreadable, (std::vector<std::string>{"machineSpec.acceleratorType", "machineSpec.acceleratorCount",
+                                                             "replicaCount", "pythonPackageSpec.packageUris"}));
+}
+
 TEST(Tenancy, AClaimComesFromTheRunsMetadataAndSpec) {
   auto run = testing::runFromYaml(testing::kMinimalRun);
   run.metadata.creationTimestamp = "2026-01-01T00:00:00Z";
