@@ -131,7 +131,10 @@ std::optional<TenancyViolation> violationOf(const TenancyRule& rule, size_t inde
     TenancyViolation violation{spec.workerPoolSpecs.empty() ? "spec.resources.acceleratorCount" : "spec.workerPoolSpecs",
                                index, rule.describe(index), ""};
     violation.message = violation.field + ": the run needs " + std::to_string(acceleratorsOf(spec)) +
-                        " accelerators at once (per machine x machines x parallel trials), more than the " +
+                        (spec.workerPoolSpecs.empty() ? " accelerators at once (per machine x machines x parallel trials)"
+                                                      : " accelerators at once (each pool's acceleratorCount x "
+                                                        "replicaCount, x parallel trials)") +
+                        ", more than the " +
                         std::to_string(*rule.maxAccelerators) + " that " + violation.rule +
                         " allows in total; ask for fewer";
     return violation;

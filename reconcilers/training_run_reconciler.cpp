@@ -108,7 +108,8 @@ void TrainingRunReconciler::observeTenancy(Observed& o) {
   o.namespaceInfo = namespaces_.get(o.metadata.namespace_);
   // Others' claims matter only where decide may create a job (no job yet, or one that ended) for a
   // run that wants accelerators; a running run's pass never reads them.
-  bool mayCreate = o.metadata.deletionTimestamp.empty() && !o.run->spec.suspend && (!o.job || vertex::isTerminal(o.job->state));
+  bool mayCreate = o.metadata.deletionTimestamp.empty() && !o.run->spec.suspend &&
+                   (!o.job || vertex::isTerminal(o.job->state));
   if (!accelerators_.capped() || !mayCreate || crd::acceleratorsOf(o.run->spec) == 0) return;
   o.otherClaims = accelerators_.claimsOtherThan(o.metadata.uid, [&](const std::string& ns) {
     return ns == o.metadata.namespace_ ? o.namespaceInfo : namespaces_.get(ns);
