@@ -127,10 +127,10 @@ std::optional<TenancyViolation> violationOf(const TenancyRule& rule, size_t inde
       if (!listed(rule.acceleratorTypes, type)) return rejected(field, "accelerator type", type, rule.acceleratorTypes);
     }
   }
-  if (rule.maxAccelerators && acceleratorsOf(spec) > *rule.maxAccelerators) {
+  if (auto needed = acceleratorsOf(spec); rule.maxAccelerators && needed > *rule.maxAccelerators) {
     TenancyViolation violation{spec.workerPoolSpecs.empty() ? "spec.resources.acceleratorCount" : "spec.workerPoolSpecs",
                                index, rule.describe(index), ""};
-    violation.message = violation.field + ": the run needs " + std::to_string(acceleratorsOf(spec)) +
+    violation.message = violation.field + ": the run needs " + std::to_string(needed) +
                         (spec.workerPoolSpecs.empty() ? " accelerators at once (per machine x machines x parallel trials)"
                                                       : " accelerators at once (each pool's acceleratorCount x "
                                                         "replicaCount, x parallel trials)") +
@@ -284,11 +284,9 @@ int64_t acceleratorsInUse(const std::vector<AcceleratorClaim>& claims) {
   return total;
 }
 
-namespace {
 bool olderThan(const AcceleratorClaim& a, const AcceleratorClaim& b) {
   return a.creationTimestamp != b.creationTimestamp ? a.creationTimestamp < b.creationTimestamp : a.key < b.key;
 }
-}  // namespace
 
 AdmitDecision admit(const AcceleratorClaim& candidate, const std::vector<AcceleratorClaim>& claims, int64_t cap,
                     const std::string& ruleDescription) {

@@ -110,6 +110,9 @@ AcceleratorClaim claimOf(const TrainingRun& run, bool holding);
 
 int64_t acceleratorsInUse(const std::vector<AcceleratorClaim>& claims);
 
+// The order of the line: created first, then by namespace/name (so replicas agree on ties).
+bool olderThan(const AcceleratorClaim& a, const AcceleratorClaim& b);
+
 struct AdmitDecision {
   bool admitted = false;
   int64_t inUse = 0;        // held by others

@@ -588,7 +588,7 @@ RawPool readRawPool(const json& pool) {
     if (auto value = wholeNumber(*found)) {
       into = *value;
     } else {
-      out.unreadable.push_back(field);
+      out.unreadable.push_back({field, "must be a whole number from 0 to 1000000, e.g. 1"});
     }
   };
   if (auto machine = pool.find("machineSpec"); machine != pool.end() && machine->is_object()) {
@@ -597,22 +597,23 @@ RawPool readRawPool(const json& pool) {
         out.acceleratorType = type->get<std::string>();
         if (out.acceleratorType == "ACCELERATOR_TYPE_UNSPECIFIED") out.acceleratorType.clear();
       } else {
-        out.unreadable.push_back("machineSpec.acceleratorType");
+        out.unreadable.push_back({"machineSpec.acceleratorType", "must be a string such as NVIDIA_TESLA_T4"});
       }
     }
     count(*machine, "acceleratorCount", "machineSpec.acceleratorCount", out.acceleratorCount);
   }
   count(pool, "replicaCount", "replicaCount", out.replicaCount);
+  static const RawPool::Unreadable kNotUriList{"pythonPackageSpec.packageUris", "must be a list of gs:// strings"};
   if (auto package = pool.find("pythonPackageSpec"); package != pool.end() && package->is_object()) {
     if (auto uris = package->find("packageUris"); uris != package->end() && !uris->is_null()) {
       if (!uris->is_array()) {
-        out.unreadable.push_back("pythonPackageSpec.packageUris");
+        out.unreadable.push_back(kNotUriList);
       } else {
         for (const auto& uri : *uris) {
           if (uri.is_string()) {
             out.packageUris.push_back(uri.get<std::string>());
           } else {
-            out.unreadable.push_back("pythonPackageSpec.packageUris");
+            out.unreadable.push_back(kNotUriList);
           }
         }
       }

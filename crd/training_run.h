@@ -260,13 +260,17 @@ bool usesTpu(const TrainingRunSpec& spec);
 
 // What one raw workerPoolSpecs entry asks for, read as Vertex reads it: counts may be JSON numbers or
 // (proto3 JSON's int64) strings of digits. Tenancy counts and checks these; validate refuses the
-// fields in `unreadable` (present, but not a whole number or not a string where one belongs).
+// fields in `unreadable` (present, but not of the form Vertex reads).
 struct RawPool {
+  struct Unreadable {
+    std::string field;     // e.g. "machineSpec.acceleratorCount"
+    std::string expected;  // e.g. "must be a whole number from 0 to 1000000, e.g. 1"
+  };
   std::string acceleratorType;           // machineSpec.acceleratorType; "" for none
   int64_t acceleratorCount = 0;          // machineSpec.acceleratorCount
   int64_t replicaCount = 1;              // replicaCount (absent: 1)
   std::vector<std::string> packageUris;  // pythonPackageSpec.packageUris
-  std::vector<std::string> unreadable;   // e.g. "machineSpec.acceleratorCount"
+  std::vector<Unreadable> unreadable;
 };
 RawPool readRawPool(const nlohmann::json& pool);
 

@@ -361,13 +361,7 @@ std::vector<Finding> validateTrainingRunSpec(const TrainingRunSpec& spec, const 
                                               (*it)["imageUri"].is_string())
       checkImage(f, at + ".containerSpec.imageUri", (*it)["imageUri"].get<std::string>());
     // What tenancy counts (accelerators) and checks (package locations) must read as Vertex does.
-    for (const auto& field : readRawPool(pool).unreadable) {
-      f.error(at + "." + field, field.find("Uris") != std::string::npos
-                                    ? "must be a list of gs:// strings"
-                                    : field.find("Type") != std::string::npos
-                                          ? "must be a string such as NVIDIA_TESLA_T4"
-                                          : "must be a whole number from 0 to 1000000, e.g. 1");
-    }
+    for (const auto& unreadable : readRawPool(pool).unreadable) f.error(at + "." + unreadable.field, unreadable.expected);
   }
   if (!spec.workerPoolSpecs.empty() && spec.workerPoolSpecs[0].empty())
     f.error("workerPoolSpecs[0]", "the primary pool is required; only later pools may be {}");

@@ -9,10 +9,6 @@ namespace vto::reconcilers {
 namespace {
 // How many waiting runs one release wakes at most (the periodic recheck covers the rest).
 constexpr size_t kMaxWokenPerRelease = 64;
-
-bool olderThan(const crd::AcceleratorClaim& a, const crd::AcceleratorClaim& b) {
-  return a.creationTimestamp != b.creationTimestamp ? a.creationTimestamp < b.creationTimestamp : a.key < b.key;
-}
 }  // namespace
 
 AcceleratorLedger::AcceleratorLedger(crd::TenancyRules rules, crd::Placement defaults)
@@ -34,9 +30,7 @@ std::vector<controller::ObjectKey> AcceleratorLedger::update(const std::string& 
     if (auto claim = acceleratorClaimOf(*run, run->status)) {
       Entry entry{{run->metadata.namespace_, run->metadata.name}, std::move(*claim),
                   crd::rulesAllowing(run->spec, defaults_, rules_)};
-      bool underACap = false;
-      for (size_t i = 0; i < rules_.size(); ++i) underACap |= rules_[i].maxAccelerators && entry.allowedBy[i];
-      if (underACap) now = std::move(entry);
+      if (mayShareACap(entry, entry)) now = std::move(entry);  // some capped rule could govern it
     }
   }
   std::lock_guard lock(mutex_);
@@ -56,7 +50,8 @@ std::vector<controller::ObjectKey> AcceleratorLedger::update(const std::string& 
   for (const auto& [otherUid, entry] : byUid_) {
     if (otherUid != uid && !entry.claim.holding && mayShareACap(*before, entry)) waiting.push_back(&entry);
   }
-  std::sort(waiting.begin(), waiting.end(), [](const Entry* a, const Entry* b) { return olderThan(a->claim, b->claim); });
+  std::sort(waiting.begin(), waiting.end(),
+            [](const Entry* a, const Entry* b) { return crd::olderThan(a->claim, b->claim); });
   std::vector<controller::ObjectKey> wake;
   int64_t wanted = 0;
   for (const auto* entry : waiting) {

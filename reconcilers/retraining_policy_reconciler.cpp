@@ -763,25 +763,14 @@ std::string RetrainingPolicyReconciler::bearerToken(const std::string& ns, const
   return token;
 }
 
-std::optional<crd::TenancyViolation> RetrainingPolicyReconciler::tenancyViolation(const json& cached) {
+std::optional<crd::TenancyViolation> RetrainingPolicyReconciler::tenancyViolation(const crd::RetrainingPolicy& policy) {
   if (tenancy_.rules.empty()) return std::nullopt;
-  crd::RetrainingPolicy policy;
-  try {
-    policy = crd::decodeRetrainingPolicy(cached);
-  } catch (const std::exception&) {
-    return std::nullopt;  // decide reports it
-  }
   auto ns = namespaces_.get(policy.metadata.namespace_);
   return crd::decidePolicyTenancy(policy.spec, tenancy_.defaults, ns, tenancy_.rules).violation;
 }
 
-json RetrainingPolicyReconciler::pollTriggers(const json& cached, RetrainingObserved& observed) {
-  crd::RetrainingPolicy policy;
-  try {
-    policy = crd::decodeRetrainingPolicy(cached);
-  } catch (const std::exception&) {
-    return cached;  // decide reports it
-  }
+json RetrainingPolicyReconciler::pollTriggers(const json& cached, crd::RetrainingPolicy policy,
+                                              RetrainingObserved& observed) {
   const auto& triggers = policy.spec.triggers;
   if (policy.spec.suspend || (!triggers.newData && !triggers.metric)) return cached;
   auto now = observed.now;
@@ -842,9 +831,15 @@ controller::Result RetrainingPolicyReconciler::reconcile(const controller::Objec
     if ((*run)["metadata"].value("namespace", "") == key.ns) observed.children.push_back(*run);
   }
   overlayCounted(key, observed.children);
+  std::optional<crd::RetrainingPolicy> decoded;
+  try {
+    decoded = crd::decodeRetrainingPolicy(*cached);
+  } catch (const std::exception&) {
+    // decide reports it; nothing is polled for a policy that does not decode
+  }
   // Tenancy first: a refused data prefix is never listed with the operator's identity.
-  observed.tenancyViolation = tenancyViolation(*cached);
-  if (!observed.tenancyViolation) observed.policy = pollTriggers(*cached, observed);
+  if (decoded) observed.tenancyViolation = tenancyViolation(*decoded);
+  if (decoded && !observed.tenancyViolation) observed.policy = pollTriggers(*cached, std::move(*decoded), observed);
   auto plan = decideRetraining(observed);
   spdlog::debug("retrainingpolicy {}: at {} {} run(s) to create, {} to delete, requeue in {} ms", key.str(),
                 timeText(observed.now), plan.create.size(), plan.remove.size(),

@@ -158,10 +158,11 @@ class RetrainingPolicyReconciler final : public controller::Reconciler {
   void act(const nlohmann::json& policy, RetrainingPlan& plan);
   // Observe for the polled triggers: polls GCS and queries Prometheus when they are due. Reads the
   // policy afresh first, so a cache that lags behind the last status write cannot make a poll judge
-  // against an old watermark. Returns the policy the decision must use.
-  nlohmann::json pollTriggers(const nlohmann::json& cached, RetrainingObserved& observed);
+  // against an old watermark. `policy` is `cached` decoded. Returns the policy the decision must use.
+  nlohmann::json pollTriggers(const nlohmann::json& cached, crd::RetrainingPolicy policy,
+                              RetrainingObserved& observed);
   std::string bearerToken(const std::string& ns, const crd::SecretKeyRef& ref);
-  std::optional<crd::TenancyViolation> tenancyViolation(const nlohmann::json& policy);
+  std::optional<crd::TenancyViolation> tenancyViolation(const crd::RetrainingPolicy& policy);
   void recordMetrics(const nlohmann::json& policy, const RetrainingPlan& plan);
 
   // Runs this process marked counted that its cache has not shown marked yet: observe lays the mark

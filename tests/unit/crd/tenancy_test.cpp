@@ -190,8 +190,10 @@ TEST(Tenancy, RawWorkerPoolsAreCountedAndCheckedToo) {
 
   auto unreadable = readRawPool(nlohmann::json::parse(R"({"machineSpec": {"acceleratorType": 4, "acceleratorCount": "four"},
                                                           "replicaCount": -1, "pythonPackageSpec": {"packageUris": "gs://x"}})"));
-  EXPECT_EQ(unreadable.unreadable, (std::vector<std::string>{"machineSpec.acceleratorType", "machineSpec.acceleratorCount",
-                                                             "replicaCount", "pythonPackageSpec.packageUris"}));
+  std::vector<std::string> fields;
+  for (const auto& each : unreadable.unreadable) fields.push_back(each.field);
+  EXPECT_EQ(fields, (std::vector<std::string>{"machineSpec.acceleratorType", "machineSpec.acceleratorCount",
+                                              "replicaCount", "pythonPackageSpec.packageUris"}));
 }
 
 TEST(Tenancy, AClaimComesFromTheRunsMetadataAndSpec) {
