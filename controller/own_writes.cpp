@@ -6,36 +6,65 @@
 
 namespace vto::controller {
 
-void OwnWrites::record(const ObjectKey& key, const std::string& resourceVersion) {
-  if (resourceVersion.empty()) return;
+namespace {
+std::string versionOf(const nlohmann::json& object) {
+  return object.value("/metadata/resourceVersion"_json_pointer, std::string());
+}
+
+void keepLast(std::vector<std::string>& versions, size_t count) {
+  if (versions.size() > count) versions.erase(versions.begin(), versions.end() - static_cast<long>(count));
+}
+}  // namespace
+
+void OwnWrites::record(const std::string& replacedVersion, CachedObject written) {
+  if (!written) return;
+  auto version = versionOf(*written);
+  if (version.empty()) return;
   std::lock_guard guard(mutex_);
-  auto& versions = versions_[key];
-  if (versions.size() == kMaxVersionsPerObject) versions.erase(versions.begin());
-  versions.push_back(resourceVersion);
+  auto& writes = writes_[keyOf(*written)];
+  writes.echoes.push_back(version);
+  keepLast(writes.echoes, kMaxVersionsPerObject);
+  if (!replacedVersion.empty()) writes.replaced.push_back(replacedVersion);
+  keepLast(writes.replaced, kMaxVersionsPerObject);
+  writes.latest = std::move(written);
+}
+
+CachedObject OwnWrites::latest(CachedObject cached) {
+  if (!cached) return cached;
+  auto version = versionOf(*cached);
+  std::lock_guard guard(mutex_);
+  auto found = writes_.find(keyOf(*cached));
+  if (found == writes_.end()) return cached;
+  const auto& replaced = found->second.replaced;
+  if (std::find(replaced.begin(), replaced.end(), version) != replaced.end()) return found->second.latest;
+  // Our last write or a newer version: the cache has caught up (an echo it has already passed, when
+  // the watch was quicker than our record of the answer, is not waited for any longer).
+  writes_.erase(found);
+  return cached;
 }
 
 bool OwnWrites::consume(const nlohmann::json& object) {
-  auto version = object.value("/metadata/resourceVersion"_json_pointer, std::string());
+  auto version = versionOf(object);
   std::lock_guard guard(mutex_);
-  auto found = versions_.find(keyOf(object));
-  if (found == versions_.end()) return false;
-  auto& versions = found->second;
-  auto match = std::find(versions.begin(), versions.end(), version);
-  if (match == versions.end()) return false;
+  auto found = writes_.find(keyOf(object));
+  if (found == writes_.end()) return false;
+  auto& echoes = found->second.echoes;
+  auto match = std::find(echoes.begin(), echoes.end(), version);
+  if (match == echoes.end()) return false;
   // Watch events come in order: the echoes of writes before this one have passed.
-  versions.erase(versions.begin(), match + 1);
-  if (versions.empty()) versions_.erase(found);
+  echoes.erase(echoes.begin(), match + 1);
+  if (echoes.empty()) writes_.erase(found);  // the cache holds our last write
   return true;
 }
 
 void OwnWrites::forget(const ObjectKey& key) {
   std::lock_guard guard(mutex_);
-  versions_.erase(key);
+  writes_.erase(key);
 }
 
 size_t OwnWrites::size() const {
   std::lock_guard guard(mutex_);
-  return versions_.size();
+  return writes_.size();
 }
 
 Informer::Handler enqueueUnlessOwnWrite(WorkQueue& queue, OwnWrites& ownWrites) {

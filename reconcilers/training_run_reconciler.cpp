@@ -46,6 +46,8 @@ Result TrainingRunReconciler::reconcile(const controller::ObjectKey& key) {
     if (options_.ownWrites != nullptr) options_.ownWrites->forget(key);
     return {};  // deleted: the finalizer already did its work
   }
+  // A cache still behind this controller's own last write would have us write again and conflict.
+  if (options_.ownWrites != nullptr) cached = options_.ownWrites->latest(std::move(cached));
   auto observed = observe(*cached);
   return act(*cached, observed, decide(observed, decideOptions_));
 }
@@ -259,12 +261,12 @@ Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& 
   if (plan.retry) throw std::runtime_error(*plan.retry);
   // The object as our own writes left it (their answers carry the new resourceVersion); until the
   // first write, the cached one, uncopied.
-  std::optional<nlohmann::json> written;
+  controller::CachedObject written;
   auto current = [&]() -> const nlohmann::json& { return written ? *written : cached; };
   const auto& meta = o.metadata;
   if (plan.addFinalizer) {
-    written = controller::addFinalizer(kube_, trainingRunResource(), cached, kFinalizer);
-    rememberOwnWrite(*written);
+    written = std::make_shared<const nlohmann::json>(controller::addFinalizer(kube_, trainingRunResource(), cached, kFinalizer));
+    rememberOwnWrite(cached, written);
   }
   if (plan.cancelJob) {
     try {
@@ -300,8 +302,9 @@ Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& 
     if (job) plan = recordCreatedJob(o, std::move(plan), cachedJobOf(*job, o.now), adopted);
   }
   if (plan.status) {
-    written = writeStatus(current(), *plan.status);
-    rememberOwnWrite(*written);
+    auto status = std::make_shared<const nlohmann::json>(writeStatus(current(), *plan.status));
+    rememberOwnWrite(current(), status);
+    written = std::move(status);
   }
   controller::recordEvents(events_, current(), plan.events);
   if (metrics_ != nullptr) {
@@ -326,28 +329,19 @@ Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& 
   return Result{plan.requeueAfter};
 }
 
-void TrainingRunReconciler::rememberOwnWrite(const nlohmann::json& written) {
-  // Its watch event then reconciles nothing: the pass that wrote it already decided on it.
+void TrainingRunReconciler::rememberOwnWrite(const nlohmann::json& replaced, controller::CachedObject written) {
+  // Its watch event then reconciles nothing (the pass that wrote it already decided on it), and a pass
+  // that starts before that event arrives reads it back. Both writes recorded here are conditional on
+  // `replaced`'s resourceVersion, as OwnWrites needs.
   if (options_.ownWrites == nullptr) return;
-  options_.ownWrites->record(controller::keyOf(written),
-                             written.value("/metadata/resourceVersion"_json_pointer, std::string()));
+  options_.ownWrites->record(replaced.value("/metadata/resourceVersion"_json_pointer, std::string()), std::move(written));
 }
 
 nlohmann::json TrainingRunReconciler::writeStatus(const nlohmann::json& object, const crd::TrainingRunStatus& status) {
   nlohmann::json written = object;
   written["status"] = crd::encodeTrainingRunStatus(status);
   auto& meta = written["metadata"];
-  // The status subresource takes only status from what is sent; the rest is kept as stored. So only
-  // status is sent, with the identity and the resourceVersion (a write from a stale cache is a 409,
-  // a namesake's uid is refused).
-  nlohmann::json sent = {{"apiVersion", object.value("apiVersion", "")},
-                         {"kind", object.value("kind", "")},
-                         {"metadata",
-                          {{"name", meta.value("name", "")},
-                           {"namespace", meta.value("namespace", "")},
-                           {"uid", meta.value("uid", "")},
-                           {"resourceVersion", meta.value("resourceVersion", "")}}},
-                         {"status", written["status"]}};
+  auto sent = controller::statusWriteBody(object, written["status"]);
   // Stored is what was observed plus this status: the written object is that at the new
   // resourceVersion, the only part of the answer read.
   meta["resourceVersion"] = kube_.updateStatusVersion(trainingRunResource(), meta.value("namespace", ""), sent);

@@ -108,8 +108,8 @@ class TrainingRunReconciler final : public controller::Reconciler {
   // The tenancy inputs: this run's namespace and, where a job may be created, the other runs'
   // accelerator claims (the ledger).
   void observeTenancy(Observed& observed);
-  // Records a write's resourceVersion in options_.ownWrites.
-  void rememberOwnWrite(const nlohmann::json& written);
+  // Records in options_.ownWrites that a write conditional on `replaced` left the object as `written`.
+  void rememberOwnWrite(const nlohmann::json& replaced, controller::CachedObject written);
   // PUTs the status; returns the object as stored afterwards (its new resourceVersion).
   nlohmann::json writeStatus(const nlohmann::json& object, const crd::TrainingRunStatus& status);
 

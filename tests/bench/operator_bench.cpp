@@ -31,6 +31,7 @@
 #include "crd/yaml_json.h"
 #include "reconcilers/training_run_reconciler.h"
 #include "tests/support/operator_stack.h"
+#include "tests/support/prometheus_text.h"
 #include "tests/support/wait.h"
 
 using namespace vto;
@@ -93,59 +94,11 @@ nlohmann::json emulatorStats(OperatorStack& stack) {
 }
 long emulatorRequests(OperatorStack& stack) { return emulatorStats(stack).value("vertexRequests", 0L); }
 
-// Sum of one metric's series (whose labels contain `labelFilter`) on the operator's /metrics.
-long metricSum(int metricsPort, const std::string& metric, const std::string& labelFilter = "") {
+// Sum of one metric's series (whose labels contain `key="value"` when given) on the operator's /metrics.
+long metricSum(int metricsPort, const std::string& metric, const std::string& key = "", const std::string& value = "") {
   auto out = runShell("curl -sf http://127.0.0.1:" + std::to_string(metricsPort) + "/metrics").output;
-  std::regex line("^" + metric + R"(\{([^}]*)\} ([0-9.e+]+)$)");
-  long total = 0;
-  std::istringstream lines(out);
-  for (std::string l; std::getline(lines, l);) {
-    std::smatch m;
-    if (std::regex_match(l, m, line) && m[1].str().find(labelFilter) != std::string::npos) {
-      total += static_cast<long>(std::stod(m[2]));
-    }
-  }
-  return total;
-}
-
-// The API server's own count of requests on TrainingRuns and Events (apiserver_request_total), as
-// ../shared/peer/bench.sh counts them: all verbs, and writes (POST, PUT, PATCH, DELETE) alone; the
-// writes split as side_by_side.py splits the peer's per-verb detail: to a run itself (its finalizer),
-// to its status, and to Events.
-struct ApiRequests {
-  double all = 0;
-  double writes = 0;
-  double runWrites = 0, statusWrites = 0, eventWrites = 0;
-};
-ApiRequests apiRequests(OperatorStack& stack) {
-  auto out = stack.cluster().kubectl("get --raw /metrics").output;
-  static const std::regex sample(R"(^apiserver_request_total\{([^}]*)\} ([0-9.e+]+)$)");
-  static const std::regex label(R"re((\w+)="([^"]*)")re");
-  ApiRequests counted;
-  std::istringstream lines(out);
-  for (std::string l; std::getline(lines, l);) {
-    std::smatch m;
-    if (l.rfind("apiserver_request_total{", 0) != 0 || !std::regex_match(l, m, sample)) continue;
-    std::map<std::string, std::string> labels;
-    auto text = m[1].str();
-    for (auto it = std::sregex_iterator(text.begin(), text.end(), label); it != std::sregex_iterator(); ++it) {
-      labels[(*it)[1]] = (*it)[2];
-    }
-    if (labels["resource"] != "trainingruns" && labels["resource"] != "events") continue;
-    double value = std::stod(m[2]);
-    counted.all += value;
-    const auto& verb = labels["verb"];
-    if (verb != "POST" && verb != "PUT" && verb != "PATCH" && verb != "DELETE") continue;
-    counted.writes += value;
-    if (labels["resource"] == "events") {
-      counted.eventWrites += value;
-    } else if (labels["subresource"] == "status") {
-      counted.statusWrites += value;
-    } else if (labels["subresource"].empty()) {
-      counted.runWrites += value;
-    }
-  }
-  return counted;
+  return static_cast<long>(
+      sampleSum(out, metric, [&](const Labels& labels) { return key.empty() || (labels.count(key) && labels.at(key) == value); }));
 }
 
 // GCS object lists so far, from fake-gcs-server's request log.
@@ -209,7 +162,7 @@ void bench(int runs) {
 
   // 1. Submission.
   long vertex0 = emulatorRequests(stack);
-  auto api0 = apiRequests(stack);
+  auto api0 = apiServerRequests(stack.cluster());
   auto started = std::chrono::steady_clock::now();
   stack.startOperator(flags);
   bool submitted = waitFor([&] { return emulatorStats(stack).value("created", 0) >= runs; }, std::chrono::minutes(30),
@@ -218,23 +171,24 @@ void bench(int runs) {
   long pid = stack.operatorPid();
   double submitCpu = cpuSeconds(pid);
   long submitVertex = emulatorRequests(stack) - vertex0;
-  auto api1 = apiRequests(stack);
+  auto api1 = apiServerRequests(stack.cluster());
   results.record("submit_seconds", submitSeconds);
   results.record("submit_cpu", submitCpu);
   results.record("submit_hwm", peakRssMiB(pid));
   results.record("submit_vertex", static_cast<double>(submitVertex));
-  results.record("submit_api", api1.all - api0.all);
+  auto submitApi = api1 - api0;
+  results.record("submit_api", submitApi.all);
   // Which writes: each new run costs one of each; a job that went Running inside the window adds a
   // status write and an Event (the peer's bench keeps the same split in submit_api_detail).
-  results.record("submit_api_run_writes", api1.runWrites - api0.runWrites);
-  results.record("submit_api_status_writes", api1.statusWrites - api0.statusWrites);
-  results.record("submit_api_event_writes", api1.eventWrites - api0.eventWrites);
-  results.record("submit_api_reads", (api1.all - api1.writes) - (api0.all - api0.writes));
+  results.record("submit_api_run_writes", submitApi.runUpdates);
+  results.record("submit_api_status_writes", submitApi.statusWrites);
+  results.record("submit_api_event_writes", submitApi.eventWrites);
+  results.record("submit_api_reads", submitApi.reads);
   results.record("submit_vertex_closed_conns", static_cast<double>(closedConnections(stack.emulator().url())));
   std::printf("%6d runs: %s in %.1f s; operator CPU %.1f s, peak RSS %.1f MiB; per run: %.2f Vertex requests, "
               "%.2f API server requests; %ld connections to Vertex closed in the last minute\n",
               runs, submitted ? "every run has a job" : "NOT every run has a job", submitSeconds, submitCpu,
-              peakRssMiB(pid), static_cast<double>(submitVertex) / runs, (api1.all - api0.all) / runs,
+              peakRssMiB(pid), static_cast<double>(submitVertex) / runs, submitApi.all / runs,
               closedConnections(stack.emulator().url()));
   std::fflush(stdout);
 
@@ -261,11 +215,11 @@ void bench(int runs) {
   auto before = statuses();
   double cpu2 = cpuSeconds(pid);
   long vertex2 = emulatorRequests(stack), gcs2 = gcsLists(stack);
-  auto api2 = apiRequests(stack);
+  auto api2 = apiServerRequests(stack.cluster());
   std::this_thread::sleep_for(std::chrono::seconds(window));
   double steadyCpu = cpuSeconds(pid) - cpu2;
   long steadyVertex = emulatorRequests(stack) - vertex2, steadyGcs = gcsLists(stack) - gcs2;
-  auto api3 = apiRequests(stack);
+  auto api3 = apiServerRequests(stack.cluster());
   auto after = statuses();
   long changedRuns = 0;
   for (const auto& [name, status] : after) changedRuns += !before.count(name) || before.at(name) != status;
@@ -275,18 +229,19 @@ void bench(int runs) {
   // time and the window), so that total - steady compares the two on the same work.
   results.record("total_cpu", cpu2 + steadyCpu);
   results.record("steady_vertex", static_cast<double>(steadyVertex));
-  results.record("steady_api", api3.all - api2.all);
-  results.record("steady_api_writes", api3.writes - api2.writes);
+  auto steadyApi = api3 - api2;
+  results.record("steady_api", steadyApi.all);
+  results.record("steady_api_writes", steadyApi.writes());
   results.record("steady_gcs_lists", static_cast<double>(steadyGcs));
   results.record("steady_vertex_conns", static_cast<double>(closedConnections(stack.emulator().url())));
   results.record("peak_rss", peakRssMiB(pid));
   results.record("threads", procStatus(pid, "Threads"));
-  results.record("conflicts_409", static_cast<double>(metricSum(metricsPort, "rest_client_requests_total", "code=\"409\"")));
+  results.record("conflicts_409", static_cast<double>(metricSum(metricsPort, "rest_client_requests_total", "code", "409")));
   results.record("reconcile_errors", static_cast<double>(metricSum(metricsPort, "controller_runtime_reconcile_errors_total")));
   std::printf("%6d runs: %s; steady state %d s: operator CPU %.2f s, Vertex requests %ld, API server requests %.0f "
               "(writes %.0f; runs whose status changed %ld), GCS lists %ld (%.0f/min); peak RSS %.1f MiB\n",
               runs, running ? "every run Running" : "NOT every run Running", window, steadyCpu, steadyVertex,
-              api3.all - api2.all, api3.writes - api2.writes, changedRuns, steadyGcs, steadyGcs * 60.0 / window,
+              steadyApi.all, steadyApi.writes(), changedRuns, steadyGcs, steadyGcs * 60.0 / window,
               peakRssMiB(pid));
   std::fflush(stdout);
 
