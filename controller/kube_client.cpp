@@ -23,6 +23,20 @@ std::string Resource::path(const std::string& ns, const std::string& name,
   return p;
 }
 
+nlohmann::json statusWriteBody(const nlohmann::json& object, nlohmann::json status) {
+  static const nlohmann::json none = nlohmann::json::object();
+  auto found = object.find("metadata");
+  const auto& meta = found != object.end() && found->is_object() ? *found : none;
+  return {{"apiVersion", object.value("apiVersion", "")},
+          {"kind", object.value("kind", "")},
+          {"metadata",
+           {{"name", meta.value("name", "")},
+            {"namespace", meta.value("namespace", "")},
+            {"uid", meta.value("uid", "")},
+            {"resourceVersion", meta.value("resourceVersion", "")}}},
+          {"status", std::move(status)}};
+}
+
 namespace {
 thread_local std::optional<std::chrono::steady_clock::time_point> requestDeadline;
 }  // namespace

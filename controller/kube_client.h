@@ -62,6 +62,11 @@ enum class PatchType {
   Apply,  // server-side apply: application/apply-patch+yaml (JSON is valid YAML)
 };
 
+// The body of a status write (updateStatus): the status subresource takes only status from what is
+// sent and keeps the rest as stored, so only `object`'s identity, its resourceVersion (a write from a
+// stale cache is a 409) and uid (a namesake is refused) go with `status`, not its spec again.
+nlohmann::json statusWriteBody(const nlohmann::json& object, nlohmann::json status);
+
 // A deadline for every request this thread sends through a RestKubeClient while the scope lives
 // (scopes nest; the earliest deadline wins). Leader election uses it so that a renew can never
 // outlive the renew deadline, whatever the network does: a request still unanswered at the

@@ -826,7 +826,7 @@ controller::Result RetrainingPolicyReconciler::reconcile(const controller::Objec
   }
   const auto& meta = (*cached)["metadata"];
   if (meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null()) return {};
-  RetrainingObserved observed{*cached, {}, clock_.now(), {}, {}};
+  RetrainingObserved observed{*cached, {}, clock_.now(), {}, {}, {}};
   for (const auto& run : runs_.byLabel(key.name)) {
     if ((*run)["metadata"].value("namespace", "") == key.ns) observed.children.push_back(*run);
   }
@@ -922,9 +922,7 @@ void RetrainingPolicyReconciler::act(const json& cached, RetrainingPlan& plan) {
   }
   auto encoded = crd::encodeRetrainingPolicyStatus(plan.status);
   if (!policy.contains("status") || policy["status"] != encoded) {
-    json object = policy;
-    object["status"] = encoded;
-    kube_.updateStatus(retrainingPolicyResource(), ns, object);
+    kube_.updateStatusVersion(retrainingPolicyResource(), ns, controller::statusWriteBody(policy, std::move(encoded)));
   }
   for (const auto& runName : plan.markCounted) {
     json patch = {{"metadata", {{"annotations", {{kCountedAnnotation, "true"}}}}}};
