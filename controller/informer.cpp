@@ -19,7 +19,11 @@ void stripUnreadFields(nlohmann::json& object) {
 }
 
 Informer::Informer(KubeClient& client, const Clock& clock, InformerOptions options)
-    : client_(client), clock_(clock), options_(std::move(options)), cache_(options_.indexedLabel) {
+    : client_(client),
+      clock_(clock),
+      options_(std::move(options)),
+      cache_(options_.indexedLabel),
+      streamInitialEvents_(options_.streamInitialEvents) {
   if (options_.namespaces.empty()) options_.namespaces.push_back("");  // "" = all namespaces
 }
 
@@ -81,27 +85,48 @@ void Informer::relist(const std::string& ns, std::string& resourceVersion) {
   } while (!options.continueToken.empty());
   for (const auto& gone : cache_.dropUnseen(ns, seen)) notify(*gone);
   resourceVersion = listVersion;
-  ++listCount_;
 }
+
+namespace {
+// What a server without the WatchList feature answers to sendInitialEvents: 422 from 1.27 on (the
+// parameter is forbidden there), 400 for a parameter it cannot read, 501 from a client that cannot.
+bool refusesStreaming(const ApiError& error) {
+  auto code = error.status().code;
+  return code == 400 || code == 422 || code == 501;
+}
+
+bool endsInitialEvents(const nlohmann::json& bookmark) {
+  return bookmark.value("/metadata/annotations/k8s.io~1initial-events-end"_json_pointer, std::string()) == "true";
+}
+}  // namespace
 
 void Informer::run(const std::string& ns, std::stop_token stop) {
   const std::string scope = options_.resource.resource + (ns.empty() ? "" : " in " + ns);
-  std::string resourceVersion;  // empty: the next step is a full list
+  std::string resourceVersion;  // empty: the next step is a full sync (streamed, or listed)
   bool synced = false;
+  auto markSynced = [&] {
+    ++listCount_;
+    if (!synced) {
+      synced = true;
+      ++synced_;
+    }
+  };
   Clock::duration backoff = options_.minBackoff;
   while (!stop.stop_requested()) {
+    // A sync streamed through the watch itself: no list request and no page held in memory.
+    bool streaming = resourceVersion.empty() && streamInitialEvents_;
     try {
-      if (resourceVersion.empty()) {
+      if (resourceVersion.empty() && !streaming) {
         relist(ns, resourceVersion);
-        if (!synced) {
-          synced = true;
-          ++synced_;
-        }
+        markSynced();
       }
       WatchOptions watch;
       watch.labelSelector = options_.labelSelector;
       watch.resourceVersion = resourceVersion;
       watch.timeoutSeconds = options_.watchTimeoutSeconds;
+      watch.sendInitialEvents = streaming;
+      bool initial = streaming;  // until the bookmark that ends the initial events
+      std::set<ObjectKey> seen;  // what the initial events brought: the rest of the cache is gone
       client_.watch(
           options_.resource, ns, watch,
           [&](WatchEvent&& event) {
@@ -113,20 +138,37 @@ void Informer::run(const std::string& ns, std::stop_token stop) {
               if (options_.transform) options_.transform(event.object);
               if (event.type == "DELETED") {
                 cache_.erase(keyOf(event.object));
+                notify(event.object);
+              } else if (initial) {
+                auto one = nlohmann::json::array();
+                one.push_back(std::move(event.object));
+                for (const auto& changed : cache_.merge(std::move(one), seen)) notify(*changed);
               } else {
                 cache_.upsert(event.object);
+                notify(event.object);
               }
-              notify(event.object);
+            } else if (initial && event.type == "BOOKMARK" && endsInitialEvents(event.object)) {
+              for (const auto& gone : cache_.dropUnseen(ns, seen)) notify(*gone);
+              initial = false;
+              markSynced();
             }
-            // BOOKMARK carries only the resourceVersion: the point to resume from.
-            if (!rv.empty()) resourceVersion = rv;
+            // BOOKMARK carries only the resourceVersion: the point to resume from. Not before the
+            // initial events have ended: a watch cut off in the middle of them syncs again.
+            if (!rv.empty() && !initial) resourceVersion = rv;
             backoff = options_.minBackoff;  // the connection works
           },
           stop);
     } catch (const ApiError& error) {
+      if (streaming && refusesStreaming(error)) {
+        // An API server without the WatchList feature (before 1.32, or 1.33) refuses the parameters:
+        // list from now on.
+        spdlog::info("informer {}: the API server does not stream the initial list ({}); listing instead", scope,
+                     error.what());
+        streamInitialEvents_ = false;
+        continue;
+      }
       if (error.isGone()) {
-        spdlog::info("informer {}: resourceVersion {} is too old, listing again", scope,
-                     resourceVersion);
+        spdlog::info("informer {}: resourceVersion {} is too old, syncing again", scope, resourceVersion);
         resourceVersion.clear();
         continue;
       }

@@ -36,6 +36,9 @@ struct InformerOptions {
   // Objects per list page: one page is held parsed at a time (a TrainingRun with its status and
   // managedFields is ~15 KiB parsed, so 100 bound a relist to a few MiB; client-go uses 500).
   int pageSize = 100;
+  // Sync through a watch that streams the current objects first (WatchOptions::sendInitialEvents)
+  // instead of listing; an API server that refuses it is listed instead, from then on.
+  bool streamInitialEvents = true;
   int watchTimeoutSeconds = 300;
   Clock::duration minBackoff = std::chrono::milliseconds(200);
   Clock::duration maxBackoff = std::chrono::seconds(30);
@@ -62,7 +65,7 @@ class Informer {
   // True once every namespace's first list is in the cache.
   bool hasSynced() const;
   const ObjectCache& cache() const { return cache_; }
-  // How many full lists have been made (one per namespace at start, one more per 410).
+  // How many full syncs (streamed or listed) have completed: one per namespace at start, one more per 410.
   int listCount() const { return listCount_; }
 
  private:
@@ -79,6 +82,9 @@ class Informer {
   std::vector<Handler> handlers_;
   std::atomic<int> synced_{0};
   std::atomic<int> listCount_{0};
+  // Whether to sync through a streamed watch (InformerOptions::streamInitialEvents), until the API
+  // server refuses it once.
+  std::atomic<bool> streamInitialEvents_{true};
   std::mutex pauseMutex_;
   std::condition_variable pauseWake_;
   std::vector<std::jthread> watchers_;

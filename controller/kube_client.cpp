@@ -328,7 +328,9 @@ void RestKubeClient::watch(const Resource& resource, const std::string& ns,
                          {"labelSelector", options.labelSelector},
                          {"fieldSelector", options.fieldSelector},
                          {"resourceVersion", options.resourceVersion},
-                         {"allowWatchBookmarks", options.allowWatchBookmarks ? "true" : ""},
+                         {"allowWatchBookmarks", options.allowWatchBookmarks || options.sendInitialEvents ? "true" : ""},
+                         {"sendInitialEvents", options.sendInitialEvents ? "true" : ""},
+                         {"resourceVersionMatch", options.sendInitialEvents ? "NotOlderThan" : ""},
                          {"timeoutSeconds", std::to_string(options.timeoutSeconds)}});
   auto request = impl_->makeRequest("GET", path);
   request.timeout = impl_->requestTimeout;  // connecting and the headers
@@ -336,10 +338,17 @@ void RestKubeClient::watch(const Resource& resource, const std::string& ns,
   // the server ending the watch at timeoutSeconds keep a live one talking).
   auto idle = std::chrono::seconds(options.timeoutSeconds + 60);
   HttpResponse response;
+  // Counted as soon as the server streams (as client-go counts a watch once its answer starts), not
+  // only when it ends minutes later: a watch that syncs is the only request an informer makes.
+  bool counted = false;
   try {
     response = impl_->http->streamLines(
         request,
         [&](std::string_view line) {
+          if (!counted) {
+            impl_->count("200", "GET");
+            counted = true;
+          }
           if (line.empty() || line == "\r") return;
           auto event = impl_->omitManagedFields ? parseWithoutManagedFields(line)
                                                 : nlohmann::json::parse(line, nullptr, false);
@@ -354,11 +363,11 @@ void RestKubeClient::watch(const Resource& resource, const std::string& ns,
         stop, idle);
   } catch (const TransportError& error) {
     if (stop.stop_requested()) return;
-    impl_->count("<error>", "GET");
+    if (!counted) impl_->count("<error>", "GET");
     Impl::throwTransport("watch " + path, error.what());
   }
   if (stop.stop_requested()) return;
-  impl_->count(std::to_string(response.status), "GET");
+  if (!counted) impl_->count(std::to_string(response.status), "GET");
   if (response.status >= 300) throw ApiError(parseStatus(response.status, response.body), Impl::retryAfter(response));
 }
 

@@ -50,6 +50,11 @@ struct WatchOptions {
   std::string resourceVersion;
   bool allowWatchBookmarks = true;
   int timeoutSeconds = 300;  // the server ends the watch after this long; the informer re-watches
+  // The current objects first, as ADDED events, then a BOOKMARK annotated k8s.io/initial-events-end
+  // (a "watch list", Kubernetes 1.32 and 1.34+ by default): a list without the list request, one object
+  // in memory at a time. Sent with resourceVersionMatch=NotOlderThan; a server without the WatchList
+  // feature answers 422.
+  bool sendInitialEvents = false;
 };
 
 struct WatchEvent {

@@ -64,35 +64,43 @@ struct Seen {
   }
 };
 
-TEST(InformerTest, FollowsCreatesUpdatesAndDeletesMadeWithKubectl) {
+// Synced both ways: streamed through the watch (the API server here has the WatchList feature), and
+// listed (as from a server without it).
+class InformerSyncTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(InformerSyncTest, FollowsCreatesUpdatesAndDeletesMadeWithKubectl) {
   auto& cluster = sharedCluster();
-  ASSERT_EQ(cluster.kubectl("create namespace informer-crud").exitCode, 0);
-  ASSERT_EQ(cluster.kubectl("create configmap before -n informer-crud --from-literal=k=v").exitCode, 0);
+  const std::string ns = GetParam() ? "informer-crud-streamed" : "informer-crud-listed";
+  ASSERT_EQ(cluster.kubectl("create namespace " + ns).exitCode, 0);
+  ASSERT_EQ(cluster.kubectl("create configmap before -n " + ns + " --from-literal=k=v").exitCode, 0);
   RestKubeClient client(loadKubeconfig(cluster.kubeconfig()));
   RealClock clock;
-  Informer informer(client, clock, {.resource = kConfigMaps, .namespaces = {"informer-crud"}});
+  Informer informer(client, clock, {.resource = kConfigMaps, .namespaces = {ns}, .streamInitialEvents = GetParam()});
   Seen seen;
   informer.addHandler(std::ref(seen));
   informer.start();
   ASSERT_TRUE(waitFor([&] { return informer.hasSynced(); }, 30s));
-  EXPECT_TRUE(informer.cache().get({"informer-crud", "before"}) != nullptr);
+  EXPECT_TRUE(informer.cache().get({ns, "before"}) != nullptr);
   EXPECT_EQ(seen.of("before"), 1);
 
-  ASSERT_EQ(cluster.kubectl("create configmap made -n informer-crud --from-literal=k=1").exitCode, 0);
-  ASSERT_TRUE(waitFor([&] { return informer.cache().get({"informer-crud", "made"}) != nullptr; }, 30s));
+  ASSERT_EQ(cluster.kubectl("create configmap made -n " + ns + " --from-literal=k=1").exitCode, 0);
+  ASSERT_TRUE(waitFor([&] { return informer.cache().get({ns, "made"}) != nullptr; }, 30s));
 
-  ASSERT_EQ(cluster.kubectl("patch configmap made -n informer-crud -p '{\"data\":{\"k\":\"2\"}}'").exitCode, 0);
+  ASSERT_EQ(cluster.kubectl("patch configmap made -n " + ns + " -p '{\"data\":{\"k\":\"2\"}}'").exitCode, 0);
   ASSERT_TRUE(waitFor([&] {
-    auto made = informer.cache().get({"informer-crud", "made"});
+    auto made = informer.cache().get({ns, "made"});
     return made && (*made)["data"]["k"] == "2";
   }, 30s));
 
-  ASSERT_EQ(cluster.kubectl("delete configmap made -n informer-crud").exitCode, 0);
-  ASSERT_TRUE(waitFor([&] { return informer.cache().get({"informer-crud", "made"}) == nullptr; }, 30s));
+  ASSERT_EQ(cluster.kubectl("delete configmap made -n " + ns).exitCode, 0);
+  ASSERT_TRUE(waitFor([&] { return informer.cache().get({ns, "made"}) == nullptr; }, 30s));
   EXPECT_EQ(seen.of("made"), 3) << "added, modified, deleted";
-  EXPECT_EQ(versionsOf(informer.cache().list("informer-crud")), serverVersions(cluster, "informer-crud"));
+  EXPECT_EQ(versionsOf(informer.cache().list(ns)), serverVersions(cluster, ns));
   informer.stop();
 }
+
+INSTANTIATE_TEST_SUITE_P(StreamedOrListed, InformerSyncTest, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Streamed" : "Listed"; });
 
 TEST(InformerTest, OnlyWatchesTheConfiguredNamespaces) {
   auto& cluster = sharedCluster();
@@ -156,8 +164,10 @@ class ExpiringClient final : public KubeClient {
   void remove(const Resource& r, const std::string& ns, const std::string& n) override { real_.remove(r, ns, n); }
   void watch(const Resource& r, const std::string& ns, const WatchOptions& o,
              const std::function<void(WatchEvent&&)>& onEvent, std::stop_token stop) override {
+    // The first watch that resumes from a version (after a list, or after a streamed sync ended) asks
+    // for one long compacted away.
     auto options = o;
-    if (!expired_.exchange(true)) options.resourceVersion = "1";
+    if (!o.resourceVersion.empty() && !o.sendInitialEvents && !expired_.exchange(true)) options.resourceVersion = "1";
     real_.watch(r, ns, options, onEvent, stop);
   }
 
@@ -176,7 +186,8 @@ TEST(InformerTest, RelistsWhenTheWatchIsGone) {
   RestKubeClient real(loadKubeconfig(cluster.kubeconfig()));
   ExpiringClient client(real);
   RealClock clock;
-  Informer informer(client, clock, {.resource = kConfigMaps, .namespaces = {"informer-gone"}});
+  // A streamed sync's watch ends after a second, so that the next watch resumes (and finds 410).
+  Informer informer(client, clock, {.resource = kConfigMaps, .namespaces = {"informer-gone"}, .watchTimeoutSeconds = 1});
   informer.start();
   ASSERT_TRUE(waitFor([&] { return informer.listCount() >= 2; }, 30s)) << "no relist after 410";
   ASSERT_EQ(cluster.kubectl("create configmap after -n informer-gone").exitCode, 0);

@@ -24,6 +24,8 @@ json configMap(const std::string& name, const std::string& rv) {
 }
 
 // Lists return `items`; each watch runs the next script (or blocks until stopped when none is left).
+// A watch that asks for the initial events is refused with 422, as by a server without the WatchList
+// feature, unless setStreams(true); one that is served is recorded as watched from "stream".
 class ScriptedWatchClient final : public KubeClient {
  public:
   using Script = std::function<void(const std::function<void(WatchEvent&&)>&)>;
@@ -45,6 +47,14 @@ class ScriptedWatchClient final : public KubeClient {
     std::lock_guard guard(mutex_);
     return lists_;
   }
+  void setStreams(bool streams) {
+    std::lock_guard guard(mutex_);
+    streams_ = streams;
+  }
+  int refusals() {
+    std::lock_guard guard(mutex_);
+    return refusals_;
+  }
 
   ListPage list(const Resource&, const std::string&, const ListOptions&) override {
     std::lock_guard guard(mutex_);
@@ -56,7 +66,11 @@ class ScriptedWatchClient final : public KubeClient {
     Script script;
     {
       std::unique_lock lock(mutex_);
-      watchedFrom_.push_back(options.resourceVersion);
+      if (options.sendInitialEvents && !streams_) {
+        ++refusals_;
+        throw ApiError(Status{422, "Invalid", "sendInitialEvents: Forbidden: unless the WatchList feature gate is enabled", {}});
+      }
+      watchedFrom_.push_back(options.sendInitialEvents ? "stream" : options.resourceVersion);
       if (scripts_.empty()) {
         std::condition_variable_any idle;
         idle.wait(lock, stop, [] { return false; });
@@ -82,6 +96,30 @@ class ScriptedWatchClient final : public KubeClient {
   std::deque<Script> scripts_;
   std::vector<std::string> watchedFrom_;
   int lists_ = 0;
+  bool streams_ = false;
+  int refusals_ = 0;
+};
+
+// What the handlers were told, in order: each object's name, with "@resourceVersion" when asked.
+class Notified {
+ public:
+  explicit Notified(bool withVersion = false) : withVersion_(withVersion) {}
+  Informer::Handler handler() {
+    return [this](const json& o) {
+      std::lock_guard guard(mutex_);
+      std::string name = o["metadata"]["name"];
+      names_.push_back(withVersion_ ? name + "@" + o["metadata"]["resourceVersion"].get<std::string>() : name);
+    };
+  }
+  std::vector<std::string> names() {
+    std::lock_guard guard(mutex_);
+    return names_;
+  }
+
+ private:
+  bool withVersion_;
+  std::mutex mutex_;
+  std::vector<std::string> names_;
 };
 
 class InformerUnitTest : public ::testing::Test {
@@ -100,12 +138,8 @@ TEST_F(InformerUnitTest, ResumesFromTheLastResourceVersionAfterADroppedWatch) {
     onEvent({"BOOKMARK", {{"metadata", {{"resourceVersion", "15"}}}}});
   });  // then the connection ends
   Informer informer(client, clock, options());
-  std::vector<std::string> notified;
-  std::mutex mutex;
-  informer.addHandler([&](const json& o) {
-    std::lock_guard guard(mutex);
-    notified.push_back(o["metadata"]["name"]);
-  });
+  Notified notified;
+  informer.addHandler(notified.handler());
   informer.start();
   ASSERT_TRUE(waitFor([&] { return client.watchedFrom().size() == 2; }, 5s));
   EXPECT_EQ(client.watchedFrom(), (std::vector<std::string>{"10", "15"}));
@@ -113,8 +147,7 @@ TEST_F(InformerUnitTest, ResumesFromTheLastResourceVersionAfterADroppedWatch) {
   EXPECT_TRUE(informer.hasSynced());
   EXPECT_TRUE(informer.cache().get({"ns", "b"}));
   informer.stop();
-  std::lock_guard guard(mutex);
-  EXPECT_EQ(notified, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(notified.names(), (std::vector<std::string>{"a", "b"}));
 }
 
 TEST_F(InformerUnitTest, GoneMeansAFullRelistThatDropsWhatWasDeletedMeanwhile) {
@@ -131,7 +164,59 @@ TEST_F(InformerUnitTest, GoneMeansAFullRelistThatDropsWhatWasDeletedMeanwhile) {
   EXPECT_EQ(informer.listCount(), 2);
   EXPECT_FALSE(informer.cache().get({"ns", "b"}));
   EXPECT_EQ(clock.waiterCount(), 0u) << "a relist after 410 needs no backoff";
+  EXPECT_EQ(client.refusals(), 1) << "a server that refused to stream once is listed from then on";
   informer.stop();
+}
+
+json endOfInitialEvents(const std::string& rv) {
+  return {{"metadata", {{"resourceVersion", rv}, {"annotations", {{"k8s.io/initial-events-end", "true"}}}}}};
+}
+
+TEST_F(InformerUnitTest, SyncsFromAStreamedWatchWithoutAListRequest) {
+  client.setStreams(true);
+  client.addScript([](auto& onEvent) {
+    onEvent({"ADDED", configMap("a", "5")});
+    onEvent({"ADDED", configMap("b", "6")});
+    onEvent({"BOOKMARK", endOfInitialEvents("10")});
+    onEvent({"MODIFIED", configMap("a", "11")});
+  });  // then the connection ends
+  Informer informer(client, clock, options());
+  Notified notified(/*withVersion=*/true);
+  informer.addHandler(notified.handler());
+  informer.start();
+  ASSERT_TRUE(waitFor([&] { return client.watchedFrom().size() == 2; }, 5s));
+  EXPECT_EQ(client.watchedFrom(), (std::vector<std::string>{"stream", "11"})) << "synced, then resumed";
+  EXPECT_EQ(client.lists(), 0);
+  EXPECT_EQ(informer.listCount(), 1);
+  EXPECT_TRUE(informer.hasSynced());
+  informer.stop();
+  EXPECT_EQ(notified.names(), (std::vector<std::string>{"a@5", "b@6", "a@11"}));
+}
+
+// A stream cut before its end bookmark is no sync: the next watch streams again (never resumes from
+// the middle of the initial events), and what the completed sync did not bring is gone.
+TEST_F(InformerUnitTest, AStreamCutBeforeItsEndSyncsAgainAndDropsWhatItDidNotBring) {
+  client.setStreams(true);
+  client.addScript([](auto& onEvent) {
+    onEvent({"ADDED", configMap("a", "5")});
+    onEvent({"ADDED", configMap("b", "6")});
+    onEvent({"BOOKMARK", {{"metadata", {{"resourceVersion", "7"}}}}});  // not the end
+  });
+  client.addScript([](auto& onEvent) {
+    onEvent({"ADDED", configMap("a", "5")});  // "b" was deleted meanwhile
+    onEvent({"BOOKMARK", endOfInitialEvents("30")});
+  });
+  Informer informer(client, clock, options());
+  Notified notified;
+  informer.addHandler(notified.handler());
+  informer.start();
+  ASSERT_TRUE(waitFor([&] { return client.watchedFrom().size() == 3; }, 5s));
+  EXPECT_EQ(client.watchedFrom(), (std::vector<std::string>{"stream", "stream", "30"}));
+  EXPECT_EQ(informer.listCount(), 1);
+  EXPECT_TRUE(informer.cache().get({"ns", "a"}));
+  EXPECT_FALSE(informer.cache().get({"ns", "b"}));
+  informer.stop();
+  EXPECT_EQ(notified.names(), (std::vector<std::string>{"a", "b", "b"})) << "a unchanged by the second sync; b added, then gone";
 }
 
 TEST_F(InformerUnitTest, BacksOffOnTheClockWhileTheServerIsDown) {
