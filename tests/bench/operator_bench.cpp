@@ -5,7 +5,9 @@
 //   2. steady state: once every run says Running and SETTLE seconds have passed, WINDOW seconds in
 //      which only following the jobs costs anything: operator CPU, Vertex requests, API server
 //      requests and writes, GCS checkpoint lists;
-//   3. cold start: the operator restarted with the N runs stored, until every run was reconciled once.
+//   3. cold start: the operator restarted with the N runs stored, until every run was reconciled once;
+//   4. submission alone: N runs again on a fresh stack whose jobs stay queued, API server requests per
+//      run once the operator is idle (phase 1's count includes jobs that start inside its window).
 // The emulator's flags and vto's poll intervals match ../shared/peer/bench.sh, so that
 // scripts/bench.sh can print these figures beside the Go peer's. Figures only; it asserts nothing.
 //
@@ -118,6 +120,35 @@ long closedConnections(const std::string& url) {
   return std::atol(out.c_str());
 }
 
+// N runs stored in `ns` with vto's own kube client before the operator starts, so its first list sees
+// them all at once (kubectl apply takes minutes for 10,000 objects: it would measure kubectl).
+void storeRuns(OperatorStack& stack, const std::string& ns, int runs) {
+  stack.createNamespace(ns);
+  controller::RestKubeClient kube(controller::loadKubeconfig(stack.cluster().kubeconfig()));
+  auto createStarted = std::chrono::steady_clock::now();
+  for (int i = 0; i < runs; ++i) {
+    auto manifest = crd::parseYamlDocuments(simpleRunManifest(ns, "run-" + std::to_string(i))).at(0);
+    kube.create(reconcilers::trainingRunResource(), ns, manifest);
+  }
+  std::printf("%6d runs created in %.1f s (load %.2f)\n", runs,
+              Seconds(std::chrono::steady_clock::now() - createStarted).count(), loadAverage());
+  std::fflush(stdout);
+}
+
+// `vto run` flags: the peer's bench gives both operators vto's default poll intervals; the last flag
+// wins over the stack's 1 s test intervals. Watching only this size's namespace keeps earlier sizes out.
+std::vector<std::string> operatorFlags(const std::string& ns, int metricsPort) {
+  std::vector<std::string> flags = {"--metrics-bind-address", "127.0.0.1:" + std::to_string(metricsPort),
+                                    "--vertex-creates-per-minute", "1000000", "--vertex-requests-per-minute", "1000000",
+                                    "--max-concurrent-reconciles", "8", "--log-level", "warn", "--namespace", ns,
+                                    "--vertex-poll-interval", env("BENCH_POLL", "30"),
+                                    "--vertex-fast-poll-interval", env("BENCH_FAST_POLL", "5")};
+  // Extra operator flags, for experiments (e.g. "--checkpoint-poll-interval 600"); later flags win.
+  std::istringstream extra(env("BENCH_VTO_FLAGS", ""));
+  for (std::string flag; extra >> flag;) flags.push_back(flag);
+  return flags;
+}
+
 struct Results {
   int runs;
   void record(const std::string& key, double value) const {
@@ -135,30 +166,10 @@ void bench(int runs) {
   // Jobs run long here (1000 steps): the steady window sees every job running.
   OperatorStack stack({"--queue-time", "1s", "--steps", "1000", "--step-time", env("BENCH_STEP_TIME", "10s")});
   const std::string ns = "bench-" + std::to_string(runs);
-  stack.createNamespace(ns);
-  // Created with vto's own kube client before the operator starts, so its first list sees them all at
-  // once (kubectl apply takes minutes for 10,000 objects: it would measure kubectl).
+  storeRuns(stack, ns, runs);
   controller::RestKubeClient kube(controller::loadKubeconfig(stack.cluster().kubeconfig()));
-  auto createStarted = std::chrono::steady_clock::now();
-  for (int i = 0; i < runs; ++i) {
-    auto manifest = crd::parseYamlDocuments(simpleRunManifest(ns, "run-" + std::to_string(i))).at(0);
-    kube.create(reconcilers::trainingRunResource(), ns, manifest);
-  }
-  std::printf("%6d runs created in %.1f s (load %.2f)\n", runs,
-              Seconds(std::chrono::steady_clock::now() - createStarted).count(), loadAverage());
-  std::fflush(stdout);
-
   int metricsPort = freeLoopbackPort();
-  // The peer's bench gives both operators vto's default poll intervals; the last flag wins over the
-  // stack's 1 s test intervals. Watching only this size's namespace keeps earlier sizes out.
-  std::vector<std::string> flags = {"--metrics-bind-address", "127.0.0.1:" + std::to_string(metricsPort),
-                                    "--vertex-creates-per-minute", "1000000", "--vertex-requests-per-minute", "1000000",
-                                    "--max-concurrent-reconciles", "8", "--log-level", "warn", "--namespace", ns,
-                                    "--vertex-poll-interval", env("BENCH_POLL", "30"),
-                                    "--vertex-fast-poll-interval", env("BENCH_FAST_POLL", "5")};
-  // Extra operator flags, for experiments (e.g. "--checkpoint-poll-interval 600"); later flags win.
-  std::istringstream extra(env("BENCH_VTO_FLAGS", ""));
-  for (std::string flag; extra >> flag;) flags.push_back(flag);
+  auto flags = operatorFlags(ns, metricsPort);
 
   // 1. Submission.
   long vertex0 = emulatorRequests(stack);
@@ -274,10 +285,51 @@ void bench(int runs) {
 
 }  // namespace
 
+// 4. What submission alone costs the API server: N runs more, with a fresh operator and emulator whose jobs stay
+// queued for an hour, so no job changes state while they are submitted. Phase 1's count also holds
+// the status writes and Events of jobs that start inside its window (they queue for 1 s there).
+// Counted once the operator is idle: every run's writes have landed and nothing is left to do.
+void submissionAlone(int runs) {
+  Results results{runs};
+  OperatorStack stack({"--queue-time", "3600s"});
+  const std::string ns = "bench-alone-" + std::to_string(runs);  // the API server is shared with phase 1
+  storeRuns(stack, ns, runs);
+  int metricsPort = freeLoopbackPort();
+  auto api0 = apiServerRequests(stack.cluster());
+  stack.startOperator(operatorFlags(ns, metricsPort));
+  bool idle = waitFor(
+      [&] {
+        auto written = apiServerRequests(stack.cluster()) - api0;
+        return written.runUpdates >= runs && written.statusWrites >= runs && written.eventWrites >= runs &&
+               metricSum(metricsPort, "workqueue_depth") == 0 &&
+               metricSum(metricsPort, "controller_runtime_active_workers") == 0;
+      },
+      std::chrono::minutes(30), std::chrono::milliseconds(500));
+  auto cost = apiServerRequests(stack.cluster()) - api0;
+  stack.stopOperator(SIGTERM);
+  if (!idle) {
+    std::printf("%6d runs, jobs held queued: NOT every run submitted within 30 minutes\n", runs);
+    return;
+  }
+  results.record("submit_alone_api", cost.all);
+  results.record("submit_alone_api_run_writes", cost.runUpdates);
+  results.record("submit_alone_api_status_writes", cost.statusWrites);
+  results.record("submit_alone_api_event_writes", cost.eventWrites);
+  results.record("submit_alone_api_reads", cost.reads);
+  std::printf("%6d runs, jobs held queued: per run %.3f API server requests (finalizer %.3f, status %.3f, Event %.3f, "
+              "reads %.3f)\n",
+              runs, cost.all / runs, cost.runUpdates / runs, cost.statusWrites / runs, cost.eventWrites / runs,
+              cost.reads / runs);
+  std::fflush(stdout);
+}
+
 int main(int argc, char** argv) {
   std::vector<int> sizes;
   for (int i = 1; i < argc; ++i) sizes.push_back(std::atoi(argv[i]));
   if (sizes.empty()) sizes = {1000, 3000, 10000};
-  for (int runs : sizes) bench(runs);
+  for (int runs : sizes) {
+    bench(runs);
+    submissionAlone(runs);
+  }
   return 0;
 }

@@ -132,16 +132,26 @@ for n in sizes:
     row("GCS checkpoint lists per minute", gcs_per_min(v("steady_gcs_lists")), gcs_per_min(p("steady_gcs_lists")),
         "≤ 200/min (a flag)",
         None if v("steady_gcs_lists") is None else v("steady_gcs_lists") <= 200 * (args.window + 5) / 60 + 1, 0)
-    row("API server requests per run at submit", per_run(v("submit_api")), per_run(p("submit_api")), "≤ 3",
-        None if v("submit_api") is None else v("submit_api") / n <= 3, 2)
+    # Issue 14's "API server requests per run at submit ≤ 3" is judged on submission alone (phase 4 of
+    # tests/bench/operator_bench.cpp: jobs held queued, counted once the operator is idle). The window
+    # count beside it also holds the writes of jobs that started while others were still submitted.
+    alone = v("submit_alone_api")
+    row("API server requests per run at submit (window: jobs start inside it)", per_run(v("submit_api")),
+        per_run(p("submit_api")), "–" if alone is not None else "≤ 3",
+        None if alone is not None or v("submit_api") is None else v("submit_api") / n <= 3, 2)
     # Where those requests went, per run: one finalizer write, one status write and one Event is what
     # a new run costs; beyond that, each job that went Running inside the window adds a status write
     # and an Event. Both operators are split the same way, from the API server's own counts.
-    def split(op):
-        parts = [get(n, op, "submit_api_" + kind) for kind in ("run_writes", "status_writes", "event_writes", "reads")]
-        return None if any(part is None for part in parts) else " / ".join(f"{part / n:.2f}" for part in parts)
+    def split(op, prefix="submit_api_"):
+        parts = [get(n, op, prefix + kind) for kind in ("run_writes", "status_writes", "event_writes", "reads")]
+        return None if any(part is None for part in parts) else " / ".join(f"{part / n:.3f}" for part in parts)
     rows.append(f"| … of which per run: finalizer writes / status writes / Event writes / reads | "
                 f"{split('peer') or '–'} | {split('vto') or '–'} | – | – |")
+    if alone is not None:
+        row("API server requests per run at submit (submission alone: jobs held queued)", per_run(alone), None, "≤ 3",
+            alone / n <= 3, 3)
+        rows.append(f"| … of which per run: finalizer writes / status writes / Event writes / reads | – | "
+                    f"{split('vto', 'submit_alone_api_') or '–'} | – | – |")
     row("cold start to every run reconciled once, s", v("cold_start_seconds"), None, "≤ 20 s",
         None if v("cold_start_seconds") is None or v("cold_start_seconds") < 0 else v("cold_start_seconds") <= 20)
     row("Vertex requests per run at submit", per_run(v("submit_vertex")), per_run(p("submit_vertex")), "–", None, 2)
