@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "controller/object_cache.h"
 #include "controller/workqueue.h"
 
 namespace vto::controller {
@@ -16,31 +17,30 @@ void keepLast(std::vector<std::string>& versions, size_t count) {
 }
 }  // namespace
 
-void OwnWrites::record(const std::string& replacedVersion, CachedObject written) {
-  if (!written) return;
-  auto version = versionOf(*written);
-  if (version.empty()) return;
+void OwnWrites::record(const ObjectKey& key, const std::string& replacedVersion, const std::string& resourceVersion) {
+  if (resourceVersion.empty()) return;
   std::lock_guard guard(mutex_);
-  auto& writes = writes_[keyOf(*written)];
-  writes.echoes.push_back(version);
+  auto& writes = writes_[key];
+  writes.echoes.push_back(resourceVersion);
   keepLast(writes.echoes, kMaxVersionsPerObject);
   if (!replacedVersion.empty()) writes.replaced.push_back(replacedVersion);
   keepLast(writes.replaced, kMaxVersionsPerObject);
-  writes.latest = std::move(written);
 }
 
-CachedObject OwnWrites::latest(CachedObject cached) {
-  if (!cached) return cached;
-  auto version = versionOf(*cached);
+bool OwnWrites::behind(const nlohmann::json& cached) {
+  auto version = versionOf(cached);
   std::lock_guard guard(mutex_);
-  auto found = writes_.find(keyOf(*cached));
-  if (found == writes_.end()) return cached;
+  auto found = writes_.find(keyOf(cached));
+  if (found == writes_.end()) return false;
   const auto& replaced = found->second.replaced;
-  if (std::find(replaced.begin(), replaced.end(), version) != replaced.end()) return found->second.latest;
+  if (std::find(replaced.begin(), replaced.end(), version) != replaced.end()) {
+    found->second.deferred = true;
+    return true;
+  }
   // Our last write or a newer version: the cache has caught up (an echo it has already passed, when
   // the watch was quicker than our record of the answer, is not waited for any longer).
   writes_.erase(found);
-  return cached;
+  return false;
 }
 
 bool OwnWrites::consume(const nlohmann::json& object) {
@@ -53,8 +53,10 @@ bool OwnWrites::consume(const nlohmann::json& object) {
   if (match == echoes.end()) return false;
   // Watch events come in order: the echoes of writes before this one have passed.
   echoes.erase(echoes.begin(), match + 1);
-  if (echoes.empty()) writes_.erase(found);  // the cache holds our last write
-  return true;
+  if (!echoes.empty()) return true;  // still behind our last write: a deferred pass waits on
+  bool deferred = found->second.deferred;
+  writes_.erase(found);  // the cache holds our last write
+  return !deferred;      // a pass that deferred to this echo runs now
 }
 
 void OwnWrites::forget(const ObjectKey& key) {

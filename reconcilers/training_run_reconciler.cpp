@@ -46,8 +46,9 @@ Result TrainingRunReconciler::reconcile(const controller::ObjectKey& key) {
     if (options_.ownWrites != nullptr) options_.ownWrites->forget(key);
     return {};  // deleted: the finalizer already did its work
   }
-  // A cache still behind this controller's own last write would have us write again and conflict.
-  if (options_.ownWrites != nullptr) cached = options_.ownWrites->latest(std::move(cached));
+  // A cache still behind this controller's own last write would have us write again and conflict:
+  // the echo of that write brings the run back.
+  if (options_.ownWrites != nullptr && options_.ownWrites->behind(*cached)) return {};
   auto observed = observe(*cached);
   return act(*cached, observed, decide(observed, decideOptions_));
 }
@@ -261,12 +262,12 @@ Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& 
   if (plan.retry) throw std::runtime_error(*plan.retry);
   // The object as our own writes left it (their answers carry the new resourceVersion); until the
   // first write, the cached one, uncopied.
-  controller::CachedObject written;
+  std::optional<nlohmann::json> written;
   auto current = [&]() -> const nlohmann::json& { return written ? *written : cached; };
   const auto& meta = o.metadata;
   if (plan.addFinalizer) {
-    written = std::make_shared<const nlohmann::json>(controller::addFinalizer(kube_, trainingRunResource(), cached, kFinalizer));
-    rememberOwnWrite(cached, written);
+    written = controller::addFinalizer(kube_, trainingRunResource(), cached, kFinalizer);
+    rememberOwnWrite(cached, *written);
   }
   if (plan.cancelJob) {
     try {
@@ -302,7 +303,7 @@ Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& 
     if (job) plan = recordCreatedJob(o, std::move(plan), cachedJobOf(*job, o.now), adopted);
   }
   if (plan.status) {
-    auto status = std::make_shared<const nlohmann::json>(writeStatus(current(), *plan.status));
+    auto status = writeStatus(current(), *plan.status);
     rememberOwnWrite(current(), status);
     written = std::move(status);
   }
@@ -329,12 +330,14 @@ Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& 
   return Result{plan.requeueAfter};
 }
 
-void TrainingRunReconciler::rememberOwnWrite(const nlohmann::json& replaced, controller::CachedObject written) {
+void TrainingRunReconciler::rememberOwnWrite(const nlohmann::json& replaced, const nlohmann::json& written) {
   // Its watch event then reconciles nothing (the pass that wrote it already decided on it), and a pass
-  // that starts before that event arrives reads it back. Both writes recorded here are conditional on
+  // that starts before that event arrives waits for it. Both writes recorded here are conditional on
   // `replaced`'s resourceVersion, as OwnWrites needs.
   if (options_.ownWrites == nullptr) return;
-  options_.ownWrites->record(replaced.value("/metadata/resourceVersion"_json_pointer, std::string()), std::move(written));
+  static const auto version = "/metadata/resourceVersion"_json_pointer;
+  options_.ownWrites->record(controller::keyOf(written), replaced.value(version, std::string()),
+                             written.value(version, std::string()));
 }
 
 nlohmann::json TrainingRunReconciler::writeStatus(const nlohmann::json& object, const crd::TrainingRunStatus& status) {

@@ -109,7 +109,7 @@ class TrainingRunReconciler final : public controller::Reconciler {
   // accelerator claims (the ledger).
   void observeTenancy(Observed& observed);
   // Records in options_.ownWrites that a write conditional on `replaced` left the object as `written`.
-  void rememberOwnWrite(const nlohmann::json& replaced, controller::CachedObject written);
+  void rememberOwnWrite(const nlohmann::json& replaced, const nlohmann::json& written);
   // PUTs the status; returns the object as stored afterwards (its new resourceVersion).
   nlohmann::json writeStatus(const nlohmann::json& object, const crd::TrainingRunStatus& status);
 
