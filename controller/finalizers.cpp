@@ -18,7 +18,7 @@ nlohmann::json finalizersOf(const nlohmann::json& object) {
 nlohmann::json finalizerPatch(const nlohmann::json& object, nlohmann::json finalizers) {
   return {{"metadata",
            {{"finalizers", std::move(finalizers)},
-            {"resourceVersion", object.value("/metadata/resourceVersion"_json_pointer, std::string())}}}};
+            {"resourceVersion", versionOf(object)}}}};
 }
 }  // namespace
 

@@ -133,7 +133,7 @@ void Informer::run(const std::string& ns, std::stop_token stop) {
             if (event.type == "ERROR") {
               throw ApiError(parseStatus(event.object.value("code", 500), event.object.dump()));
             }
-            auto rv = event.object.value("/metadata/resourceVersion"_json_pointer, std::string());
+            auto rv = versionOf(event.object);
             if (event.type == "ADDED" || event.type == "MODIFIED" || event.type == "DELETED") {
               if (options_.transform) options_.transform(event.object);
               if (event.type == "DELETED") {

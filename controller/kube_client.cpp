@@ -8,6 +8,7 @@
 #include "base/http_transport.h"
 #include "base/url.h"
 #include "controller/kube_json.h"
+#include "controller/object_cache.h"
 #include "controller/rest_config.h"
 #include "controller/runtime_metrics.h"
 
@@ -253,7 +254,7 @@ ListPage RestKubeClient::list(const Resource& resource, const std::string& ns,
                                     {"resourceVersion", options.resourceVersion}}));
   ListPage page;
   if (list.contains("items") && list["items"].is_array()) page.items = std::move(list["items"]);
-  page.resourceVersion = list.value("/metadata/resourceVersion"_json_pointer, std::string());
+  page.resourceVersion = versionOf(list);
   page.continueToken = list.value("/metadata/continue"_json_pointer, std::string());
   return page;
 }

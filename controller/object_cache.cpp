@@ -7,13 +7,17 @@ ObjectKey keyOf(const nlohmann::json& object) {
                    object.value("/metadata/name"_json_pointer, std::string())};
 }
 
+std::string versionOf(const nlohmann::json& object) {
+  return object.value("/metadata/resourceVersion"_json_pointer, std::string());
+}
+
 ObjectCache::ObjectCache(std::string indexedLabel) : indexedLabel_(std::move(indexedLabel)) {}
 
 ObjectCache::Stored ObjectCache::store(const nlohmann::json& object) const {
   Stored stored;
   stored.cbor = nlohmann::json::to_cbor(object);
   stored.cbor.shrink_to_fit();
-  stored.resourceVersion = object.value("/metadata/resourceVersion"_json_pointer, std::string());
+  stored.resourceVersion = versionOf(object);
   stored.uid = object.value("/metadata/uid"_json_pointer, std::string());
   if (!indexedLabel_.empty()) {
     auto metadata = object.find("metadata");
@@ -123,7 +127,7 @@ std::vector<CachedObject> ObjectCache::merge(nlohmann::json items, std::set<Obje
   for (auto& item : items) {
     auto key = keyOf(item);
     seen.insert(key);
-    auto version = item.value("/metadata/resourceVersion"_json_pointer, std::string());
+    auto version = versionOf(item);
     {
       std::shared_lock lock(mutex_);
       auto found = objects_.find(key);

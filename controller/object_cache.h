@@ -20,6 +20,8 @@
 namespace vto::controller {
 
 ObjectKey keyOf(const nlohmann::json& object);
+// The object's metadata.resourceVersion; empty when it has none.
+std::string versionOf(const nlohmann::json& object);
 
 // One cached object; null where there is none.
 using CachedObject = std::shared_ptr<const nlohmann::json>;

@@ -8,10 +8,6 @@
 namespace vto::controller {
 
 namespace {
-std::string versionOf(const nlohmann::json& object) {
-  return object.value("/metadata/resourceVersion"_json_pointer, std::string());
-}
-
 void keepLast(std::vector<std::string>& versions, size_t count) {
   if (versions.size() > count) versions.erase(versions.begin(), versions.end() - static_cast<long>(count));
 }

@@ -335,9 +335,7 @@ void TrainingRunReconciler::rememberOwnWrite(const nlohmann::json& replaced, con
   // that starts before that event arrives waits for it. Both writes recorded here are conditional on
   // `replaced`'s resourceVersion, as OwnWrites needs.
   if (options_.ownWrites == nullptr) return;
-  static const auto version = "/metadata/resourceVersion"_json_pointer;
-  options_.ownWrites->record(controller::keyOf(written), replaced.value(version, std::string()),
-                             written.value(version, std::string()));
+  options_.ownWrites->record(controller::keyOf(written), controller::versionOf(replaced), controller::versionOf(written));
 }
 
 nlohmann::json TrainingRunReconciler::writeStatus(const nlohmann::json& object, const crd::TrainingRunStatus& status) {
