@@ -36,7 +36,7 @@ int render(const Args& args) {
   if (!flags.parse(args)) return 0;
   struct {
     std::string file, output, namespace_, resumeFrom;
-    crd::Placement defaults;
+    Location defaults;
     int attempt;
   } o{flags.get("filename"), flags.get("output"), flags.get("namespace"), flags.get("resume-from"),
       {flags.get("project"), flags.get("location")}, flags.getInt("attempt")};
@@ -67,7 +67,7 @@ int render(const Args& args) {
     nlohmann::json body = crd::renderJob(run, o.attempt, o.resumeFrom);
     if (o.output == "request") {
       try {
-        auto placement = crd::placementOf(run.spec, o.defaults);
+        auto placement = crd::locationOf(run.spec, o.defaults);
         body = {{"method", "POST"},
                 {"url", "https://" + placement.location + "-aiplatform.googleapis.com/v1/" + crd::parentOf(placement) +
                             "/" + std::string(vertex::collectionName(crd::jobKindOf(run.spec)))},

@@ -196,16 +196,16 @@ vertex::JobKind jobKindOf(const TrainingRunSpec& spec) {
   return spec.hyperparameterTuning ? vertex::JobKind::HyperparameterTuning : vertex::JobKind::Custom;
 }
 
-Placement placementOf(const TrainingRunSpec& spec, const Placement& defaults) {
+Location locationOf(const TrainingRunSpec& spec, const Location& defaults) {
   return {spec.project.empty() ? defaults.project : spec.project, spec.location.empty() ? defaults.location : spec.location};
 }
 
-std::string parentOf(const Placement& placement) {
-  if (placement.project.empty())
+std::string parentOf(const Location& where) {
+  if (where.project.empty())
     throw std::invalid_argument("no project: set spec.project or the operator's default project (--project)");
-  if (placement.location.empty())
+  if (where.location.empty())
     throw std::invalid_argument("no location: set spec.location or the operator's default location (--location)");
-  return "projects/" + placement.project + "/locations/" + placement.location;
+  return where.parent();
 }
 
 std::map<std::string, std::string> jobLabels(const TrainingRun& run, int attempt) {

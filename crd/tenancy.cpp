@@ -90,7 +90,7 @@ bool labelsMatch(const std::map<std::string, std::string>& want, const std::map<
 
 // The first thing `rule` does not allow, or nullopt.
 std::optional<TenancyViolation> violationOf(const TenancyRule& rule, size_t index, const TrainingRunSpec& spec,
-                                            const Placement& placement,
+                                            const Location& placement,
                                             const std::vector<std::pair<std::string, std::string>>& extraBucketUris) {
   auto rejected = [&](std::string field, const std::string& what, const std::string& value,
                       const std::vector<std::string>& allowed) {
@@ -210,12 +210,12 @@ std::vector<std::pair<std::string, std::string>> bucketUrisOf(const TrainingRunS
   return out;
 }
 
-TenancyDecision decideTenancy(const TrainingRunSpec& spec, const Placement& defaults, const NamespaceInfo& ns,
+TenancyDecision decideTenancy(const TrainingRunSpec& spec, const Location& defaults, const NamespaceInfo& ns,
                               const TenancyRules& rules,
                               const std::vector<std::pair<std::string, std::string>>& extraBucketUris) {
   TenancyDecision decision;
   if (rules.empty()) return decision;
-  auto placement = placementOf(spec, defaults);
+  auto placement = locationOf(spec, defaults);
   std::optional<TenancyViolation> first;
   for (size_t i = 0; i < rules.size(); ++i) {
     const auto& rule = rules[i];
@@ -237,7 +237,7 @@ TenancyDecision decideTenancy(const TrainingRunSpec& spec, const Placement& defa
   return decision;
 }
 
-TenancyDecision decidePolicyTenancy(const RetrainingPolicySpec& spec, const Placement& defaults,
+TenancyDecision decidePolicyTenancy(const RetrainingPolicySpec& spec, const Location& defaults,
                                     const NamespaceInfo& ns, const TenancyRules& rules) {
   static const std::string kDataPrefix = "spec.triggers.newData.gcsPrefix";
   std::vector<std::pair<std::string, std::string>> extra;
@@ -258,14 +258,14 @@ bool ruleSelects(const TenancyRule& rule, const NamespaceInfo& ns) {
   return !ns.labels || labelsMatch(*rule.matchLabels, *ns.labels);
 }
 
-std::vector<bool> rulesAllowing(const TrainingRunSpec& spec, const Placement& defaults, const TenancyRules& rules) {
-  auto placement = placementOf(spec, defaults);
+std::vector<bool> rulesAllowing(const TrainingRunSpec& spec, const Location& defaults, const TenancyRules& rules) {
+  auto placement = locationOf(spec, defaults);
   std::vector<bool> allowed(rules.size());
   for (size_t i = 0; i < rules.size(); ++i) allowed[i] = !violationOf(rules[i], i, spec, placement, {});
   return allowed;
 }
 
-std::optional<TenancyViolation> checkTenancy(const TrainingRunSpec& spec, const Placement& defaults,
+std::optional<TenancyViolation> checkTenancy(const TrainingRunSpec& spec, const Location& defaults,
                                              const NamespaceInfo& ns, const TenancyRules& rules,
                                              const std::vector<std::pair<std::string, std::string>>& extraBucketUris) {
   return decideTenancy(spec, defaults, ns, rules, extraBucketUris).violation;

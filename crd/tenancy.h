@@ -78,21 +78,21 @@ std::vector<std::pair<std::string, std::string>> bucketUrisOf(const TrainingRunS
 // operator's --default-project/--default-location, applied first as the reconciler does.
 // `extraBucketUris` are further (field, URI) pairs the bucket prefixes govern, e.g. a
 // RetrainingPolicy's ("spec.triggers.newData.gcsPrefix", "gs://...") beside its template's spec.
-TenancyDecision decideTenancy(const TrainingRunSpec& spec, const Placement& defaults, const NamespaceInfo& ns,
+TenancyDecision decideTenancy(const TrainingRunSpec& spec, const Location& defaults, const NamespaceInfo& ns,
                               const TenancyRules& rules,
                               const std::vector<std::pair<std::string, std::string>>& extraBucketUris = {});
 // A RetrainingPolicy's decision: its template's spec (a violation's field is named under
 // spec.template.spec) and its newData.gcsPrefix, which the operator lists with its own identity.
-TenancyDecision decidePolicyTenancy(const RetrainingPolicySpec& spec, const Placement& defaults,
+TenancyDecision decidePolicyTenancy(const RetrainingPolicySpec& spec, const Location& defaults,
                                     const NamespaceInfo& ns, const TenancyRules& rules);
 // decideTenancy in two halves, for callers that meet one spec in many namespaces or the reverse
 // (the accelerator ledger): whether rule i's fields other than the namespace allow the spec (entry
 // i), and whether a rule selects a namespace (labels unknown: a label selector is assumed to match).
 // The governing rule is the first that does both.
-std::vector<bool> rulesAllowing(const TrainingRunSpec& spec, const Placement& defaults, const TenancyRules& rules);
+std::vector<bool> rulesAllowing(const TrainingRunSpec& spec, const Location& defaults, const TenancyRules& rules);
 bool ruleSelects(const TenancyRule& rule, const NamespaceInfo& ns);
 // The refusal alone, for callers that only need to know whether the run may go ahead.
-std::optional<TenancyViolation> checkTenancy(const TrainingRunSpec& spec, const Placement& defaults,
+std::optional<TenancyViolation> checkTenancy(const TrainingRunSpec& spec, const Location& defaults,
                                              const NamespaceInfo& ns, const TenancyRules& rules,
                                              const std::vector<std::pair<std::string, std::string>>& extraBucketUris = {});
 

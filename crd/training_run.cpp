@@ -2,6 +2,7 @@
 
 #include "crd/duration.h"
 #include "crd/strict_json.h"
+#include "crd/timestamp.h"
 
 namespace vto::crd {
 
@@ -27,6 +28,13 @@ const EnumNames<SchedulingStrategy>& schedulingStrategyNames() {
   return names;
 }
 const EnumNames<FailureClass>& failureClassNames() {
+  static const EnumNames<FailureClass> names = {
+      {FailureClass::Preemption, "Preemption"}, {FailureClass::Stockout, "Stockout"},
+      {FailureClass::InternalError, "InternalError"}, {FailureClass::UserError, "UserError"},
+      {FailureClass::Timeout, "Timeout"}, {FailureClass::Unknown, "Unknown"}, {FailureClass::AnyFailure, "AnyFailure"}};
+  return names;
+}
+const EnumNames<FailureClass>& resumeOnNames() {
   static const EnumNames<FailureClass> names = {{FailureClass::Preemption, "Preemption"},
                                                 {FailureClass::Stockout, "Stockout"},
                                                 {FailureClass::InternalError, "InternalError"},
@@ -173,7 +181,7 @@ Checkpointing readCheckpointing(const json& value, const std::string& path) {
   });
   r.with("resumeOn", [&](const json& v, const std::string& p) {
     c.resumeOn = readList<FailureClass>(v, p, [](const json& item, const std::string& ip) {
-      return readEnum(item, ip, failureClassNames());
+      return readEnum(item, ip, resumeOnNames());
     });
   });
   r.string("directory", c.directory);
@@ -306,7 +314,7 @@ Condition decodeCondition(const json& value, const std::string& path) {
   r.string("status", c.status);
   r.string("reason", c.reason);
   r.string("message", c.message);
-  r.string("lastTransitionTime", c.lastTransitionTime);
+  readTime(r, "lastTransitionTime", c.lastTransitionTime);
   r.integer("observedGeneration", c.observedGeneration, 0);
   r.finish();
   return c;
@@ -314,7 +322,7 @@ Condition decodeCondition(const json& value, const std::string& path) {
 
 json encodeCondition(const Condition& c) {
   json out = {{"type", c.type}, {"status", c.status}, {"reason", c.reason}, {"message", c.message}};
-  if (!c.lastTransitionTime.empty()) out["lastTransitionTime"] = c.lastTransitionTime;
+  writeTime(out, "lastTransitionTime", c.lastTransitionTime);
   if (c.observedGeneration) out["observedGeneration"] = c.observedGeneration;
   return out;
 }
@@ -334,38 +342,44 @@ TrainingRunStatus decodeTrainingRunStatus(const json& value, const std::string& 
     j.string("kind", job.kind);
     j.string("state", job.state);
     j.string("consoleUrl", job.consoleUrl);
-    j.string("createTime", job.createTime);
-    j.string("startTime", job.startTime);
-    j.string("endTime", job.endTime);
+    readTime(j, "createTime", job.createTime);
+    readTime(j, "startTime", job.startTime);
+    readTime(j, "endTime", job.endTime);
     j.stringMap("webAccessUris", job.webAccessUris);
     j.finish();
     s.job = job;
   });
   r.with("attempts", [&](const json& v, const std::string& p) {
-    s.attempts = readList<Attempt>(v, p, [](const json& item, const std::string& ip) {
+    s.history.attempts = readList<Attempt>(v, p, [](const json& item, const std::string& ip) {
       ObjectReader a(item, ip);
       Attempt at;
       a.integer("attempt", at.attempt, 0);
       a.string("jobName", at.jobName);
       a.string("state", at.state);
-      a.string("startTime", at.startTime);
-      a.string("endTime", at.endTime);
-      a.string("failureClass", at.failureClass);
+      readTime(a, "startTime", at.startTime);
+      readTime(a, "endTime", at.endTime);
+      // Written by vto; an unknown name (an edit by hand) reads as Unknown instead of breaking the run.
+      a.with("failureClass", [&](const json& fc, const std::string& fp) {
+        auto name = readString(fc, fp);
+        at.failureClass = FailureClass::Unknown;
+        for (const auto& [value, known] : failureClassNames())
+          if (name == known && value != FailureClass::AnyFailure) at.failureClass = value;
+      });
       a.string("message", at.message);
       a.string("resumedFrom", at.resumedFrom);
       a.finish();
       return at;
     });
   });
-  r.integer("attemptCount", s.attemptCount, 0);
-  r.integer("resumes", s.resumes, 0);
+  r.integer("attemptCount", s.history.attemptCount, 0);
+  r.integer("resumes", s.history.resumes, 0);
   r.with("lastCheckpoint", [&](const json& v, const std::string& p) {
     ObjectReader c(v, p);
     CheckpointRef ref;
     c.string("uri", ref.uri);
-    c.string("updateTime", ref.updateTime);
+    readTime(c, "updateTime", ref.updateTime);
     c.finish();
-    s.lastCheckpoint = ref;
+    s.history.lastCheckpoint = ref;
   });
   r.with("bestTrial", [&](const json& v, const std::string& p) {
     ObjectReader b(v, p);
@@ -378,10 +392,10 @@ TrainingRunStatus decodeTrainingRunStatus(const json& value, const std::string& 
         decodeField([&, &k = k, &n = n] { t.metrics[k] = readNumber(n, joinPath(mp, k)); });
     });
     b.finish();
-    s.bestTrial = t;
+    s.history.bestTrial = t;
   });
-  r.string("startTime", s.startTime);
-  r.string("completionTime", s.completionTime);
+  readTime(r, "startTime", s.history.startTime);
+  readTime(r, "completionTime", s.completionTime);
   r.finish();
   return s;
 }
@@ -458,7 +472,7 @@ json encodeTrainingRunSpec(const TrainingRunSpec& s) {
   if (s.scheduling.maxWaitSeconds) sched["maxWaitDuration"] = formatDuration(*s.scheduling.maxWaitSeconds);
   out["scheduling"] = sched;
   json resumeOn = json::array();
-  for (auto c : s.checkpointing.resumeOn) resumeOn.push_back(enumName(c, failureClassNames()));
+  for (auto c : s.checkpointing.resumeOn) resumeOn.push_back(enumName(c, resumeOnNames()));
   out["checkpointing"] = {{"resumeOnFailure", s.checkpointing.resumeOnFailure},
                           {"maxResumes", s.checkpointing.maxResumes},
                           {"resumeBackoff", formatDuration(s.checkpointing.resumeBackoffSeconds)},
@@ -506,33 +520,34 @@ json encodeTrainingRunStatus(const TrainingRunStatus& s) {
     putString(job, "kind", j->kind);
     putString(job, "state", j->state);
     putString(job, "consoleUrl", j->consoleUrl);
-    putString(job, "createTime", j->createTime);
-    putString(job, "startTime", j->startTime);
-    putString(job, "endTime", j->endTime);
+    writeTime(job, "createTime", j->createTime);
+    writeTime(job, "startTime", j->startTime);
+    writeTime(job, "endTime", j->endTime);
     if (!j->webAccessUris.empty()) job["webAccessUris"] = j->webAccessUris;
     out["job"] = job;
   }
   out["attempts"] = json::array();
-  for (const auto& a : s.attempts) {
+  const auto& h = s.history;
+  for (const auto& a : h.attempts) {
     json at = {{"attempt", a.attempt}};
     putString(at, "jobName", a.jobName);
     putString(at, "state", a.state);
-    putString(at, "startTime", a.startTime);
-    putString(at, "endTime", a.endTime);
-    putString(at, "failureClass", a.failureClass);
+    writeTime(at, "startTime", a.startTime);
+    writeTime(at, "endTime", a.endTime);
+    if (a.failureClass) at["failureClass"] = enumName(*a.failureClass, failureClassNames());
     putString(at, "message", a.message);
     putString(at, "resumedFrom", a.resumedFrom);
     out["attempts"].push_back(at);
   }
-  out["attemptCount"] = s.attemptCount;
-  out["resumes"] = s.resumes;
-  if (s.lastCheckpoint) {
-    out["lastCheckpoint"] = {{"uri", s.lastCheckpoint->uri}};
-    putString(out["lastCheckpoint"], "updateTime", s.lastCheckpoint->updateTime);
+  out["attemptCount"] = h.attemptCount;
+  out["resumes"] = h.resumes;
+  if (h.lastCheckpoint) {
+    out["lastCheckpoint"] = {{"uri", h.lastCheckpoint->uri}};
+    writeTime(out["lastCheckpoint"], "updateTime", h.lastCheckpoint->updateTime);
   }
-  if (s.bestTrial) out["bestTrial"] = {{"id", s.bestTrial->id}, {"parameters", s.bestTrial->parameters}, {"metrics", s.bestTrial->metrics}};
-  putString(out, "startTime", s.startTime);
-  putString(out, "completionTime", s.completionTime);
+  if (h.bestTrial) out["bestTrial"] = {{"id", h.bestTrial->id}, {"parameters", h.bestTrial->parameters}, {"metrics", h.bestTrial->metrics}};
+  writeTime(out, "startTime", h.startTime);
+  writeTime(out, "completionTime", s.completionTime);
   return out;
 }
 
@@ -542,6 +557,10 @@ json encodeTrainingRun(const TrainingRun& run) {
           {"metadata", encodeObjectMeta(run.metadata)},
           {"spec", encodeTrainingRunSpec(run.spec)},
           {"status", encodeTrainingRunStatus(run.status)}};
+}
+
+bool isFinished(std::optional<Phase> phase) {
+  return phase == Phase::Succeeded || phase == Phase::Failed || phase == Phase::Cancelled;
 }
 
 std::string displayNameOf(const TrainingRun& run) {

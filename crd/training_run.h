@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/clock.h"
 #include "crd/enum_names.h"
 #include "crd/object_meta.h"
 
@@ -20,7 +21,9 @@ inline constexpr const char* kTrainingRunKind = "TrainingRun";
 enum class Framework { TensorFlow, PyTorch, Jax, XGBoost, SKLearn, Other };
 enum class Strategy { None, Mirrored, MultiWorkerMirrored, ParameterServer, PyTorchDDP, TPU };
 enum class SchedulingStrategy { Standard, Spot, FlexStart };
-enum class FailureClass { Preemption, Stockout, InternalError, AnyFailure };
+// Why an attempt failed, as vto classifies its job's error (the first six); AnyFailure is only for
+// spec.checkpointing.resumeOn, where it means every class.
+enum class FailureClass { Preemption, Stockout, InternalError, UserError, Timeout, Unknown, AnyFailure };
 enum class SearchAlgorithm { Bayesian, Grid, Random };
 enum class MetricGoal { Maximize, Minimize };
 enum class ParameterScale { Unspecified, Linear, Log, ReverseLog };
@@ -30,7 +33,8 @@ enum class Phase { Pending, Submitted, Queued, Running, Resuming, Succeeded, Fai
 const EnumNames<Framework>& frameworkNames();
 const EnumNames<Strategy>& strategyNames();
 const EnumNames<SchedulingStrategy>& schedulingStrategyNames();
-const EnumNames<FailureClass>& failureClassNames();
+const EnumNames<FailureClass>& failureClassNames();  // every class: status.attempts[].failureClass
+const EnumNames<FailureClass>& resumeOnNames();      // what spec.checkpointing.resumeOn may name
 const EnumNames<SearchAlgorithm>& searchAlgorithmNames();
 const EnumNames<MetricGoal>& metricGoalNames();
 const EnumNames<ParameterScale>& parameterScaleNames();
@@ -177,10 +181,13 @@ struct Condition {
   std::string status;  // "True" | "False" | "Unknown"
   std::string reason;
   std::string message;
-  std::string lastTransitionTime;
+  std::optional<Clock::time_point> lastTransitionTime;  // whole seconds
   int64_t observedGeneration = 0;
   bool operator==(const Condition&) const = default;
 };
+
+// Status times are time points, written as RFC 3339 only when encoded. Times vto takes from Vertex or
+// its own clock are kept to whole seconds (metav1.Time), so a pass that sees nothing new writes nothing.
 
 struct JobRef {
   std::string name;  // projects/P/locations/L/customJobs/ID
@@ -188,7 +195,7 @@ struct JobRef {
   std::string kind;  // CustomJob | HyperparameterTuningJob
   std::string state;  // JOB_STATE_*
   std::string consoleUrl;
-  std::string createTime, startTime, endTime;
+  std::optional<Clock::time_point> createTime, startTime, endTime;
   std::map<std::string, std::string> webAccessUris;
   bool operator==(const JobRef&) const = default;
 };
@@ -197,8 +204,8 @@ struct Attempt {
   int32_t attempt = 0;
   std::string jobName;
   std::string state;
-  std::string startTime, endTime;
-  std::string failureClass;
+  std::optional<Clock::time_point> startTime, endTime;
+  std::optional<FailureClass> failureClass;
   std::string message;
   std::string resumedFrom;
   bool operator==(const Attempt&) const = default;
@@ -206,7 +213,7 @@ struct Attempt {
 
 struct CheckpointRef {
   std::string uri;
-  std::string updateTime;
+  std::optional<Clock::time_point> updateTime;  // as GCS gave it (its fraction kept)
   bool operator==(const CheckpointRef&) const = default;
 };
 
@@ -219,21 +226,32 @@ struct BestTrial {
 
 inline constexpr size_t kMaxAttemptsInStatus = 20;
 
+// What status carries from pass to pass because Vertex cannot tell it again cheaply: the attempts
+// and what they left. Everything else in status is rebuilt from what a pass observes.
+struct RunHistory {
+  std::vector<Attempt> attempts;  // the newest kMaxAttemptsInStatus, oldest first
+  int32_t attemptCount = 0;       // all attempts so far (the Attempts printer column)
+  int32_t resumes = 0;
+  std::optional<CheckpointRef> lastCheckpoint;  // the newest checkpoint any listing found
+  std::optional<BestTrial> bestTrial;           // from the last job that reported one
+  std::optional<Clock::time_point> startTime;   // the first pass that saw the run
+  bool operator==(const RunHistory&) const = default;
+};
+
 struct TrainingRunStatus {
   int64_t observedGeneration = 0;
   std::optional<Phase> phase;
   std::string message;
   std::vector<Condition> conditions;
   std::optional<JobRef> job;
-  std::vector<Attempt> attempts;  // the newest kMaxAttemptsInStatus, oldest first
-  int32_t attemptCount = 0;       // all attempts so far (the Attempts printer column)
-  int32_t resumes = 0;
-  std::optional<CheckpointRef> lastCheckpoint;
-  std::optional<BestTrial> bestTrial;
-  std::string startTime;
-  std::string completionTime;
+  RunHistory history;
+  std::optional<Clock::time_point> completionTime;
   bool operator==(const TrainingRunStatus&) const = default;
 };
+
+// Succeeded, Failed or Cancelled: the run has ended and nothing is left to follow. (Invalid is not:
+// it waits for an edit of the spec.)
+bool isFinished(std::optional<Phase> phase);
 
 struct TrainingRun {
   ObjectMeta metadata;

@@ -124,7 +124,7 @@ bool Emulator::overCreateQuota() {
   return true;
 }
 
-Response Emulator::createJob(const vertex::Location& where, JobKind kind, const std::string& body) {
+Response Emulator::createJob(const vto::Location& where, JobKind kind, const std::string& body) {
   auto parsed = json::parse(body, nullptr, false);
   if (parsed.is_discarded()) {
     throw ApiError(400, "INVALID_ARGUMENT", "Invalid JSON payload received. The body is not JSON.");
@@ -172,7 +172,7 @@ Response Emulator::handleVertex(const Request& request) {
   if (segments.size() < 6 || segments[1] != "projects" || segments[3] != "locations") {
     throw ApiError(404, "NOT_FOUND", "No such path: " + request.path);
   }
-  vertex::Location where{segments[2], segments[4]};
+  vto::Location where{segments[2], segments[4]};
   const auto& collection = segments[5];
   if (collection == "operations" && segments.size() == 7 && request.method == "GET") {
     return {200, jobs_.operation(where.parent() + "/operations/" + segments[6])};
@@ -332,13 +332,13 @@ void Emulator::writeCheckpoint(const CheckpointWrite& write, std::set<std::strin
     try {
       checkpoints_->upload(write.bucket, write.object, write.content, "application/json");
     } catch (const ApiError& error) {
-      if (!error.notFound() || !options_.createMissingBuckets) throw;
+      if (!error.isNotFound() || !options_.createMissingBuckets) throw;
       checkpoints_->ensureBucket(write.bucket);
       checkpoints_->upload(write.bucket, write.object, write.content, "application/json");
     }
   } catch (const ApiError& error) {
     // Real training code crashes when its checkpoint bucket is missing; so does the emulated job.
-    if (!error.notFound()) {
+    if (!error.isNotFound()) {
       spdlog::warn("cannot write checkpoint {}: {}", uri, error.what());
       return;
     }

@@ -73,7 +73,7 @@ class Emulator {
  private:
   Response handleVertex(const Request& request);
   Response handleControl(const Request& request);
-  Response createJob(const vertex::Location& where, vertex::JobKind kind, const std::string& body);
+  Response createJob(const vto::Location& where, vertex::JobKind kind, const std::string& body);
   bool injectFault(Response& response);
   bool overCreateQuota();
   // Uploads one checkpoint; a job whose bucket is missing crashes there (recorded in `crashed`).

@@ -106,7 +106,7 @@ FailureClass parseFailureClass(const std::string& name) {
 
 JobStore::JobStore(const Clock& clock, SimulationSettings settings) : clock_(clock), settings_(settings) {}
 
-json JobStore::create(const vertex::Location& where, JobKind kind, json resource) {
+json JobStore::create(const vto::Location& where, JobKind kind, json resource) {
   checkWorkerPools(resource.value(kind == JobKind::Custom ? "jobSpec" : "trialJobSpec", json::object()),
                    kind == JobKind::Custom ? "jobSpec" : "trialJobSpec");
   if (kind == JobKind::HyperparameterTuning &&
@@ -183,7 +183,7 @@ void copyMasked(const json& from, json& to, const std::vector<std::string>& path
 }
 }  // namespace
 
-ListResult JobStore::list(const vertex::Location& where, JobKind kind, const std::string& filterText, int pageSize,
+ListResult JobStore::list(const vto::Location& where, JobKind kind, const std::string& filterText, int pageSize,
                           const std::string& token, const std::vector<std::vector<std::string>>& readMask) const {
   ListFilter filter;
   try {

@@ -45,10 +45,10 @@ class JobStore {
   JobStore(const Clock& clock, SimulationSettings settings);
 
   // `resource` is validated and canonical; returns it with the output-only fields set.
-  nlohmann::json create(const vertex::Location& where, vertex::JobKind kind, nlohmann::json resource);
+  nlohmann::json create(const vto::Location& where, vertex::JobKind kind, nlohmann::json resource);
   nlohmann::json get(const std::string& name) const;
   // `readMask`: the fields each job keeps (paths of lowerCamelCase names); empty: every field.
-  ListResult list(const vertex::Location& where, vertex::JobKind kind, const std::string& filter, int pageSize,
+  ListResult list(const vto::Location& where, vertex::JobKind kind, const std::string& filter, int pageSize,
                   const std::string& pageToken, const std::vector<std::vector<std::string>>& readMask = {}) const;
   void cancel(const std::string& name);
   nlohmann::json remove(const std::string& name);  // the delete Operation

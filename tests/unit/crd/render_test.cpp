@@ -193,11 +193,11 @@ TEST(Render, HyperparameterTuningJob) {
   EXPECT_FALSE(body.contains("jobSpec"));
 }
 
-TEST(Render, PlacementComesFromTheSpecOrTheDefaults) {
+TEST(Render, TheLocationComesFromTheSpecOrTheDefaults) {
   auto run = withSpec("  location: europe-west4\n");
-  auto placement = placementOf(run.spec, {"default-project", "us-central1"});
+  auto placement = locationOf(run.spec, {"default-project", "us-central1"});
   EXPECT_EQ(parentOf(placement), "projects/default-project/locations/europe-west4");
-  EXPECT_THROW(parentOf(placementOf(run.spec, {})), std::invalid_argument);
+  EXPECT_THROW(parentOf(locationOf(run.spec, {})), std::invalid_argument);
 }
 
 }  // namespace

@@ -1,0 +1,17 @@
+#pragma once
+// Why a Vertex job failed, from its state and `error` (google.rpc.Status: rpc code + message), as the
+// classes the user names in spec.checkpointing.resumeOn. Table-driven: the first rule that matches
+// wins, messages before codes because Vertex reuses codes (a preemption is UNAVAILABLE, and so is a
+// passing outage).
+#include <optional>
+#include <string>
+
+#include "crd/training_run.h"
+#include "vertex/vertex_client.h"
+
+namespace vto::reconcilers {
+
+// For a FAILED or EXPIRED job; Unknown when nothing matches (never AnyFailure).
+crd::FailureClass classifyFailure(vertex::JobState state, const std::optional<vertex::RpcStatus>& error);
+
+}  // namespace vto::reconcilers
