@@ -17,15 +17,6 @@ struct Candidate {
   std::string updated;            // newest object
 };
 
-// GCS's `updated`, when it is a time (GCS always sends one; a missing one is no time, not an error).
-std::optional<Clock::time_point> timeOf(const std::string& updated) {
-  try {
-    return updated.empty() ? std::nullopt : std::optional(parseRfc3339(updated));
-  } catch (const std::invalid_argument&) {
-    return std::nullopt;
-  }
-}
-
 // The checkpoint an object belongs to (below the directory) and its step, per the rule in the header.
 Candidate candidateOf(const std::string& relative) {
   size_t start = 0;
@@ -142,7 +133,7 @@ std::optional<Checkpoint> latestCheckpoint(const std::string& directory, const s
     picker.offer(std::move(candidate));
   }
   if (!picker.best()) return std::nullopt;
-  return Checkpoint{"gs://" + dir.bucket + "/" + prefix + picker.best()->path, timeOf(picker.best()->updated)};
+  return Checkpoint{"gs://" + dir.bucket + "/" + prefix + picker.best()->path, parseRfc3339OrNone(picker.best()->updated)};
 }
 
 CheckpointSearch findLatestCheckpoint(vertex::GcsClient& gcs, const std::string& directory, const Clock& clock,
@@ -212,7 +203,7 @@ CheckpointSearch findLatestCheckpoint(vertex::GcsClient& gcs, const std::string&
 
   auto result = std::move(search.result);
   if (picker.best()) {
-    result.latest = Checkpoint{"gs://" + dir.bucket + "/" + prefix + picker.best()->path, timeOf(picker.best()->updated)};
+    result.latest = Checkpoint{"gs://" + dir.bucket + "/" + prefix + picker.best()->path, parseRfc3339OrNone(picker.best()->updated)};
   }
   if (!result.complete) {
     spdlog::warn("checkpoint search under {} stopped early ({}); using the best found so far", directory,

@@ -97,15 +97,6 @@ std::string trimSlash(std::string text) {
   return text;
 }
 
-std::optional<TimePoint> timeOrNone(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  try {
-    return parseRfc3339(text);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-}
-
 // The one way an annotation is read: its value, or "" when absent.
 std::string annotationOf(const crd::ObjectMeta& meta, const std::string& key) {
   auto found = meta.annotations.find(key);
@@ -133,20 +124,20 @@ ChildRun readChild(const json& run) {
   child.name = meta.name;
   child.resourceVersion = meta.resourceVersion;
   child.deleting = !meta.deletionTimestamp.empty();
-  child.created = timeOrNone(meta.creationTimestamp);
+  child.created = parseRfc3339OrNone(meta.creationTimestamp);
   auto phase = stringAt(run, "status", "phase");
   for (const auto& [value, name] : crd::phaseNames()) {
     if (phase == name) child.phase = value;
   }
-  child.completed = timeOrNone(stringAt(run, "status", "completionTime"));
+  child.completed = parseRfc3339OrNone(stringAt(run, "status", "completionTime"));
   child.baseOutputDirectory = stringAt(run, "spec", "baseOutputDirectory");
-  child.triggerTime = timeOrNone(annotationOf(meta, crd::kTriggerTimeAnnotation));
+  child.triggerTime = parseRfc3339OrNone(annotationOf(meta, crd::kTriggerTimeAnnotation));
   auto reason = annotationOf(meta, crd::kTriggerReasonAnnotation);
   for (const auto& [value, name] : crd::triggerReasonNames()) {
     if (reason == name) child.triggerReason = value;
   }
   child.retrainRequest = annotationOf(meta, kRetrainRequestAnnotation);
-  if (auto time = timeOrNone(annotationOf(meta, crd::kDataWatermarkAnnotation))) {
+  if (auto time = parseRfc3339OrNone(annotationOf(meta, crd::kDataWatermarkAnnotation))) {
     child.dataWatermark = DataPosition{*time, annotationOf(meta, kDataWatermarkNameAnnotation)};
   }
   child.counted = !annotationOf(meta, kCountedAnnotation).empty();
@@ -310,7 +301,7 @@ std::optional<ScheduleState> parseScheduleState(const std::string& text) {
   state.cron = value.value("cron", "");
   state.timeZone = value.value("timeZone", "");
   state.suspended = value.value("suspended", false);
-  state.since = timeOrNone(value.value("since", ""));
+  state.since = parseRfc3339OrNone(value.value("since", ""));
   return state;
 }
 

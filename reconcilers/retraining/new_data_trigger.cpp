@@ -15,12 +15,7 @@ using TimePoint = Clock::time_point;
 namespace {
 
 std::optional<TimePoint> timeOrNone(const json& value) {
-  if (!value.is_string()) return std::nullopt;
-  try {
-    return parseRfc3339(value.get<std::string>());
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
+  return value.is_string() ? parseRfc3339OrNone(value.get<std::string>()) : std::nullopt;
 }
 
 std::optional<DataPosition> watermarkOf(const std::optional<crd::DataWatermark>& status) {

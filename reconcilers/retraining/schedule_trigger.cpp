@@ -13,15 +13,6 @@ using crd::TriggerReason;
 
 namespace {
 
-std::optional<TimePoint> timeOrNone(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  try {
-    return parseRfc3339(text);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-}
-
 // Slots of one schedule, with the jitter applied to "now" rather than to each slot.
 class Slots {
  public:
@@ -117,7 +108,7 @@ int64_t updateScheduleState(Decision& d, ScheduleState& state, bool known) {
   std::string zone = spec.triggers.schedule ? spec.triggers.schedule->timeZone : "";
   int64_t passedWhileSuspended = 0;
   if (!known) {
-    state.since = timeOrNone(d.policy.metadata.creationTimestamp);
+    state.since = parseRfc3339OrNone(d.policy.metadata.creationTimestamp);
   } else if (state.cron != cron || state.timeZone != zone) {
     state.since = d.in.now;  // a schedule edit is never "missed" (CronJob #123220)
   } else if (state.suspended && !spec.suspend) {
@@ -143,7 +134,7 @@ void fireSchedule(Decision& d, const ScheduleState& state) {
   TimePoint dueBy = d.in.now - jitter;
   // Slots after the latest of these were missed; time before them never counts (rule 4).
   TimePoint baseline =
-      newer(newer(history.lastScheduleTime, timeOrNone(d.policy.metadata.creationTimestamp)), state.since).value_or(d.in.now);
+      newer(newer(history.lastScheduleTime, parseRfc3339OrNone(d.policy.metadata.creationTimestamp)), state.since).value_or(d.in.now);
   int64_t due = baseline < dueBy ? slots.count(baseline, dueBy) : 0;
   if (due > 0) {
     for (auto slot : chosenSlots(d, slots, baseline, dueBy, due)) startSlot(d, slot, jitter);

@@ -10,15 +10,6 @@
 namespace vto::reconcilers {
 namespace {
 
-std::optional<Clock::time_point> timeOf(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  try {
-    return parseRfc3339(text);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-}
-
 // Label values from the object: short names of letters, digits, '-' and '_' pass, anything else is "other".
 std::string boundedLabel(const std::string& value) {
   if (value.empty() || value.size() > 64) return value.empty() ? value : "other";
@@ -89,7 +80,7 @@ metrics::RunSnapshot trainingRunSnapshot(const nlohmann::json& object, const crd
   snapshot.uid = meta.uid;
   snapshot.ns = meta.namespace_;
   snapshot.name = meta.name;
-  snapshot.created = timeOf(meta.creationTimestamp);
+  snapshot.created = parseRfc3339OrNone(meta.creationTimestamp);
   snapshot.generation = meta.generation;
   if (decoded == nullptr) return snapshot;  // counted as Pending until the operator reports it Invalid
   const auto& run = *decoded;

@@ -85,9 +85,10 @@ Observed observing(crd::TrainingRunStatus status) {
   return o;
 }
 
-TEST(StatusRebuilt, ARunningRunThatShowsNothingNewIsNotWritten) {
+// A run whose attempt 1 runs, as decide leaves it.
+crd::TrainingRunStatus runningStatus() {
   auto state = "JOB_STATE_RUNNING";
-  auto o = observing(crd::TrainingRunStatus{
+  return crd::TrainingRunStatus{
       .observedGeneration = 1,
       .phase = crd::Phase::Running,
       .message = "attempt 1 running",
@@ -98,7 +99,11 @@ TEST(StatusRebuilt, ARunningRunThatShowsNothingNewIsNotWritten) {
       .job = everyJobField(state, std::nullopt),
       .history = everyHistoryField(state, std::nullopt),
       .completionTime = std::nullopt,
-  });
+  };
+}
+
+TEST(StatusRebuilt, ARunningRunThatShowsNothingNewIsNotWritten) {
+  auto o = observing(runningStatus());
   o.vertex.job = jobIn(vertex::JobState::Running, std::nullopt);
   auto plan = decide(o);
   EXPECT_FALSE(plan.status.has_value()) << crd::encodeTrainingRunStatus(*plan.status).dump(2);
@@ -124,19 +129,7 @@ TEST(StatusRebuilt, ASettledRunKeepsEveryFieldAndIsNotWritten) {
 }
 
 TEST(StatusRebuilt, WhenVertexCannotBeReadTheLastViewOfTheJobStands) {
-  auto state = "JOB_STATE_RUNNING";
-  auto o = observing(crd::TrainingRunStatus{
-      .observedGeneration = 1,
-      .phase = crd::Phase::Running,
-      .message = "attempt 1 running",
-      .conditions = {condition("Valid", "True", "SpecValid"), condition("Submitted", "True", "JobCreated", kJob),
-                     condition("Running", "True", "JobRunning"), condition("Succeeded", "False", "NotFinished"),
-                     condition("Failed", "False", "NoFailure"),
-                     condition("CheckpointsReadable", "True", "CheckpointsListed")},
-      .job = everyJobField(state, std::nullopt),
-      .history = everyHistoryField(state, std::nullopt),
-      .completionTime = std::nullopt,
-  });
+  auto o = observing(runningStatus());
   o.vertex.unavailable = VertexFailure{403, "reading " + kJob + ": PERMISSION_DENIED"};
   auto plan = decide(o);
   ASSERT_TRUE(plan.status.has_value());
