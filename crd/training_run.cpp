@@ -189,6 +189,40 @@ Checkpointing readCheckpointing(const json& value, const std::string& path) {
   return c;
 }
 
+Capacity readCapacity(const json& value, const std::string& path) {
+  ObjectReader r(value, path);
+  Capacity c;
+  r.with("fallbacks", [&](const json& v, const std::string& p) {
+    c.fallbacks = readList<Fallback>(v, p, [](const json& item, const std::string& ip) {
+      ObjectReader f(item, ip);
+      Fallback fallback;
+      f.with("location", [&](const json& l, const std::string& lp) { fallback.location = readString(l, lp); });
+      // Read as the spec's own would be (unknown fields, types, ranges), kept as written for the merge.
+      f.with("resources", [&](const json& x, const std::string& xp) {
+        readResources(x, xp);
+        fallback.resources = x;
+      });
+      f.with("scheduling", [&](const json& x, const std::string& xp) {
+        readScheduling(x, xp);
+        fallback.scheduling = x;
+      });
+      f.finish();
+      return fallback;
+    });
+  });
+  auto duration = [&](const char* key, int64_t& out) {
+    r.with(key, [&](const json& v, const std::string& p) {
+      out = readDuration(v, p);
+      if (out < 0) throw DecodeError(p, "must not be negative");
+    });
+  };
+  duration("maxQueueTime", c.maxQueueSeconds);
+  duration("blockFor", c.blockForSeconds);
+  duration("giveUpAfter", c.giveUpAfterSeconds);
+  r.finish();
+  return c;
+}
+
 TuningParameter readParameter(const json& value, const std::string& path) {
   ObjectReader r(value, path);
   TuningParameter p;
@@ -303,6 +337,7 @@ TrainingRunSpec decodeTrainingRunSpec(const json& value, const std::string& path
   r.boolean("suspend", s.suspend);
   r.with("deletionPolicy", [&](const json& v, const std::string& p) { s.deletionPolicy = readEnum(v, p, deletionPolicyNames()); });
   r.integer("ttlSecondsAfterFinished", s.ttlSecondsAfterFinished, 0);
+  r.with("capacity", [&](const json& v, const std::string& p) { s.capacity = readCapacity(v, p); });
   r.finish();
   return s;
 }
@@ -349,11 +384,46 @@ TrainingRunStatus decodeTrainingRunStatus(const json& value, const std::string& 
     j.finish();
     s.job = job;
   });
+  r.with("placement", [&](const json& v, const std::string& p) {
+    ObjectReader pr(v, p);
+    PlacementRef ref;
+    pr.integer("index", ref.index, 0, 100);
+    pr.string("location", ref.location);
+    pr.string("machineType", ref.machineType);
+    pr.string("acceleratorType", ref.acceleratorType);
+    pr.integer("acceleratorCount", ref.acceleratorCount, 0);
+    pr.string("strategy", ref.strategy);
+    pr.finish();
+    s.placement = ref;
+  });
+  r.with("capacity", [&](const json& v, const std::string& p) {
+    ObjectReader c(v, p);
+    CapacityHistory capacity;
+    c.with("blocked", [&](const json& b, const std::string& bp) {
+      capacity.blocked = readList<BlockedPlacement>(b, bp, [](const json& item, const std::string& ip) {
+        ObjectReader e(item, ip);
+        BlockedPlacement blocked;
+        e.integer("index", blocked.index, 0, 100);
+        e.string("location", blocked.location);
+        e.string("reason", blocked.reason);
+        readTime(e, "until", blocked.until);
+        e.string("message", blocked.message);
+        e.finish();
+        return blocked;
+      });
+    });
+    readTime(c, "waitingSince", capacity.waitingSince);
+    readTime(c, "failingSince", capacity.failingSince);
+    c.finish();
+    s.history.capacity = capacity;
+  });
   r.with("attempts", [&](const json& v, const std::string& p) {
     s.history.attempts = readList<Attempt>(v, p, [](const json& item, const std::string& ip) {
       ObjectReader a(item, ip);
       Attempt at;
       a.integer("attempt", at.attempt, 0);
+      a.integer("placement", at.placement, 0, 100);
+      a.string("location", at.location);
       a.string("jobName", at.jobName);
       a.string("state", at.state);
       readTime(a, "startTime", at.startTime);
@@ -500,6 +570,20 @@ json encodeTrainingRunSpec(const TrainingRunSpec& s) {
   out["suspend"] = s.suspend;
   out["deletionPolicy"] = enumName(s.deletionPolicy, deletionPolicyNames());
   if (s.ttlSecondsAfterFinished) out["ttlSecondsAfterFinished"] = *s.ttlSecondsAfterFinished;
+  if (const auto& c = s.capacity) {
+    json fallbacks = json::array();
+    for (const auto& f : c->fallbacks) {
+      json entry = json::object();
+      if (f.location) entry["location"] = *f.location;
+      if (f.resources.is_object()) entry["resources"] = f.resources;
+      if (f.scheduling.is_object()) entry["scheduling"] = f.scheduling;
+      fallbacks.push_back(entry);
+    }
+    out["capacity"] = {{"fallbacks", fallbacks},
+                       {"maxQueueTime", formatDuration(c->maxQueueSeconds)},
+                       {"blockFor", formatDuration(c->blockForSeconds)},
+                       {"giveUpAfter", formatDuration(c->giveUpAfterSeconds)}};
+  }
   return out;
 }
 
@@ -530,6 +614,8 @@ json encodeTrainingRunStatus(const TrainingRunStatus& s) {
   const auto& h = s.history;
   for (const auto& a : h.attempts) {
     json at = {{"attempt", a.attempt}};
+    if (a.placement) at["placement"] = *a.placement;
+    putString(at, "location", a.location);
     putString(at, "jobName", a.jobName);
     putString(at, "state", a.state);
     writeTime(at, "startTime", a.startTime);
@@ -538,6 +624,22 @@ json encodeTrainingRunStatus(const TrainingRunStatus& s) {
     putString(at, "message", a.message);
     putString(at, "resumedFrom", a.resumedFrom);
     out["attempts"].push_back(at);
+  }
+  if (const auto& p = s.placement) {
+    out["placement"] = {{"index", p->index}, {"location", p->location}, {"machineType", p->machineType},
+                        {"acceleratorType", p->acceleratorType}, {"acceleratorCount", p->acceleratorCount},
+                        {"strategy", p->strategy}};
+  }
+  if (const auto& c = h.capacity) {
+    json blocked = json::array();
+    for (const auto& b : c->blocked) {
+      json entry = {{"index", b.index}, {"location", b.location}, {"reason", b.reason}, {"message", b.message}};
+      writeTime(entry, "until", b.until);
+      blocked.push_back(entry);
+    }
+    out["capacity"] = {{"blocked", blocked}};
+    writeTime(out["capacity"], "waitingSince", c->waitingSince);
+    writeTime(out["capacity"], "failingSince", c->failingSince);
   }
   out["attemptCount"] = h.attemptCount;
   out["resumes"] = h.resumes;

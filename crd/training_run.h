@@ -149,6 +149,23 @@ struct HyperparameterTuning {
   std::vector<TuningParameter> parameters;
 };
 
+// spec.capacity.fallbacks[i] (crd/placement.h): where else the run may go when Vertex has no capacity.
+// resources and scheduling hold the fields as written (decoded and checked like the spec's), merged
+// over the spec's own by crd::specAt.
+struct Fallback {
+  std::optional<std::string> location;
+  nlohmann::json resources = nullptr;
+  nlohmann::json scheduling = nullptr;
+};
+
+// spec.capacity: capacity failover (API.md "Capacity failover").
+struct Capacity {
+  std::vector<Fallback> fallbacks;
+  int64_t maxQueueSeconds = 0;         // a job QUEUED/PENDING this long is a stockout; 0: never
+  int64_t blockForSeconds = 1800;      // a placement that had no capacity is skipped this long
+  int64_t giveUpAfterSeconds = 86400;  // no placement had capacity this long: the run fails
+};
+
 struct TrainingRunSpec {
   std::string project;
   std::string location;
@@ -173,6 +190,7 @@ struct TrainingRunSpec {
   bool suspend = false;
   DeletionPolicy deletionPolicy = DeletionPolicy::Cancel;
   std::optional<int64_t> ttlSecondsAfterFinished;
+  std::optional<Capacity> capacity;
 };
 
 // metav1.Condition.
@@ -202,6 +220,8 @@ struct JobRef {
 
 struct Attempt {
   int32_t attempt = 0;
+  std::optional<int32_t> placement;  // with spec.capacity: the placement it was created on
+  std::string location;              // with spec.capacity: where its job runs (from the job's name)
   std::string jobName;
   std::string state;
   std::optional<Clock::time_point> startTime, endTime;
@@ -226,6 +246,35 @@ struct BestTrial {
 
 inline constexpr size_t kMaxAttemptsInStatus = 20;
 
+// status.placement: where the current attempt runs (with spec.capacity).
+struct PlacementRef {
+  int32_t index = 0;
+  std::string location;
+  std::string machineType;
+  std::string acceleratorType;
+  int32_t acceleratorCount = 0;
+  std::string strategy;
+  bool operator==(const PlacementRef&) const = default;
+};
+
+// A placement skipped for now because Vertex had no capacity there.
+struct BlockedPlacement {
+  int32_t index = 0;
+  std::string location;
+  std::string reason;  // Stockout | QuotaExceeded | QueueTimeout
+  std::optional<Clock::time_point> until;
+  std::string message;
+  bool operator==(const BlockedPlacement&) const = default;
+};
+
+// status.capacity: what capacity failover remembers.
+struct CapacityHistory {
+  std::vector<BlockedPlacement> blocked;
+  std::optional<Clock::time_point> waitingSince;  // every placement is blocked since then
+  std::optional<Clock::time_point> failingSince;  // the first capacity failure since a job last ran
+  bool operator==(const CapacityHistory&) const = default;
+};
+
 // What status carries from pass to pass because Vertex cannot tell it again cheaply: the attempts
 // and what they left. Everything else in status is rebuilt from what a pass observes.
 struct RunHistory {
@@ -235,6 +284,7 @@ struct RunHistory {
   std::optional<CheckpointRef> lastCheckpoint;  // the newest checkpoint any listing found
   std::optional<BestTrial> bestTrial;           // from the last job that reported one
   std::optional<Clock::time_point> startTime;   // the first pass that saw the run
+  std::optional<CapacityHistory> capacity;      // with spec.capacity
   bool operator==(const RunHistory&) const = default;
 };
 
@@ -244,6 +294,7 @@ struct TrainingRunStatus {
   std::string message;
   std::vector<Condition> conditions;
   std::optional<JobRef> job;
+  std::optional<PlacementRef> placement;  // with spec.capacity
   RunHistory history;
   std::optional<Clock::time_point> completionTime;
   bool operator==(const TrainingRunStatus&) const = default;

@@ -1,5 +1,7 @@
 #include "crd/validation.h"
 
+#include "crd/placement.h"
+
 #include <algorithm>
 #include <cctype>
 #include <stdexcept>
@@ -365,7 +367,11 @@ std::vector<Finding> validateTrainingRunSpec(const TrainingRunSpec& spec, const 
   }
   if (!spec.workerPoolSpecs.empty() && spec.workerPoolSpecs[0].empty())
     f.error("workerPoolSpecs[0]", "the primary pool is required; only later pools may be {}");
-  return f.take();
+  auto own = f.take();
+  // Every placement a run may move to is held to the same rules (a resolved one has no fallbacks).
+  auto placements = validatePlacements(spec, path, own);
+  own.insert(own.end(), placements.begin(), placements.end());
+  return own;
 }
 
 std::vector<Finding> validate(const TrainingRun& run) { return validateTrainingRunSpec(run.spec, "spec"); }

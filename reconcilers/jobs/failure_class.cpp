@@ -42,6 +42,10 @@ std::string lower(std::string text) {
 
 }  // namespace
 
+bool isAcceleratorQuotaRefusal(int httpStatus, const std::string& message) {
+  return httpStatus == 429 && message.find("custom_model_training") != std::string::npos;
+}
+
 crd::FailureClass classifyFailure(vertex::JobState state, const std::optional<vertex::RpcStatus>& error) {
   if (state == vertex::JobState::Expired) return FailureClass::Timeout;
   if (!error) return FailureClass::Unknown;

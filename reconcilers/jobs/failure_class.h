@@ -13,5 +13,8 @@ namespace vto::reconcilers {
 
 // For a FAILED or EXPIRED job; Unknown when nothing matches (never AnyFailure).
 crd::FailureClass classifyFailure(vertex::JobState state, const std::optional<vertex::RpcStatus>& error);
+// Whether Vertex refused a create for an accelerator quota of the region (429 RESOURCE_EXHAUSTED
+// naming aiplatform.googleapis.com/custom_model_training_*): that place has no capacity for the run.
+bool isAcceleratorQuotaRefusal(int httpStatus, const std::string& message);
 
 }  // namespace vto::reconcilers

@@ -5,6 +5,8 @@
 #include "controller/conditions.h"
 #include "crd/validation.h"
 #include "reconcilers/jobs/failure_class.h"
+#include "crd/placement.h"
+#include "reconcilers/trainingrun/capacity.h"
 #include "reconcilers/trainingrun/draft.h"
 #include "reconcilers/trainingrun/resume_policy.h"
 #include "vertex/json_codec.h"
@@ -104,6 +106,7 @@ void startNextAttempt(Draft& d, const std::string& why) {
   const auto& checkpoint = d.o.checkpoints.latest;
   crd::Attempt attempt;
   attempt.attempt = next;
+  attempt.placement = d.current().placement;  // a preemption resumes where it ran
   attempt.resumedFrom = checkpoint ? checkpoint->uri : "";
   history.attempts.push_back(attempt);
   history.attemptCount++;
@@ -117,11 +120,11 @@ void startNextAttempt(Draft& d, const std::string& why) {
 }
 
 // The tenant's accelerator cap, first created first served: the message when the run must wait.
-std::optional<std::string> overAcceleratorCap(const Draft& d) {
+std::optional<std::string> overAcceleratorCap(const Draft& d, const crd::TrainingRun& at) {
   auto tenancy = tenancyOf(d.o);
   if (!tenancy.governingRule) return std::nullopt;
   const auto& rule = (*d.o.tenancy.rules)[*tenancy.governingRule];
-  auto candidate = crd::claimOf(d.run, false);
+  auto candidate = crd::claimOf(at, false);
   if (!rule.maxAccelerators || candidate.accelerators == 0) return std::nullopt;
   std::vector<crd::AcceleratorClaim> claims;
   for (const auto& [index, claim] : d.o.tenancy.otherClaims) {
@@ -147,16 +150,27 @@ Plan createRejected(Draft& d, const VertexFailure& rejected) {
 // Plans the creation of the current attempt's job, once its gates are open; act writes its name to
 // status at once.
 Plan create(Draft& d, const DecideOptions& options) {
-  auto where = crd::locationOf(d.run.spec, d.o.defaults);
+  if (d.o.vertex.createRejected) return createRejected(d, *d.o.vertex.createRejected);
+  if (d.refused) return tenantViolation(d, *d.refused);  // create is the one door to a new job
+  // With spec.capacity, the attempt goes to the first placement not blocked, or waits for one.
+  std::optional<size_t> refusedNow;
+  if (d.run.spec.capacity) {
+    if (const auto& quota = d.o.vertex.createQuotaExceeded) {
+      refusedNow = placementOf(d);
+      blockPlacement(d, "QuotaExceeded", *quota);
+      d.current().placement.reset();
+    }
+    if (auto waiting = placementGate(d)) return *waiting;
+  }
+  auto& attempt = d.current();
+  auto at = runAt(d.run, placementOf(d));
+  auto where = crd::locationOf(at.spec, d.o.defaults);
   if (where.project.empty() || where.location.empty()) {
     d.plan.failure = PassFailure{true, "no project/location for " + d.o.metadata.name};
     return invalid(d, "spec.project and spec.location: set them, or start the operator with --default-project "
                       "and --default-location");
   }
-  if (d.o.vertex.createRejected) return createRejected(d, *d.o.vertex.createRejected);
-  if (d.refused) return tenantViolation(d, *d.refused);  // create is the one door to a new job
-  auto& attempt = d.current();
-  if (auto waiting = overAcceleratorCap(d)) {
+  if (auto waiting = overAcceleratorCap(d, at)) {
     if (!conditionIs(d, ConditionType::Ready, "False", Reason::TenantQuotaExceeded)) {
       d.plan.events.push_back(normalEvent("TenantQuotaExceeded", *waiting));
     }
@@ -178,7 +192,8 @@ Plan create(Draft& d, const DecideOptions& options) {
     d.plan.failure = PassFailure{false, message};
     return finish(d);
   }
-  d.plan.createJob = CreateJob{attempt.attempt, attempt.resumedFrom, where, crd::jobKindOf(d.run.spec)};
+  if (d.run.spec.capacity) announceMove(d, placementOf(d), refusedNow);
+  d.plan.createJob = CreateJob{attempt.attempt, attempt.resumedFrom, where, crd::jobKindOf(at.spec), placementOf(d)};
   d.phase(Phase::Submitted, "attempt " + std::to_string(attempt.attempt) + " submitted");
   d.plan.requeueAfter = options.resyncPeriod;
   return finish(d);
@@ -210,6 +225,20 @@ Plan suspend(Draft& d, const DecideOptions& options) {
   return crd::isFinished(d.next.phase) ? finished(d) : finish(d);
 }
 
+// The current attempt's placement had no capacity: it is blocked, and the next attempt goes to another
+// at once (no backoff, no resume spent), from the newest checkpoint, or waits for one.
+Plan elsewhere(Draft& d, const std::string& reason, const std::string& message, const std::string& why,
+               const DecideOptions& options) {
+  if (d.refused) return tenantViolation(d, *d.refused);  // a refused spec gets no listing and no job
+  if (!d.o.checkpoints.listed) {
+    return retryCheckpointListing(d, "cannot list checkpoints under " + crd::checkpointDirectoryOf(d.run.spec) +
+                                         " to resume from; trying again");
+  }
+  blockPlacement(d, reason, message);
+  startAttemptElsewhere(d, why);
+  return create(d, options);
+}
+
 // After a FAILED/EXPIRED attempt: stay failed, wait out the resume backoff, or start the next attempt.
 Plan afterFailure(Draft& d, const CachedJob& job, const DecideOptions& options) {
   auto failure = classifyFailure(job.state, job.error);
@@ -218,6 +247,8 @@ Plan afterFailure(Draft& d, const CachedJob& job, const DecideOptions& options) 
   std::string why = "attempt " + std::to_string(attempt.attempt) + " failed (" +
                     crd::enumName(failure, crd::failureClassNames()) + ")";
   std::string what = why + (job.error && !job.error->message.empty() ? ": " + job.error->message : "");
+  // No capacity where it ran: the next attempt goes elsewhere at once, without spending a resume.
+  if (d.run.spec.capacity && lackedCapacity(job)) return elsewhere(d, "Stockout", job.error->message, what, options);
   auto decision = decideResume(d.run.spec.checkpointing, failure, d.next.history.resumes);
   if (!decision.resume) {
     d.next.message = what + "; not resumed: " + decision.why;
@@ -273,6 +304,11 @@ Plan unsuspend(Draft& d, const CachedJob& job, const DecideOptions& options) {
 // The current attempt's job as Vertex reports it: phase, conditions, a resume, or the end.
 Plan followJob(Draft& d, const CachedJob& job, const DecideOptions& options) {
   applyJobState(d, job);
+  if (d.run.spec.capacity && job.state == vertex::JobState::Cancelled && d.current().message == kQueueTimeoutMessage) {
+    return elsewhere(d, "QueueTimeout", d.current().message,
+                     "attempt " + std::to_string(d.current().attempt) + " waited past spec.capacity.maxQueueTime", options);
+  }
+  if (job.state == vertex::JobState::Running) capacityRecovered(d);
   // The newest checkpoint, while the job runs and once more when it ends (its final checkpoint).
   if (const auto& latest = d.o.checkpoints.latest) {
     d.next.history.lastCheckpoint = crd::CheckpointRef{latest->uri, latest->updateTime};
@@ -290,6 +326,7 @@ Plan followJob(Draft& d, const CachedJob& job, const DecideOptions& options) {
                                                                                       std::chrono::seconds(1)));
     }
   }
+  watchQueueTime(d, job);
   return finish(d);
 }
 
@@ -341,7 +378,24 @@ bool jobRecorded(const crd::TrainingRunStatus& status) {
 
 crd::TenancyDecision tenancyOf(const Observed& o) {
   if (o.tenancy.rules == nullptr || o.tenancy.rules->empty() || !o.run) return {};
-  return crd::decideTenancy(o.run->spec, o.defaults, o.tenancy.ns, *o.tenancy.rules);
+  auto decision = crd::decideTenancy(o.run->spec, o.defaults, o.tenancy.ns, *o.tenancy.rules);
+  // Every placement a run may move to is held to the rules before any job: a fallback outside them
+  // refuses the run, named as the fallback's field.
+  for (size_t i = 1; !decision.violation && i < crd::placementCount(o.run->spec); ++i) {
+    crd::TrainingRunSpec at;
+    try {
+      at = crd::specAt(o.run->spec, i);
+    } catch (const crd::DecodeError&) {
+      continue;  // validation reports it
+    }
+    auto other = crd::decideTenancy(at, o.defaults, o.tenancy.ns, *o.tenancy.rules);
+    if (!other.violation) continue;
+    auto& violation = *other.violation;
+    if (violation.field.rfind("spec.", 0) == 0) violation.field = crd::placementPath(i) + violation.field.substr(4);
+    violation.message = crd::placementPath(i) + ": " + violation.message;
+    return other;
+  }
+  return decision;
 }
 
 bool settled(const Observed& o) {
@@ -373,7 +427,7 @@ Plan decide(const Observed& o, const DecideOptions& options) {
   bool recorded = jobRecorded(o.status);
   // Nothing new can be seen of the job: the run has ended, or Vertex cannot be read (the Ready
   // condition says why), or the first poll is about to bring the job.
-  bool jobUnseen = recorded && !o.vertex.job && !o.vertex.notFound;
+  bool jobUnseen = recorded && !o.vertex.job && !o.vertex.notFound && !o.vertex.notOwned;
   if (settled(o) || jobUnseen) d.keepLastKnown();
   // Tenancy on every pass: serviceAccount and checkpointing.directory may be edited after the first
   // job. Before any job, a refusal makes the run Invalid. After it, the running job goes on (a rule
@@ -401,6 +455,14 @@ Plan decide(const Observed& o, const DecideOptions& options) {
     d.next.completionTime = d.now();
     d.next.job = o.status.job;  // the last view of the job, which the message names
     d.condition(ConditionType::Failed, true, Reason::JobNotFound, d.next.message);
+    return finished(d);
+  }
+  if (recorded && o.vertex.notOwned) {
+    d.phase(Phase::Failed, "status names the Vertex job " + d.current().jobName + ", which vto did not create for this "
+                           "run (its vto-run-uid label is another run's): vto neither follows nor cancels it; delete "
+                           "and re-create the TrainingRun, and keep trainingruns/status writable by the operator only");
+    d.next.completionTime = d.now();
+    d.condition(ConditionType::Failed, true, Reason::JobNotOwned, d.next.message);
     return finished(d);
   }
   if (jobUnseen) {

@@ -35,9 +35,10 @@ const char* conditionTypeName(ConditionType type);
 // Every condition reason vto writes (condition.reason is one of these names).
 enum class Reason {
   SpecValid, SpecInvalid, JobCreated, JobRejected, JobSubmitted, JobQueued, JobRunning, JobSucceeded,
-  JobFailed, JobCancelling, JobCancelled, JobNotFound, NotFinished, NoFailure, Resuming,
+  JobFailed, JobCancelling, JobCancelled, JobNotFound, JobNotOwned, NotFinished, NoFailure, Resuming,
   ResumeBudgetExhausted, Suspended, VertexError, TenantPolicyViolation, TenantQuotaExceeded,
-  OutputBucketNotFound, CheckpointsListed, CheckpointsForbidden, CheckpointListFailed,
+  OutputBucketNotFound, CheckpointsListed, CheckpointsForbidden, CheckpointListFailed, WaitingForCapacity,
+  CapacityUnavailable,
 };
 const char* reasonName(Reason reason);
 
@@ -48,6 +49,9 @@ struct VertexReading {
   std::optional<CachedJob> job;
   // The job status names is gone from Vertex (404): deleted outside vto.
   bool notFound = false;
+  // The job status names was not created for this run (its vto-run-uid label is another's): status
+  // was written by someone else. vto neither follows nor cancels it.
+  bool notOwned = false;
   // The job is not cached yet and its poll target's first full list (just after a start) will bring
   // it: look again shortly instead of reading it now (a cold start costs lists, not a GET per run).
   bool awaitingFirstPoll = false;
@@ -55,6 +59,9 @@ struct VertexReading {
   std::optional<VertexFailure> unavailable;
   // Vertex refused to create this attempt's job (4xx other than 429): decide fails the run.
   std::optional<VertexFailure> createRejected;
+  // Vertex refused the create for an accelerator quota (429 naming custom_model_training_*): with
+  // spec.capacity the placement has no capacity; its message.
+  std::optional<std::string> createQuotaExceeded;
 };
 
 // The checkpoint directory, as this pass listed it (if it did).
@@ -103,6 +110,12 @@ struct CreateJob {
   std::string resumeFrom;  // "" = from scratch
   Location where;
   vertex::JobKind kind = vertex::JobKind::Custom;
+  size_t placement = 0;  // crd::specAt(spec, placement) is what the job is rendered from
+};
+
+// A capacity failover, for vto_trainingrun_capacity_failovers_total.
+struct Failover {
+  std::string fromLocation, toLocation, acceleratorType, reason;
 };
 
 // A pass that fails after its writes: the user has been told (status, Events), and the work queue
@@ -124,8 +137,9 @@ struct Plan {
   // How the pass ends: requeued after this long (zero: only when something changes), or failed.
   Clock::duration requeueAfter = Clock::duration::zero();
   std::optional<PassFailure> failure;
-  // For metrics: a resume was decided (its failure class), the run finished.
+  // For metrics: a resume was decided (its failure class), a capacity failover, the run finished.
   std::optional<crd::FailureClass> resumedAfter;
+  std::optional<Failover> failover;
   bool finished = false;
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "reconcilers/trainingrun/capacity.h"
 #include "reconcilers/trainingrun/draft.h"
 #include "vertex/json_codec.h"
 
@@ -92,6 +93,7 @@ void applyJobState(Draft& d, const CachedJob& job) {
   auto& attempt = d.current();
   attempt.jobName = job.name;
   attempt.state = std::string(vertex::jobStateName(job.state));
+  if (d.run.spec.capacity) attempt.location = vertex::locationOf(job.name).location;  // where it runs, from its name
   if (job.startTime) attempt.startTime = wholeSeconds(job.startTime);
   if (job.endTime) attempt.endTime = wholeSeconds(job.endTime);
   // Vertex stamps endTime on every ending; should it ever be missing, the first pass that saw the end
@@ -131,6 +133,7 @@ void transitionEvent(Draft& d) {
 // Conditions in one order (stable output, no spurious writes); the status goes into the plan only if
 // it differs from what is stored.
 Plan finish(Draft& d) {
+  placementView(d);
   std::stable_sort(d.next.conditions.begin(), d.next.conditions.end(), [](const auto& a, const auto& b) {
     auto rank = [](const std::string& type) {
       for (int i = 0; i <= static_cast<int>(ConditionType::CheckpointsReadable); ++i) {
@@ -170,10 +173,10 @@ const char* conditionTypeName(ConditionType type) {
 const char* reasonName(Reason reason) {
   static constexpr std::array names = {
       "SpecValid",    "SpecInvalid", "JobCreated",   "JobRejected",  "JobSubmitted", "JobQueued",
-      "JobRunning",   "JobSucceeded", "JobFailed",   "JobCancelling", "JobCancelled", "JobNotFound",
+      "JobRunning",   "JobSucceeded", "JobFailed",   "JobCancelling", "JobCancelled", "JobNotFound", "JobNotOwned",
       "NotFinished",  "NoFailure",   "Resuming",     "ResumeBudgetExhausted", "Suspended", "VertexError",
       "TenantPolicyViolation", "TenantQuotaExceeded", "OutputBucketNotFound", "CheckpointsListed",
-      "CheckpointsForbidden", "CheckpointListFailed",
+      "CheckpointsForbidden", "CheckpointListFailed", "WaitingForCapacity", "CapacityUnavailable",
   };
   return names[static_cast<size_t>(reason)];
 }

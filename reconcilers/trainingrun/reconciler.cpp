@@ -7,6 +7,9 @@
 #include "controller/event.h"
 #include "controller/finalizers.h"
 #include "crd/labels.h"
+#include "crd/placement.h"
+#include "reconcilers/jobs/failure_class.h"
+#include "reconcilers/trainingrun/capacity.h"
 #include "crd/validation.h"
 #include "vertex/api_error.h"
 #include "vertex/json_codec.h"
@@ -94,6 +97,12 @@ Observed TrainingRunReconciler::observe(const nlohmann::json& object) {
       if (auto failure = jobs_.pollFailure(target->jobPrefix())) o.vertex.unavailable = failure;
     }
     o.vertex.job = readJob(attempt->jobName, target, o);
+    // Status is writable by others: only a job vto labelled with this run's uid is followed or cancelled.
+    auto owner = o.vertex.job ? o.vertex.job->labels.find(crd::kRunUidLabel) : decltype(o.vertex.job->labels.end()){};
+    if (o.vertex.job && (owner == o.vertex.job->labels.end() || owner->second != crd::sanitizeLabelValue(o.metadata.uid))) {
+      o.vertex.job.reset();
+      o.vertex.notOwned = true;
+    }
   } else if (deleting || o.run->spec.suspend) {
     // Not in status: a crash may have come between create and the status write. Cancel what exists,
     // where the job would have been created.
@@ -222,6 +231,60 @@ std::optional<CachedJob> TrainingRunReconciler::readJob(const std::string& jobNa
   }  // any other RetryableError (transport, quota pacing) propagates to the work queue too
 }
 
+Plan TrainingRunReconciler::createPlannedJob(const Observed& o, Plan plan) {
+  // A refusal for an accelerator quota moves the attempt to the next placement, at most once each.
+  for (size_t tries = 0; plan.createJob && tries <= crd::placementCount(o.run->spec); ++tries) {
+    const auto create = *plan.createJob;
+    // Exactly once: a job for this run and attempt that already exists (a crash came between its
+    // create and the status write) is adopted, never created twice. A first attempt whose finalizer
+    // this pass added needs no lookup: every job is created after the finalizer is in place, and the
+    // patch was conditional on the version observed without it (one Vertex request less per new run).
+    bool fresh = plan.addFinalizer && create.attempt == 1;
+    std::optional<vertex::Job> job;
+    for (const auto& target : fresh ? std::vector<PollTarget>{} : targetsOf(o, create)) {
+      if ((job = findByLabels(o, target, create.attempt))) break;
+    }
+    bool adopted = job.has_value();
+    if (job) return recordCreatedJob(o, std::move(plan), cachedJobOf(*job, o.now), adopted);
+    try {
+      job = vertex_.createJob(create.where, create.kind,
+                              crd::renderJob(trainingrun::runAt(*o.run, create.placement), create.attempt, create.resumeFrom));
+      jobs_.put(*job, o.now);
+      if (metrics_ != nullptr) metrics_->jobCreated(std::string(vertex::kindName(create.kind)));
+      return recordCreatedJob(o, std::move(plan), cachedJobOf(*job, o.now), false);
+    } catch (const vertex::ApiError& e) {
+      bool quota = o.run->spec.capacity && isAcceleratorQuotaRefusal(e.httpStatus(), e.message());
+      if (e.isRetryable() && !quota) throw;  // the work queue backs off, never sooner than retryAfter
+      // Decide again knowing it, on the status this pass has decided so far (no job of this attempt).
+      Observed again = o;
+      again.hasFinalizer = true;  // added above
+      if (quota) {
+        if (plan.status) again.status = *plan.status;
+        again.vertex.job.reset();
+        again.vertex.createQuotaExceeded = e.message();
+      } else {
+        again.vertex.createRejected = VertexFailure{e.httpStatus(), e.message()};  // refused for good
+      }
+      auto decided = decide(again, decideOptions_);
+      if (!decided.status && again.status != o.status) decided.status = again.status;
+      decided.addFinalizer = plan.addFinalizer;
+      plan = std::move(decided);
+    }
+  }
+  return plan;
+}
+
+std::vector<PollTarget> TrainingRunReconciler::targetsOf(const Observed& o, const CreateJob& create) const {
+  std::vector<PollTarget> targets{{create.where, create.kind}};
+  // After a crash, a failover may have created the attempt's job on a placement this pass would not choose.
+  for (size_t i = 0; o.run->spec.capacity && i < crd::placementCount(o.run->spec); ++i) {
+    auto spec = crd::specAt(o.run->spec, i);
+    PollTarget target{crd::locationOf(spec, o.defaults), crd::jobKindOf(spec)};
+    if (std::find(targets.begin(), targets.end(), target) == targets.end()) targets.push_back(target);
+  }
+  return targets;
+}
+
 std::optional<vertex::Job> TrainingRunReconciler::findByLabels(const Observed& o, const PollTarget& target, int attempt) {
   vertex::ListOptions list;
   list.filter = std::string("labels.") + crd::kRunUidLabel + "=\"" + crd::sanitizeLabelValue(o.metadata.uid) +
@@ -282,31 +345,7 @@ Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& 
     }
     jobs_.erase(*plan.cancelJob);  // the next pass reads the CANCELLING/CANCELLED state from Vertex
   }
-  if (plan.createJob) {
-    const auto& create = *plan.createJob;
-    // Exactly once: a job for this run and attempt that already exists (a crash came between its
-    // create and the status write) is adopted, never created twice. A first attempt whose finalizer
-    // this pass added needs no lookup: every job is created after the finalizer is in place, and the
-    // patch was conditional on the version observed without it (one Vertex request less per new run).
-    bool fresh = plan.addFinalizer && create.attempt == 1;
-    auto job = fresh ? std::nullopt : findByLabels(o, {create.where, create.kind}, create.attempt);
-    bool adopted = job.has_value();
-    if (!job) {
-      try {
-        job = vertex_.createJob(create.where, create.kind, crd::renderJob(*o.run, create.attempt, create.resumeFrom));
-        jobs_.put(*job, o.now);
-        if (metrics_ != nullptr) metrics_->jobCreated(std::string(vertex::kindName(create.kind)));
-      } catch (const vertex::ApiError& e) {
-        if (e.isRetryable()) throw;  // the work queue backs off, never sooner than retryAfter
-        // Vertex refused the job itself: decide again knowing it (a plan without a create).
-        Observed rejected = o;
-        rejected.hasFinalizer = true;  // added above
-        rejected.vertex.createRejected = VertexFailure{e.httpStatus(), e.message()};
-        plan = decide(rejected, decideOptions_);
-      }
-    }
-    if (job) plan = recordCreatedJob(o, std::move(plan), cachedJobOf(*job, o.now), adopted);
-  }
+  if (plan.createJob) plan = createPlannedJob(o, std::move(plan));
   if (plan.status) {
     auto status = writeStatus(current(), *plan.status);
     rememberOwnWrite(current(), status);
@@ -314,6 +353,7 @@ Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& 
   }
   controller::recordEvents(events_, current(), plan.events);
   if (metrics_ != nullptr) {
+    if (const auto& f = plan.failover) metrics_->capacityFailover(meta.namespace_, f->fromLocation, f->toLocation, f->acceleratorType, f->reason);
     if (plan.resumedAfter) metrics_->resumed(crd::enumName(*plan.resumedAfter, crd::failureClassNames()));
     if (const auto& latest = o.checkpoints.latest; latest && latest->updateTime) {
       auto age = std::chrono::duration<double>(o.now - *latest->updateTime).count();

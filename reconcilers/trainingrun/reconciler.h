@@ -104,6 +104,11 @@ class TrainingRunReconciler final : public controller::Reconciler {
   // pass adopts the same one should two ever exist).
   std::optional<vertex::Job> findByLabels(const Observed& observed, const PollTarget& target, int attempt);
   void observeCheckpoint(Observed& observed);
+  // act's create: adopts the attempt's job if one exists, else creates it (moving on to the next
+  // placement when Vertex refuses a capped accelerator quota), and records it in the plan's status.
+  Plan createPlannedJob(const Observed& observed, Plan plan);
+  // Where the attempt's job may be: the create's target and, with spec.capacity, every placement's.
+  std::vector<PollTarget> targetsOf(const Observed& observed, const CreateJob& create) const;
   // Before attempt 1: one listing each of the output prefix and the checkpoint directory.
   void observeBuckets(Observed& observed);
   // The tenancy inputs: this run's namespace and, where a job may be created, the other runs'

@@ -30,6 +30,8 @@ crd::Condition condition(const char* type, const char* status, const char* reaso
 crd::RunHistory everyHistoryField(const std::string& state, std::optional<Clock::time_point> endTime) {
   return crd::RunHistory{
       .attempts = {crd::Attempt{.attempt = 1,
+                                .placement = std::nullopt,
+                                .location = "",
                                 .jobName = kJob,
                                 .state = state,
                                 .startTime = T0 - seconds(500),
@@ -43,6 +45,7 @@ crd::RunHistory everyHistoryField(const std::string& state, std::optional<Clock:
                                            .updateTime = parseRfc3339("2026-03-01T11:59:00.250Z")},
       .bestTrial = crd::BestTrial{.id = "4", .parameters = {{"lr", 0.01}}, .metrics = {{"accuracy", 0.9}}},
       .startTime = T0 - seconds(600),
+      .capacity = std::nullopt,
   };
 }
 
@@ -70,13 +73,15 @@ CachedJob jobIn(vertex::JobState state, std::optional<Clock::time_point> endTime
   return job;
 }
 
-Observed observing(crd::TrainingRunStatus status) {
+Observed observing(crd::TrainingRunStatus status, const std::string& capacity = "") {
   Observed o;
   o.now = T0;
-  o.run = crd::decodeTrainingRun(nlohmann::json::parse(R"({"apiVersion": "vto.dev/v1alpha1", "kind": "TrainingRun",
+  auto object = nlohmann::json::parse(R"({"apiVersion": "vto.dev/v1alpha1", "kind": "TrainingRun",
     "metadata": {"name": "r", "namespace": "ns", "uid": "u-1", "generation": 1},
     "spec": {"trainer": {"container": {"imageUri": "us-docker.pkg.dev/p/r/i:1"}},
-             "resources": {"machineType": "n1-standard-4"}, "baseOutputDirectory": "gs://bucket/r"}})"));
+             "resources": {"machineType": "n1-standard-4"}, "baseOutputDirectory": "gs://bucket/r"}})");
+  if (!capacity.empty()) object["spec"]["capacity"] = nlohmann::json::parse(capacity);
+  o.run = crd::decodeTrainingRun(object);
   o.metadata = o.run->metadata;
   o.defaults = {"test-project", "us-central1"};
   o.hasFinalizer = true;
@@ -97,6 +102,7 @@ crd::TrainingRunStatus runningStatus() {
                      condition("Failed", "False", "NoFailure"),
                      condition("CheckpointsReadable", "True", "CheckpointsListed")},
       .job = everyJobField(state, std::nullopt),
+      .placement = std::nullopt,
       .history = everyHistoryField(state, std::nullopt),
       .completionTime = std::nullopt,
   };
@@ -121,9 +127,46 @@ TEST(StatusRebuilt, ASettledRunKeepsEveryFieldAndIsNotWritten) {
                      condition("Failed", "False", "NoFailure"),
                      condition("CheckpointsReadable", "True", "CheckpointsListed")},
       .job = everyJobField(state, ended),
+      .placement = std::nullopt,
       .history = everyHistoryField(state, ended),
       .completionTime = ended,
   });
+  auto plan = decide(o);
+  EXPECT_FALSE(plan.status.has_value()) << crd::encodeTrainingRunStatus(*plan.status).dump(2);
+}
+
+TEST(StatusRebuilt, ARunThatFailedOverKeepsEveryCapacityFieldAndIsNotWritten) {
+  auto state = "JOB_STATE_RUNNING";
+  const std::string eastJob = "projects/test-project/locations/us-east4/customJobs/9";
+  auto status = runningStatus();
+  status.conditions[1].message = eastJob;
+  status.job = everyJobField(state, std::nullopt);
+  status.job->name = eastJob;
+  status.job->id = "9";
+  status.job->consoleUrl = consoleUrl(eastJob);
+  status.placement = crd::PlacementRef{.index = 1,
+                                       .location = "us-east4",
+                                       .machineType = "n1-standard-4",
+                                       .acceleratorType = "",
+                                       .acceleratorCount = 0,
+                                       .strategy = "Standard"};
+  auto& attempt = status.history.attempts[0];
+  attempt.placement = 1;
+  attempt.location = "us-east4";
+  attempt.jobName = eastJob;
+  status.history.capacity = crd::CapacityHistory{
+      .blocked = {crd::BlockedPlacement{.index = 0,
+                                        .location = "us-central1",
+                                        .reason = "Stockout",
+                                        .until = T0 + seconds(900),
+                                        .message = "Resources are insufficient in region: us-central1."}},
+      .waitingSince = std::nullopt,
+      .failingSince = std::nullopt,
+  };
+  auto o = observing(status, R"({"fallbacks": [{"location": "us-east4"}]})");
+  auto job = jobIn(vertex::JobState::Running, std::nullopt);
+  job.name = eastJob;
+  o.vertex.job = job;
   auto plan = decide(o);
   EXPECT_FALSE(plan.status.has_value()) << crd::encodeTrainingRunStatus(*plan.status).dump(2);
 }

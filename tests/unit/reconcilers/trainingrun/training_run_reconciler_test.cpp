@@ -517,6 +517,28 @@ TEST_F(ReconcilerTest, A403OnCreateFailsTheRunAndStopsRetrying) {
   EXPECT_TRUE(vertex.createdBodies().empty());
 }
 
+TEST_F(ReconcilerTest, AJobNameWrittenIntoStatusByHandIsNeitherFollowedNorCancelled) {
+  apply("", "victim");
+  reconcile("victim");
+  std::string theirs = currentJob("victim");
+  apply();
+  reconcile();
+  // Someone with write access to trainingruns/status points run r at the other run's job.
+  auto run = kube.get(trainingRunResource(), "ns", "r");
+  run["status"]["attempts"][0]["jobName"] = theirs;
+  kube.updateStatus(trainingRunResource(), "ns", run);
+  sync();
+  reconcile();
+  EXPECT_EQ(status()["phase"], "Failed");
+  EXPECT_EQ(condition("Failed"), "True/JobNotOwned");
+  // Deleting r cancels nothing of the other run's.
+  kube.remove(trainingRunResource(), "ns", "r");
+  sync();
+  reconcile();
+  auto cancelled = vertex.cancelledNames();
+  EXPECT_EQ(std::count(cancelled.begin(), cancelled.end(), theirs), 0);
+}
+
 TEST_F(ReconcilerTest, AJobDeletedOutsideVtoFailsTheRunWithoutANewJob) {
   apply();
   reconcile();
