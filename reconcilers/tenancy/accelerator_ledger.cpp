@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "crd/placement.h"
+
 
 namespace vto::reconcilers {
 
@@ -16,6 +18,16 @@ std::optional<crd::AcceleratorClaim> acceleratorClaimOf(const crd::TrainingRun& 
   if (crd::acceleratorsOf(run.spec) == 0) return std::nullopt;
   const auto& attempts = status.history.attempts;
   bool holding = !attempts.empty() && !attempts.back().jobName.empty();
+  // With capacity failover, what the placement the attempt went to asks for.
+  if (!attempts.empty() && attempts.back().placement && *attempts.back().placement > 0) {
+    crd::TrainingRun at = run;
+    try {
+      at.spec = crd::specAt(run.spec, static_cast<size_t>(*attempts.back().placement));
+    } catch (const crd::DecodeError&) {
+      return crd::claimOf(run, holding);  // validation reports it; the spec's own claim stands in
+    }
+    return crd::claimOf(at, holding);
+  }
   return crd::claimOf(run, holding);
 }
 

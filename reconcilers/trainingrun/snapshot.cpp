@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "base/rfc3339.h"
+#include "crd/placement.h"
 #include "crd/render.h"
 #include "crd/training_run.h"
 #include "vertex/json_codec.h"
@@ -32,7 +33,13 @@ int intOf(const nlohmann::json& value) {
 
 // The pools of the rendered job: a CustomJob's jobSpec, or a tuning job's trial spec times the
 // trials that run at once.
-std::vector<metrics::MachinePool> poolsOf(const crd::TrainingRun& run) {
+std::vector<metrics::MachinePool> poolsOf(const crd::TrainingRun& decoded) {
+  // The machines of the placement the current attempt went to (with capacity failover).
+  crd::TrainingRun run = decoded;
+  const auto& attempts = decoded.status.history.attempts;
+  if (!attempts.empty() && attempts.back().placement && *attempts.back().placement > 0) {
+    run.spec = crd::specAt(decoded.spec, static_cast<size_t>(*attempts.back().placement));
+  }
   auto job = crd::renderJob(run, 1, "");
   int parallel = 1;
   const nlohmann::json* spec = nullptr;
@@ -88,6 +95,7 @@ metrics::RunSnapshot trainingRunSnapshot(const nlohmann::json& object, const crd
   snapshot.framework = crd::enumName(run.spec.framework, crd::frameworkNames());
   snapshot.scheduling = crd::enumName(run.spec.scheduling.strategy, crd::schedulingStrategyNames());
   snapshot.completed = run.status.completionTime;
+  snapshot.waitingForCapacity = run.status.history.capacity && run.status.history.capacity->waitingSince;
   for (const auto& attempt : run.status.history.attempts) {
     if (attempt.attempt == 1) snapshot.firstRunning = attempt.startTime;
     if (attempt.failureClass) snapshot.failedAttempts[attempt.attempt] = crd::enumName(*attempt.failureClass, crd::failureClassNames());

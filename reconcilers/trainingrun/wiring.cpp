@@ -63,7 +63,9 @@ void TrainingRunController::onRunEvent(const nlohmann::json& run) {
   wake(reconciler_->accelerators().update(uid, decodedRun));
   if (observer_ != nullptr) {
     auto generation = run["metadata"].value("generation", int64_t{0});
-    observer_->observe(trainingRunSnapshot(run, decodedRun, !observer_->hasPools(uid, generation)));
+    // A run that may fail over reads its machines each time: its placement can change, its generation not.
+    bool readPools = !observer_->hasPools(uid, generation) || (decodedRun != nullptr && decodedRun->spec.capacity);
+    observer_->observe(trainingRunSnapshot(run, decodedRun, readPools));
   }
   if (!ownWrites_.consume(run)) enqueue_(key);
 }
