@@ -1,5 +1,7 @@
 #include "crd/render.h"
 
+#include "crd/tenancy.h"
+
 #include <stdexcept>
 
 #include "crd/duration.h"
@@ -215,6 +217,11 @@ std::map<std::string, std::string> jobLabels(const TrainingRun& run, int attempt
   labels[kNameLabel] = sanitizeLabelValue(run.metadata.name);
   labels[kAttemptLabel] = std::to_string(attempt);
   labels[kManagedByLabel] = kManagedByValue;
+  if (auto accelerators = acceleratorsOf(run.spec); accelerators > 0) {
+    labels[kAcceleratorsLabel] = std::to_string(accelerators);
+    auto types = acceleratorTypesOf(run.spec);
+    if (!types.empty()) labels[kAcceleratorTypeLabel] = sanitizeLabelValue(types.front().second);
+  }
   return labels;
 }
 

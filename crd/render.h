@@ -27,6 +27,11 @@ inline constexpr const char* kNameLabel = "vto-name";
 inline constexpr const char* kAttemptLabel = "vto-attempt";
 inline constexpr const char* kManagedByLabel = "managed-by";
 inline constexpr const char* kManagedByValue = "vto";
+// What the job holds, for the accelerator caps (which count what Vertex runs, whatever becomes of
+// the run): its accelerators in all (every pool's count x replicas x parallel trials) and the type
+// of its first pool that has any.
+inline constexpr const char* kAcceleratorsLabel = "vto-accelerators";
+inline constexpr const char* kAcceleratorTypeLabel = "vto-accelerator-type";
 
 // Which kind of Vertex job the run becomes (vertex::collectionName and kindName give its names).
 vertex::JobKind jobKindOf(const TrainingRunSpec& spec);

@@ -16,7 +16,7 @@ namespace vto::crd {
 namespace {
 
 // Labels the operator writes on every Vertex job (see render.h); users cannot set them.
-constexpr size_t kOperatorLabelCount = 5;
+constexpr size_t kOperatorLabelCount = 7;
 
 class Findings {
  public:

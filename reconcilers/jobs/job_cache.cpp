@@ -30,21 +30,64 @@ std::optional<CachedJob> JobCache::get(const std::string& jobName) const {
 }
 
 bool JobCache::put(const vertex::Job& job, Clock::time_point readAt) {
-  std::lock_guard lock(mutex_);
-  auto [it, inserted] = jobs_.try_emplace(job.name, cachedJobOf(job, readAt));
-  if (inserted) return true;
-  CachedJob& held = it->second;
-  // A read that started before the one held is older whatever its update time says. (Update times
-  // are not an order: an update can be stamped behind one already seen.)
-  if (readAt < held.readAt) return false;
-  bool changed = held.state != job.state || held.updateTime != job.updateTime;
-  held = cachedJobOf(job, readAt);
-  return changed;
+  std::optional<CachedJob> changedTo;
+  {
+    std::lock_guard lock(mutex_);
+    auto [it, inserted] = jobs_.try_emplace(job.name, cachedJobOf(job, readAt));
+    bool wasUnfinished = false;
+    if (!inserted) {
+      CachedJob& held = it->second;
+      // A read that started before the one held is older whatever its update time says. (Update times
+      // are not an order: an update can be stamped behind one already seen.)
+      if (readAt < held.readAt) return false;
+      bool changed = held.state != job.state || held.updateTime != job.updateTime;
+      wasUnfinished = !vertex::isTerminal(held.state);
+      held = cachedJobOf(job, readAt);
+      if (!changed) return false;
+    }
+    countUnfinished(job.name, wasUnfinished, !vertex::isTerminal(job.state));
+    if (listener_) changedTo = it->second;
+  }
+  if (changedTo) listener_(job.name, &*changedTo);
+  return true;
 }
 
 void JobCache::erase(const std::string& jobName) {
+  bool erased = false;
+  {
+    std::lock_guard lock(mutex_);
+    auto found = jobs_.find(jobName);
+    if (found != jobs_.end()) {
+      countUnfinished(jobName, !vertex::isTerminal(found->second.state), false);
+      jobs_.erase(found);
+      erased = true;
+    }
+  }
+  if (erased && listener_) listener_(jobName, nullptr);
+}
+
+void JobCache::countUnfinished(const std::string& name, bool before, bool after) {
+  if (before == after) return;
+  auto prefix = name.substr(0, name.rfind('/') + 1);
+  if (after) {
+    ++unfinishedByPrefix_[prefix];
+  } else if (--unfinishedByPrefix_[prefix] <= 0) {
+    unfinishedByPrefix_.erase(prefix);
+  }
+}
+
+std::vector<std::string> JobCache::unfinishedPrefixes() const {
   std::lock_guard lock(mutex_);
-  jobs_.erase(jobName);
+  std::vector<std::string> prefixes;
+  for (const auto& [prefix, count] : unfinishedByPrefix_) prefixes.push_back(prefix);
+  return prefixes;
+}
+
+std::optional<bool> JobCache::ended(const std::string& name) const {
+  std::lock_guard lock(mutex_);
+  auto found = jobs_.find(name);
+  if (found == jobs_.end()) return std::nullopt;
+  return vertex::isTerminal(found->second.state);
 }
 
 size_t JobCache::size() const {

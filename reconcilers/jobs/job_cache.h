@@ -2,6 +2,7 @@
 // The newest state of each Vertex job vto manages, as the poller or a direct GET last read it.
 // Vertex has no watch, so this cache stands in for an informer: the reconciler reads jobs from
 // here. It keeps per job only what decide() reads (no raw resource): memory stays flat per job.
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -37,6 +38,16 @@ CachedJob cachedJobOf(const vertex::Job& job, Clock::time_point readAt);
 
 class JobCache {
  public:
+  // Told of every change (a new job, a new state or update time) and every erase, after the cache's
+  // own lock is released: `job` null when it was erased. Set before any put.
+  using Listener = std::function<void(const std::string& name, const CachedJob* job)>;
+  void setListener(Listener listener) { listener_ = std::move(listener); }
+  // Whether Vertex said job `name` has ended: false while it runs, nullopt when it is not cached.
+  std::optional<bool> ended(const std::string& name) const;
+  // The job-name prefixes (projects/P/locations/L/customJobs/) that hold unfinished cached jobs: they
+  // stay polled until those jobs end, whatever became of their runs (an orphaned job still counts).
+  std::vector<std::string> unfinishedPrefixes() const;
+
   std::optional<CachedJob> get(const std::string& jobName) const;
   // Stores `job` as read at `readAt` unless the cache holds a read that started later (a GET that
   // raced with a newer list must not move the job back in time); returns whether it changed (state
@@ -58,8 +69,12 @@ class JobCache {
   bool listed(const std::string& prefix) const;
 
  private:
+  // Keeps unfinishedByPrefix_ as a job goes from unfinished (`before`) to `after`; with mutex_ held.
+  void countUnfinished(const std::string& name, bool before, bool after);
+  Listener listener_;
   mutable std::mutex mutex_;
   std::map<std::string, CachedJob> jobs_;
+  std::map<std::string, int> unfinishedByPrefix_;  // kept with jobs_, so listing prefixes never walks the jobs
   std::map<std::string, VertexFailure> pollFailures_;
   std::set<std::string> listed_;
 };

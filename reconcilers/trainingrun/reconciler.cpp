@@ -39,7 +39,11 @@ TrainingRunReconciler::TrainingRunReconciler(const controller::ObjectCache& runs
                      options.quotaRecheckPeriod},
       metrics_(metrics),
       checkpoints_(options.checkpointPollPeriod, options.checkpointListsPerMinute),
-      accelerators_(options.tenancy, options.defaults),
+      accelerators_(options.tenancy, options.defaults,
+                    [&jobs](const std::string& name) -> std::optional<bool> {
+                      auto ended = jobs.ended(name);
+                      return ended ? std::optional(!*ended) : std::nullopt;
+                    }),
       namespaces_(kube, clock, options.tenancy),
       startedAt_(clock.now()) {}
 

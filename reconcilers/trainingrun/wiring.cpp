@@ -2,6 +2,8 @@
 
 #include "reconcilers/trainingrun/snapshot.h"
 
+#include <set>
+
 namespace vto::reconcilers {
 
 namespace {
@@ -27,15 +29,21 @@ TrainingRunController::TrainingRunController(const controller::ObjectCache& runs
       polling_(
           deps.clock,
           [this] {
-            std::vector<std::string> keys;
-            for (const auto& [key, target] : targets_.current()) keys.push_back(key);
-            return keys;
+            std::set<std::string> keys;
+            for (const auto& [key, target] : targets_.current()) keys.insert(key);
+            for (auto& prefix : jobs_.unfinishedPrefixes()) keys.insert(std::move(prefix));
+            return std::vector<std::string>(keys.begin(), keys.end());
           },
           [this](const std::string& key) {
-            auto all = targets_.current();
-            auto found = all.find(key);
-            return found == all.end() ? pollerOptions_.interval : poller_.poll(found->second);
-          }) {}
+            // A target is its job-name prefix: projects/P/locations/L/customJobs/.
+            auto target = pollTargetOfJob(key + "0");
+            return target ? poller_.poll(*target) : pollerOptions_.interval;
+          }) {
+  // A job's change reaches the accelerator ledger (a job that ended frees its namespace's accelerators).
+  jobs_.setListener([this](const std::string& name, const CachedJob* job) {
+    for (const auto& waiting : reconciler_->accelerators().updateJob(name, job)) enqueue_(waiting);
+  });
+}
 
 void TrainingRunController::onRunEvent(const nlohmann::json& run) {
   auto key = controller::keyOf(run);

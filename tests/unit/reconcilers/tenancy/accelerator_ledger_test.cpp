@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "crd/render.h"
 #include "crd/yaml_json.h"
 #include "tests/unit/crd/crd_test_support.h"
 
@@ -141,6 +142,70 @@ TEST(AcceleratorLedger, AReleaseWakesNoRunThatNoCapOfItsOwnCouldGovern) {
   split.update(waiting.metadata.uid, &waiting);
   EXPECT_EQ(split.size(), 1u) << "no capped rule allows the holder's project";
   EXPECT_TRUE(split.update("uid-holder", nullptr).empty());
+}
+
+// What Vertex holds counts, whatever became of the run: a job vto made counts for the namespace its
+// labels name until Vertex says it ended.
+CachedJob jobOf(const std::string& name, const std::string& ns, int gpus, vertex::JobState state) {
+  CachedJob job;
+  job.name = "projects/acme-ml/locations/us-central1/customJobs/" + name;
+  job.state = state;
+  job.labels = {{crd::kNamespaceLabel, ns}, {crd::kAcceleratorsLabel, std::to_string(gpus)},
+                {crd::kAcceleratorTypeLabel, "nvidia_tesla_t4"}};
+  return job;
+}
+
+TEST(AcceleratorLedger, AJobCountsUntilVertexSaysItEndedWhateverBecameOfItsRun) {
+  std::map<std::string, bool> live;  // what the JobCache knows
+  AcceleratorLedger ledger(rules(), {}, [&](const std::string& name) -> std::optional<bool> {
+    auto found = live.find(name);
+    return found == live.end() ? std::nullopt : std::optional(found->second);
+  });
+  auto job = jobOf("1", "team-a", 8, vertex::JobState::Running);
+  live[job.name] = true;
+  auto holder = run("team-a", "holder", 8, 1, job.name, crd::Phase::Running);
+  ledger.update(holder.metadata.uid, &holder);
+  EXPECT_TRUE(ledger.updateJob(job.name, &job).empty());
+  auto others = ledger.claimsOtherThan("uid-new", labelled);
+  ASSERT_EQ(others.size(), 1u) << "the run's job counts, not the run beside it";
+  EXPECT_EQ(others[0].second.accelerators, 8);
+  EXPECT_TRUE(others[0].second.holding);
+
+  // Deleted with deletionPolicy Orphan, or edited into Invalid, or its spec shrunk: the job still runs.
+  auto waiting = run("team-a", "waiting", 4, 2);
+  ledger.update(waiting.metadata.uid, &waiting);
+  EXPECT_TRUE(ledger.update(holder.metadata.uid, nullptr).empty()) << "nothing is freed while the job runs";
+  auto claims = ledger.claimsOtherThan("uid-waiting", labelled);
+  ASSERT_EQ(claims.size(), 1u);
+  EXPECT_EQ(claims[0].second.accelerators, 8);
+
+  // Vertex says it ended: the waiting run is woken.
+  auto ended = jobOf("1", "team-a", 8, vertex::JobState::Cancelled);
+  live[job.name] = false;
+  EXPECT_EQ(names(ledger.updateJob(job.name, &ended)), std::vector<std::string>{"waiting"});
+  EXPECT_TRUE(ledger.claimsOtherThan("uid-waiting", labelled).empty());
+}
+
+TEST(AcceleratorLedger, ARunWhoseJobIsNotReadYetHoldsWhatItsSpecAsks) {
+  AcceleratorLedger ledger(rules(), {}, [](const std::string&) -> std::optional<bool> { return std::nullopt; });
+  auto holder = run("team-a", "holder", 4, 1, "projects/acme-ml/locations/us-central1/customJobs/9", crd::Phase::Running);
+  ledger.update(holder.metadata.uid, &holder);
+  auto claims = ledger.claimsOtherThan("uid-new", labelled);
+  ASSERT_EQ(claims.size(), 1u);
+  EXPECT_TRUE(claims[0].second.holding);
+  EXPECT_EQ(claims[0].second.accelerators, 4);
+}
+
+TEST(AcceleratorLedger, AJobWithoutTheLabelsOfItsClaimIsNotCounted) {
+  AcceleratorLedger ledger(rules(), {});
+  auto job = jobOf("2", "team-a", 8, vertex::JobState::Running);
+  job.labels.erase(crd::kAcceleratorsLabel);
+  ledger.updateJob(job.name, &job);
+  EXPECT_EQ(ledger.size(), 0u) << "made by an older vto: its run's claim stands in";
+  auto other = jobOf("3", "team-a", 8, vertex::JobState::Running);
+  other.name = "projects/another/locations/us-central1/customJobs/3";
+  ledger.updateJob(other.name, &other);
+  EXPECT_EQ(ledger.size(), 1u) << "rule 1 (by label) could govern a job in another project";
 }
 
 }  // namespace
