@@ -159,6 +159,23 @@ TEST(Validation, ExpertWorkerPoolSpecsReplaceTrainer) {
   EXPECT_EQ(findings.size(), 1u) << describe(findings);
 }
 
+// Raw pools reach Vertex as written, and Vertex also reads snake_case names: validation refuses any
+// key that is not Vertex's camelCase name, with or without tenancy rules.
+TEST(Validation, RawPoolsHoldOnlyVertexsCamelCaseFields) {
+  auto run = runFromYaml(kMinimalRun);
+  run.spec.trainer.reset();
+  run.spec.resources.reset();
+  run.spec.workerPoolSpecs = json::parse(R"([{"machineSpec": {"machineType": "n1-standard-8"}, "replicaCount": 1,
+                                             "containerSpec": {"imageUri": "us-docker.pkg.dev/p/r/i:1"},
+                                             "machine_spec": {"machine_type": "a3-highgpu-8g", "accelerator_count": 8},
+                                             "python_package_spec": {"package_uris": ["gs://other/p.tar.gz"]}}])");
+  auto findings = validate(run);
+  ASSERT_TRUE(hasFinding(findings, Severity::Error, "spec.workerPoolSpecs[0].machine_spec")) << describe(findings);
+  EXPECT_TRUE(hasFinding(findings, Severity::Error, "spec.workerPoolSpecs[0].python_package_spec")) << describe(findings);
+  EXPECT_NE(describe(findings).find("machine_spec: unknown field; write it as machineSpec"), std::string::npos)
+      << describe(findings);
+}
+
 TEST(Validation, RetrainingPolicyRules) {
   auto text = testing::readFile(repoRoot() / "config/samples/retrainingpolicy_weekly.yaml");
   auto policy = decodeRetrainingPolicy(parseYamlDocuments(text).at(0));
