@@ -3,6 +3,7 @@
 // the tenancy rules need is read out.
 #include <gtest/gtest.h>
 
+#include "crd/machine_catalog.h"
 #include "crd/raw_pool.h"
 #include "tests/unit/crd/crd_test_support.h"
 
@@ -116,6 +117,36 @@ TEST(RawPool, ReadsWhatTheTenancyRulesGovern) {
   EXPECT_EQ(pool.reservationAffinity->values, std::vector<std::string>{"projects/p/zones/z/reservations/r"});
   EXPECT_EQ(pool.lustreMounts, 1u);
   EXPECT_TRUE(readRawPool(json::object()).unreadable.empty()) << "{} skips a pool";
+}
+
+TEST(MachineCatalog, KnowsWhatAMachineCarriesByItself) {
+  const auto& catalog = MachineCatalog::builtIn();
+  auto carries = [&](const std::string& machine) {
+    auto builtIn = catalog.builtInAccelerators(machine);
+    return builtIn ? builtIn->acceleratorType + " x" + std::to_string(builtIn->count) : "none";
+  };
+  EXPECT_EQ(carries("n1-standard-8"), "none");
+  EXPECT_EQ(carries("e2-standard-4"), "none");
+  EXPECT_EQ(carries("g1-small"), "none");
+  EXPECT_EQ(carries("a2-highgpu-8g"), "NVIDIA_TESLA_A100 x8");
+  EXPECT_EQ(carries("g2-standard-24"), "NVIDIA_L4 x2");
+  EXPECT_EQ(carries("cloud-tpu"), " x8") << "TPU_V2 or TPU_V3: the table cannot say which";
+  EXPECT_EQ(carries("ct5lp-hightpu-4t"), "TPU_V5_LITEPOD x4") << "the count from the name, the type from the table";
+  EXPECT_EQ(carries("ct6e-standard-8t"), " x8") << "a TPU family the table does not list";
+  EXPECT_EQ(carries("a3-edgegpu-8g-nolssd"), " x8");
+  EXPECT_EQ(carries("g9-standard-4"), " x0") << "a GPU family the table does not list: count unknown";
+  EXPECT_EQ(tpuSliceChips("2x2"), 4);
+  EXPECT_EQ(tpuSliceChips("4x4x8"), 128);
+  EXPECT_FALSE(tpuSliceChips("4"));
+  EXPECT_FALSE(tpuSliceChips("2x2x2x2"));
+  EXPECT_FALSE(tpuSliceChips("2xx2"));
+  EXPECT_FALSE(tpuSliceChips("v4-8"));
+  // Without an accelerator type, such machines are refused with what they carry.
+  auto problem = catalog.check("ct5lp-hightpu-4t", "", 0);
+  ASSERT_TRUE(problem);
+  EXPECT_EQ(problem->message,
+            "machine type ct5lp-hightpu-4t comes with accelerators (4 x TPU_V5_LITEPOD); set acceleratorType and "
+            "acceleratorCount to what it carries");
 }
 
 }  // namespace
