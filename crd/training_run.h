@@ -13,6 +13,7 @@
 #include "base/clock.h"
 #include "crd/enum_names.h"
 #include "crd/object_meta.h"
+#include "crd/raw_pool.h"  // readRawPool: what a raw workerPoolSpecs entry asks for
 
 namespace vto::crd {
 
@@ -326,21 +327,5 @@ std::string displayNameOf(const TrainingRun& run);          // spec.displayName 
 std::string checkpointDirectoryOf(const TrainingRunSpec& spec);  // checkpointing.directory or "<base>/checkpoints"
 // Whether the run uses TPUs (strategy TPU or a TPU_* accelerator).
 bool usesTpu(const TrainingRunSpec& spec);
-
-// What one raw workerPoolSpecs entry asks for, read as Vertex reads it: counts may be JSON numbers or
-// (proto3 JSON's int64) strings of digits. Tenancy counts and checks these; validate refuses the
-// fields in `unreadable` (present, but not of the form Vertex reads).
-struct RawPool {
-  struct Unreadable {
-    std::string field;     // e.g. "machineSpec.acceleratorCount"
-    std::string expected;  // e.g. "must be a whole number from 0 to 1000000, e.g. 1"
-  };
-  std::string acceleratorType;           // machineSpec.acceleratorType; "" for none
-  int64_t acceleratorCount = 0;          // machineSpec.acceleratorCount
-  int64_t replicaCount = 1;              // replicaCount (absent: 1)
-  std::vector<std::string> packageUris;  // pythonPackageSpec.packageUris
-  std::vector<Unreadable> unreadable;
-};
-RawPool readRawPool(const nlohmann::json& pool);
 
 }  // namespace vto::crd

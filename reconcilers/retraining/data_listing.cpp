@@ -1,6 +1,7 @@
 #include "reconcilers/retraining/data_listing.h"
 
 #include "base/rfc3339.h"
+#include "crd/tenancy.h"
 #include "crd/timestamp.h"
 #include "vertex/api_error.h"
 
@@ -13,7 +14,9 @@ DataPoll pollNewData(vertex::GcsClient& gcs, const crd::NewDataTrigger& trigger,
   std::optional<DataPosition> watermark;
   if (status && status->timeCreated) watermark = DataPosition{*status->timeCreated, status->name};
   try {
-    auto where = vertex::parseGcsUri(trigger.gcsPrefix);
+    // A prefix is a directory: gs://shared/team-a lists team-a/, never team-ab/ (the same value the
+    // tenancy rules checked).
+    auto where = vertex::parseGcsUri(crd::directoryPrefix(trigger.gcsPrefix));
     const std::string what = "listing " + trigger.gcsPrefix;
     NewDataScan scan(!status || !status->lastPollTime, watermark, state);
     vertex::ListObjectsOptions options;

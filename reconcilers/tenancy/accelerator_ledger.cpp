@@ -82,7 +82,7 @@ std::vector<controller::ObjectKey> AcceleratorLedger::wakeFor(const Entry& relea
   for (const auto* entry : waiting) {
     if (wanted >= released.claim.accelerators || wake.size() >= kMaxWokenPerRelease) break;
     wake.push_back(entry->key);
-    wanted += entry->claim.accelerators;
+    wanted = crd::saturatingAdd(wanted, entry->claim.accelerators);
   }
   return wake;
 }
