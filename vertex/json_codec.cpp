@@ -3,6 +3,8 @@
 #include <array>
 #include <stdexcept>
 
+#include "base/rfc3339.h"
+
 namespace vto::vertex {
 namespace {
 
@@ -57,6 +59,27 @@ std::string stringField(const nlohmann::json& object, const char* field) {
   if (!object.is_object()) return "";
   auto it = object.find(field);
   return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+std::optional<Clock::time_point> timeField(const nlohmann::json& object, const char* field) {
+  auto text = stringField(object, field);
+  if (text.empty()) return std::nullopt;
+  try {
+    return parseRfc3339(text);
+  } catch (const std::invalid_argument&) {
+    return std::nullopt;
+  }
+}
+
+std::map<std::string, std::string> stringMapField(const nlohmann::json& object, const char* field) {
+  std::map<std::string, std::string> values;
+  if (!object.is_object()) return values;
+  auto it = object.find(field);
+  if (it == object.end() || !it->is_object()) return values;
+  for (const auto& [key, value] : it->items()) {
+    if (value.is_string()) values[key] = value.get<std::string>();
+  }
+  return values;
 }
 
 std::int64_t int64FromJson(const nlohmann::json& value) {

@@ -2,6 +2,7 @@
 // Decoding the proto3 JSON that Vertex (and the official clients) produce: enums arrive as names or
 // numbers, int64 as strings or numbers, timestamps as RFC 3339 with any offset.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,6 +39,14 @@ bool isTerminal(JobState state);
 // The string at `field`, or "" when it is absent or not a string: responses are decoded without
 // trusting their types.
 std::string stringField(const nlohmann::json& object, const char* field);
+
+// The RFC 3339 time at `field`, or nullopt when it is absent or malformed (a bad time is as good as
+// none: the rest of the resource still decodes).
+std::optional<Clock::time_point> timeField(const nlohmann::json& object, const char* field);
+
+// The string values of the object at `field` (labels, webAccessUris); entries of another type are
+// left out, and so is a `field` that is not an object.
+std::map<std::string, std::string> stringMapField(const nlohmann::json& object, const char* field);
 
 // Accepts "42" or 42; throws std::invalid_argument otherwise.
 std::int64_t int64FromJson(const nlohmann::json& value);

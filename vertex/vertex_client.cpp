@@ -2,9 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
-#include "base/rfc3339.h"
 #include "base/gcp_names.h"
 #include "vertex/api_error.h"
+#include "vertex/google_rest.h"
 
 namespace vto::vertex {
 namespace {
@@ -26,16 +26,6 @@ std::optional<RpcStatus> decodeStatus(const json& resource) {
   }
   status.message = stringField(error, "message");
   return status;
-}
-
-std::optional<Clock::time_point> timeField(const json& resource, const char* field) {
-  auto text = stringField(resource, field);
-  if (text.empty()) return std::nullopt;
-  try {
-    return parseRfc3339(text);
-  } catch (const std::invalid_argument&) {
-    return std::nullopt;  // a malformed time is as good as none; the state still decodes
-  }
 }
 
 // The best finished trial by studySpec.metrics[0] (its metricId and goal), as the console shows it.
@@ -78,47 +68,11 @@ std::optional<Trial> bestTrialOf(const json& resource) {
   return best;
 }
 
-std::map<std::string, std::string> webAccessUrisOf(const json& resource) {
-  std::map<std::string, std::string> uris;
-  if (!resource.contains("webAccessUris") || !resource["webAccessUris"].is_object()) return uris;
-  for (const auto& [key, value] : resource["webAccessUris"].items()) {
-    if (value.is_string()) uris[key] = value.get<std::string>();
-  }
-  return uris;
-}
-
-Operation decodeOperation(const json& resource) {
-  Operation operation;
-  operation.name = stringField(resource, "name");
-  auto done = resource.find("done");
-  operation.done = done != resource.end() && done->is_boolean() && done->get<bool>();
-  operation.error = decodeStatus(resource);
-  operation.raw = resource;
-  return operation;
-}
-
-bool isDigits(std::string_view text) {
-  return !text.empty() && text.size() <= 30 &&
-         std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
 std::optional<JobKind> kindOfCollection(std::string_view collection) {
   for (auto kind : {JobKind::Custom, JobKind::HyperparameterTuning}) {
     if (collection == collectionName(kind)) return kind;
   }
   return std::nullopt;
-}
-
-std::vector<std::string_view> splitPath(std::string_view name) {
-  std::vector<std::string_view> parts;
-  std::size_t start = 0;
-  while (parts.size() <= 8) {
-    auto slash = name.find('/', start);
-    parts.push_back(name.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start));
-    if (slash == std::string_view::npos) break;
-    start = slash + 1;
-  }
-  return parts;
 }
 
 const char* kJobNameForm =
@@ -127,26 +81,61 @@ const char* kJobNameForm =
 
 }  // namespace
 
-std::optional<ResourceName> parseResourceName(std::string_view name) {
+bool isDecimalId(std::string_view text) {
+  return !text.empty() && text.size() <= 30 &&
+         std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+std::optional<LocatedName> splitLocatedName(std::string_view name, std::size_t maxRest) {
   if (name.size() > 512) return std::nullopt;
-  auto parts = splitPath(name);
-  if (parts.size() < 4 || parts[0] != "projects" || parts[2] != "locations") return std::nullopt;
-  if (!(isProjectId(parts[1]) || isProjectNumber(parts[1])) || !isVertexRegion(parts[3])) return std::nullopt;
-  ResourceName parsed;
-  parsed.where = {std::string(parts[1]), std::string(parts[3])};
-  std::size_t next = 4;
-  if (parts.size() >= 6 && kindOfCollection(parts[4])) {
-    if (!isDigits(parts[5])) return std::nullopt;
-    parsed.kind = kindOfCollection(parts[4]);
-    parsed.jobId = parts[5];
-    next = 6;
+  std::vector<std::string_view> parts;
+  std::size_t start = 0;
+  while (parts.size() <= 4 + maxRest) {
+    auto slash = name.find('/', start);
+    auto part = name.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+    if (part.empty()) return std::nullopt;  // "//", a leading or a trailing slash
+    parts.push_back(part);
+    if (slash == std::string_view::npos) break;
+    start = slash + 1;
   }
-  if (parts.size() == next) return parsed.kind ? std::optional(parsed) : std::nullopt;
-  if (parts.size() == next + 2 && parts[next] == "operations" && isDigits(parts[next + 1])) {
-    parsed.operationId = parts[next + 1];
+  if (parts.size() < 4 || parts.size() > 4 + maxRest || parts[0] != "projects" || parts[2] != "locations") {
+    return std::nullopt;
+  }
+  if (!(isProjectId(parts[1]) || isProjectNumber(parts[1])) || !isVertexRegion(parts[3])) return std::nullopt;
+  return LocatedName{{std::string(parts[1]), std::string(parts[3])}, {parts.begin() + 4, parts.end()}};
+}
+
+std::optional<ResourceName> parseResourceName(std::string_view name) {
+  auto located = splitLocatedName(name, 4);
+  if (!located) return std::nullopt;
+  const auto& rest = located->rest;
+  ResourceName parsed;
+  parsed.where = located->where;
+  std::size_t next = 0;
+  if (rest.size() >= 2 && kindOfCollection(rest[0])) {
+    if (!isDecimalId(rest[1])) return std::nullopt;
+    parsed.kind = kindOfCollection(rest[0]);
+    parsed.jobId = rest[1];
+    next = 2;
+  }
+  if (rest.size() == next) return parsed.kind ? std::optional(parsed) : std::nullopt;
+  if (rest.size() == next + 2 && rest[next] == "operations" && isDecimalId(rest[next + 1])) {
+    parsed.operationId = rest[next + 1];
     return parsed;
   }
   return std::nullopt;
+}
+
+std::string requestQuotaKey(const Location& where) { return where.parent() + " (requests)"; }
+
+Operation decodeOperation(const json& resource) {
+  Operation operation;
+  operation.name = stringField(resource, "name");
+  auto done = resource.find("done");
+  operation.done = resource.is_object() && done != resource.end() && done->is_boolean() && done->get<bool>();
+  operation.error = resource.is_object() ? decodeStatus(resource) : std::nullopt;
+  operation.raw = resource;
+  return operation;
 }
 
 JobKind jobKindOf(const std::string& jobName) {
@@ -180,24 +169,20 @@ Job decodeJob(JobKind kind, json resource) {
   job.name = stringField(resource, "name");
   job.displayName = stringField(resource, "displayName");
   if (auto state = resource.find("state"); state != resource.end()) job.state = jobStateFromJson(*state);
-  if (auto labels = resource.find("labels"); labels != resource.end() && labels->is_object()) {
-    for (const auto& [key, value] : labels->items()) {
-      if (value.is_string()) job.labels[key] = value.get<std::string>();
-    }
-  }
+  job.labels = stringMapField(resource, "labels");
   job.createTime = timeField(resource, "createTime");
   job.startTime = timeField(resource, "startTime");
   job.endTime = timeField(resource, "endTime");
   job.updateTime = timeField(resource, "updateTime");
   job.error = decodeStatus(resource);
   job.bestTrial = bestTrialOf(resource);
-  job.webAccessUris = webAccessUrisOf(resource);
+  job.webAccessUris = stringMapField(resource, "webAccessUris");
   job.raw = std::move(resource);  // moved, never copied: a list of 1,000 jobs copied every one
   return job;
 }
 
 std::string_view decodedJobFields(JobKind kind) {
-  // Keep in step with decodeJob, bestTrialOf and webAccessUrisOf. A tuning job's web access URIs
+  // Keep in step with decodeJob and bestTrialOf. A tuning job's web access URIs
   // are its trials'.
   switch (kind) {
     case JobKind::Custom:
@@ -219,18 +204,18 @@ RestVertexClient::RestVertexClient(HttpTransport& http, TokenSource& tokens, con
   if (!options_.endpoint.empty()) validateEndpoint(options_.endpoint, options_.allowInsecure);
 }
 
-UrlBuilder RestVertexClient::urlFor(const Location& where) const {
-  // Checked again here, whoever validated before: the location becomes part of the host name.
+UrlBuilder vertexLocationUrl(const std::string& endpoint, const Location& where) {
   try {
     checkLocation(where);
   } catch (const std::invalid_argument& error) {
     throw ApiError::refusedRequest(error.what());
   }
-  UrlBuilder url(options_.endpoint.empty() ? "https://" + where.location + "-aiplatform.googleapis.com"
-                                           : options_.endpoint);
+  UrlBuilder url(endpoint.empty() ? "https://" + where.location + "-aiplatform.googleapis.com" : endpoint);
   url.literal("v1").segment("projects").segment(where.project).segment("locations").segment(where.location);
   return url;
 }
+
+UrlBuilder RestVertexClient::urlFor(const Location& where) const { return vertexLocationUrl(options_.endpoint, where); }
 
 UrlBuilder RestVertexClient::urlFor(const ResourceName& name) const {
   auto url = urlFor(name.where);
@@ -251,7 +236,7 @@ ResourceName RestVertexClient::parseOrRefuse(const std::string& name, bool mustB
 
 json RestVertexClient::call(const std::string& method, const Location& where, const std::string& url,
                             const json* body, Quota quota) {
-  auto key = where.parent() + (quota == Quota::Create ? " (job creations)" : " (requests)");
+  auto key = quota == Quota::Create ? where.parent() + " (job creations)" : requestQuotaKey(where);
   auto wait = pacer_.tryAcquire(key, quota == Quota::Create ? options_.limits.createsPerMinute
                                                             : options_.limits.requestsPerMinute);
   if (options_.observer != nullptr) options_.observer->quotaWaited(wait.value_or(std::chrono::milliseconds(0)));
@@ -260,29 +245,7 @@ json RestVertexClient::call(const std::string& method, const Location& where, co
   request.method = method;
   request.url = url;
   request.timeout = options_.timeout;
-  if (body != nullptr) {
-    request.headers["Content-Type"] = "application/json";
-    request.body = body->dump();
-  }
-  for (bool refreshedToken = false;; refreshedToken = true) {
-    request.headers["Authorization"] = "Bearer " + tokens_.token().value;
-    ++requests_;
-    auto response = http_.send(request);  // TransportError goes to the caller as it is
-    if (response.status >= 200 && response.status < 300) {
-      if (response.body.empty()) return json::object();
-      auto parsed = json::parse(response.body, nullptr, /*allow_exceptions=*/false);
-      if (!parsed.is_object()) throw ApiError::unexpectedResponse(response.status, response.body, "not a JSON object");
-      return parsed;
-    }
-    if (response.status == 401 && !refreshedToken) {
-      // The token may have been revoked or expired early: one more try, at once, with a fresh one.
-      tokens_.invalidate();
-      continue;
-    }
-    auto error = apiErrorOf(response);
-    spdlog::debug("vertex {} {}: HTTP {} {}", method, url, response.status, error.status());
-    throw error;
-  }
+  return callGoogleJson(http_, tokens_, std::move(request), body, &requests_);
 }
 
 Job RestVertexClient::createJob(const Location& where, JobKind kind, const json& resource) {

@@ -36,6 +36,17 @@ struct ResourceName {
 };
 std::optional<ResourceName> parseResourceName(std::string_view name);
 
+// The one prefix parser of every Vertex name vto reads back (jobs, models, operations): splits
+// projects/P/locations/L/rest..., P a project ID or number and L a region, into the location and at
+// most `maxRest` further segments, none of them empty; nullopt for anything else or over 512 bytes.
+struct LocatedName {
+  Location where;
+  std::vector<std::string_view> rest;  // views into the parsed name
+};
+std::optional<LocatedName> splitLocatedName(std::string_view name, std::size_t maxRest);
+// 1 to 30 decimal digits: the IDs Vertex assigns (jobs, operations, model versions).
+bool isDecimalId(std::string_view text);
+
 // The kind of a job name; throws std::invalid_argument (with the expected form) for anything that
 // is not exactly a job name.
 JobKind jobKindOf(const std::string& jobName);
@@ -97,6 +108,8 @@ struct Operation {
   std::optional<RpcStatus> error;
   nlohmann::json raw;
 };
+// Decodes a google.longrunning.Operation; fields of the wrong type read as absent.
+Operation decodeOperation(const nlohmann::json& resource);
 
 class VertexClient {
  public:
@@ -113,6 +126,16 @@ class VertexClient {
   virtual Operation deleteJob(const std::string& name) = 0;
   virtual Operation getOperation(const std::string& name) = 0;
 };
+
+// base + /v1/projects/P/locations/L, every segment encoded; an empty `endpoint` is the location's
+// regional endpoint (https://L-aiplatform.googleapis.com). Checked again here, whoever checked
+// before, since the location becomes part of the host name: throws ApiError::refusedRequest for a
+// project or location that fails checkLocation.
+UrlBuilder vertexLocationUrl(const std::string& endpoint, const Location& where);
+
+// The QuotaPacer key of a location's requests other than job creations: every client of the same
+// Vertex project and region that shares a pacer (RestVertexClient::pacer()) shares this budget.
+std::string requestQuotaKey(const Location& where);
 
 struct RateLimits {
   int createsPerMinute = 60;    // Vertex's default custom training job creation quota
@@ -149,6 +172,9 @@ class RestVertexClient final : public VertexClient {
 
   // Requests sent so far (the 401 token-refresh retry included), for tests and metrics.
   int requests() const { return requests_.load(); }
+  // The client-side quota, for other clients of the same Vertex service (the Model Registry) to
+  // share: Vertex counts their requests against the same per-region budget.
+  QuotaPacer& pacer() { return pacer_; }
 
  private:
   enum class Quota { Create, Other };
