@@ -22,6 +22,10 @@ ApiRequestMetrics::ApiRequestMetrics(prometheus::Registry& registry)
                        .Name("vto_gcs_requests_total")
                        .Help("HTTP requests to Cloud Storage, by API method and HTTP status (<error>: no answer)")
                        .Register(registry)),
+      loggingRequests_(prometheus::BuildCounter()
+                           .Name("vto_cloud_logging_requests_total")
+                           .Help("HTTP requests to Cloud Logging, by API method and HTTP status (<error>: no answer)")
+                           .Register(registry)),
       eventsDropped_(prometheus::BuildCounter()
                          .Name("vto_events_dropped_total")
                          .Help("Kubernetes Events not recorded because the event queue was full (a slow API server)")
@@ -42,6 +46,10 @@ void ApiRequestMetrics::eventsDropped(uint64_t count) { eventsDropped_.Increment
 
 void ApiRequestMetrics::gcsRequest(const std::string& method, const std::string& code) {
   gcsRequests_.Add({{"method", method}, {"code", code}}).Increment();
+}
+
+void ApiRequestMetrics::loggingRequest(const std::string& method, const std::string& code) {
+  loggingRequests_.Add({{"method", method}, {"code", code}}).Increment();
 }
 
 void registerBuildInfo(prometheus::Registry& registry, const std::string& version, const std::string& revision) {

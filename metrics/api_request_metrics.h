@@ -1,6 +1,7 @@
 #pragma once
 // Requests vto makes to Google's APIs: vto_vertex_requests_total{method,code},
-// vto_vertex_request_duration_seconds{method}, vto_vertex_quota_wait_seconds, vto_gcs_requests_total{code};
+// vto_vertex_request_duration_seconds{method}, vto_vertex_quota_wait_seconds, vto_gcs_requests_total{code},
+// vto_cloud_logging_requests_total{method,code};
 // and the Kubernetes Event writes vto gave up on, vto_events_dropped_total.
 // cmd/ connects these to vertex::RequestObserver (this layer does not depend on vertex/).
 #include <prometheus/counter.h>
@@ -21,6 +22,7 @@ class ApiRequestMetrics {
   void vertexRequest(const std::string& method, const std::string& code, double seconds);
   void vertexQuotaWait(double seconds);
   void gcsRequest(const std::string& method, const std::string& code);
+  void loggingRequest(const std::string& method, const std::string& code);
   // Events the recorder dropped (queue full while the API server was slow).
   void eventsDropped(uint64_t count);
 
@@ -29,6 +31,7 @@ class ApiRequestMetrics {
   prometheus::Family<prometheus::Histogram>& vertexDuration_;
   prometheus::Histogram& quotaWait_;
   prometheus::Family<prometheus::Counter>& gcsRequests_;
+  prometheus::Family<prometheus::Counter>& loggingRequests_;
   prometheus::Counter& eventsDropped_;
 };
 

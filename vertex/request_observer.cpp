@@ -18,11 +18,31 @@ bool endsWith(const std::string& text, const std::string& suffix) {
   return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// The Model Registry's methods: `rest` is what follows ".../locations/L/models" in the path.
+std::string modelMethodOf(const std::string& method, const std::string& rest) {
+  if (rest == ":upload") return method == "POST" ? "UploadModel" : "Other";
+  if (rest.empty() || rest[0] != '/') return "Other";
+  auto slash = rest.find('/', 1);
+  if (slash == std::string::npos) {  // "/M", "/M@V", "/M:listVersions", "/M@V:mergeVersionAliases"
+    if (endsWith(rest, ":listVersions")) return method == "GET" ? "ListModelVersions" : "Other";
+    if (endsWith(rest, ":mergeVersionAliases")) return method == "POST" ? "MergeVersionAliases" : "Other";
+    if (rest.find(':') != std::string::npos) return "Other";
+    return method == "GET" ? "GetModel" : "Other";
+  }
+  auto child = rest.substr(slash);
+  if (child == "/evaluations:import") return method == "POST" ? "ImportModelEvaluation" : "Other";
+  if (child == "/evaluations") return method == "GET" ? "ListModelEvaluations" : "Other";
+  return "Other";
+}
+
 }  // namespace
 
 std::string vertexMethodOf(const HttpRequest& request) {
   auto path = pathOf(request.url);
   if (path.find("/operations/") != std::string::npos) return request.method == "GET" ? "GetOperation" : "Other";
+  if (auto models = path.find("/models"); models != std::string::npos && path.find("/locations/") < models) {
+    return modelMethodOf(request.method, path.substr(models + 7));
+  }
   for (const std::string kind : {"customJobs", "hyperparameterTuningJobs"}) {
     auto at = path.rfind("/" + kind);
     if (at == std::string::npos) continue;
@@ -56,6 +76,10 @@ std::string gcsMethodOf(const HttpRequest& request) {
   if (endsWith(path, "/storage/v1/b") && request.method == "POST") return "InsertBucket";
   if (path.find("/storage/v1/b/") != std::string::npos && request.method == "GET") return "GetBucket";
   return "Other";
+}
+
+std::string loggingMethodOf(const HttpRequest& request) {
+  return request.method == "POST" && pathOf(request.url) == "/v2/entries:list" ? "ListLogEntries" : "Other";
 }
 
 HttpResponse ObservedTransport::send(const HttpRequest& request) {

@@ -23,8 +23,12 @@ class RequestObserver {
 
 // The Vertex AI REST method an HTTP request calls, from its verb and path: "CreateCustomJob",
 // "GetHyperparameterTuningJob", "ListCustomJobs", "CancelCustomJob", "DeleteCustomJob",
-// "GetOperation"; "Other" for anything else (a bounded label set whatever the URL).
+// "GetOperation", and the Model Registry's "UploadModel", "GetModel", "ListModelVersions",
+// "MergeVersionAliases", "ImportModelEvaluation", "ListModelEvaluations"; "Other" for anything else
+// (a bounded label set whatever the URL).
 std::string vertexMethodOf(const HttpRequest& request);
+// The Cloud Logging method: "ListLogEntries" (POST /v2/entries:list), or "Other".
+std::string loggingMethodOf(const HttpRequest& request);
 // The Cloud Storage JSON API method: "ListObjects", "GetObject", "InsertObject", "InsertBucket",
 // "GetBucket", or "Other".
 std::string gcsMethodOf(const HttpRequest& request);

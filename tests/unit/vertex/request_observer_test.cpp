@@ -29,6 +29,28 @@ TEST(RequestObserverTest, NamesVertexMethodsFromVerbAndPath) {
   EXPECT_EQ(vertexMethodOf(request("PATCH", base + "customJobs/123")), "Other");
 }
 
+TEST(RequestObserverTest, NamesModelRegistryMethods) {
+  const std::string base = "https://us-central1-aiplatform.googleapis.com/v1/projects/p/locations/us-central1/";
+  EXPECT_EQ(vertexMethodOf(request("POST", base + "models:upload")), "UploadModel");
+  EXPECT_EQ(vertexMethodOf(request("GET", base + "models/fraud")), "GetModel");
+  EXPECT_EQ(vertexMethodOf(request("GET", base + "models/fraud@champion")), "GetModel");
+  EXPECT_EQ(vertexMethodOf(request("GET", base + "models/fraud:listVersions?filter=labels.a%3D%22b%22")), "ListModelVersions");
+  EXPECT_EQ(vertexMethodOf(request("POST", base + "models/fraud@7:mergeVersionAliases")), "MergeVersionAliases");
+  EXPECT_EQ(vertexMethodOf(request("POST", base + "models/fraud@7/evaluations:import")), "ImportModelEvaluation");
+  EXPECT_EQ(vertexMethodOf(request("GET", base + "models/fraud/evaluations?pageSize=5")), "ListModelEvaluations");
+  EXPECT_EQ(vertexMethodOf(request("GET", base + "models/fraud/operations/555")), "GetOperation");
+  EXPECT_EQ(vertexMethodOf(request("DELETE", base + "models/fraud")), "Other");
+  EXPECT_EQ(vertexMethodOf(request("GET", base + "models/fraud:export")), "Other");
+  EXPECT_EQ(vertexMethodOf(request("GET", base + "models/fraud/evaluations/3/slices")), "Other");
+}
+
+TEST(RequestObserverTest, NamesCloudLoggingMethods) {
+  EXPECT_EQ(loggingMethodOf(request("POST", "https://logging.googleapis.com/v2/entries:list")), "ListLogEntries");
+  EXPECT_EQ(loggingMethodOf(request("POST", "http://127.0.0.1:8089/v2/entries:list")), "ListLogEntries");
+  EXPECT_EQ(loggingMethodOf(request("POST", "https://logging.googleapis.com/v2/entries:write")), "Other");
+  EXPECT_EQ(loggingMethodOf(request("GET", "https://logging.googleapis.com/v2/entries:list")), "Other");
+}
+
 TEST(RequestObserverTest, NamesCloudStorageMethods) {
   const std::string base = "http://127.0.0.1:4443";
   EXPECT_EQ(gcsMethodOf(request("GET", base + "/storage/v1/b/bucket/o?prefix=run%2Fcheckpoints%2F")), "ListObjects");
