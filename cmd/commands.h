@@ -12,4 +12,5 @@ int lint(const Args& args);    // validate manifests offline
 int render(const Args& args);  // print the Vertex request bodies
 int run(const Args& args);     // the operator
 int schedule(const Args& args);  // print the next fire times of a schedule
+int logs(const Args& args);      // print (and follow) a TrainingRun's job log
 }  // namespace vto::cmd

@@ -50,7 +50,7 @@ void Flags::set(const std::string& name, const std::string& value, bool fromFile
   slot.push_back(value);
 }
 
-bool Flags::parse(const Args& args) {
+bool Flags::parse(const Args& args, std::vector<std::string>* positionals) {
   std::string configPath;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -66,6 +66,9 @@ bool Flags::parse(const Args& args) {
       if (name.empty()) throw UsageError("unknown flag " + arg + "; 'vto " + command_ + " --help' lists the flags");
     } else if (arg.rfind("--", 0) == 0) {
       name = arg.substr(2);
+    } else if (positionals != nullptr) {
+      positionals->push_back(arg);
+      continue;
     } else {
       throw UsageError("unexpected argument \"" + arg + "\"; 'vto " + command_ + " --help' lists the flags");
     }

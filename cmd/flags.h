@@ -33,8 +33,9 @@ class Flags {
   // `about` is the text --help prints between the synopsis line and the flags.
   Flags(std::string command, std::string about, std::vector<FlagSpec> specs);
   // Throws UsageError naming the flag and what to do instead. Returns false for --help (after
-  // printing the usage).
-  bool parse(const Args& args);
+  // printing the usage). Arguments that are not flags or flag values go to `positionals` when it is
+  // given (`vto logs trun/NAME`), and are refused otherwise.
+  bool parse(const Args& args, std::vector<std::string>* positionals = nullptr);
   std::string get(const std::string& name) const;
   std::vector<std::string> getAll(const std::string& name) const;
   bool getBool(const std::string& name) const;

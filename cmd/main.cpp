@@ -3,6 +3,8 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <string>
+#include <string_view>
 
 #include "cmd/commands.h"
 #include "cmd/flags.h"
@@ -20,15 +22,24 @@ const std::map<std::string, Subcommand>& subcommands() {
       {"render", {vto::cmd::render, "print the Vertex AI request body for each TrainingRun (-f FILE|-)"}},
       {"schedule", {vto::cmd::schedule, "print the next fire times of a RetrainingPolicy schedule (-f FILE | --cron EXPR)"}},
       {"crd", {vto::cmd::crd, "print the CustomResourceDefinitions (vto crd | kubectl apply -f -)"}},
+      {"logs", {vto::cmd::logs, "print a TrainingRun's job log, -f to follow it (vto logs trun/NAME)"}},
       {"version", {vto::cmd::version, "print the version and git revision"}},
   };
   return table;
 }
 
-int usage(std::ostream& out, int code) {
-  out << "usage: vto COMMAND [flags]\n\ncommands:\n";
+// "vto", or "kubectl vto" when run as the kubectl plugin kubectl-vto (`kubectl vto logs trun/NAME`).
+std::string programName(const char* argv0) {
+  std::string_view path = argv0 == nullptr ? "" : argv0;
+  auto slash = path.rfind('/');
+  auto base = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  return base == "kubectl-vto" ? "kubectl vto" : "vto";
+}
+
+int usage(std::ostream& out, const std::string& program, int code) {
+  out << "usage: " << program << " COMMAND [flags]\n\ncommands:\n";
   for (const auto& [name, sub] : subcommands()) out << "  " << name << std::string(10 - name.size(), ' ') << sub.summary << "\n";
-  out << "\n'vto COMMAND --help' describes a command's flags.\n";
+  out << "\n'" << program << " COMMAND --help' describes a command's flags.\n";
   return code;
 }
 }  // namespace
@@ -42,23 +53,25 @@ const char* malloc_conf = "narenas:2";
 }
 
 int main(int argc, char** argv) {
-  if (argc < 2) return usage(std::cerr, 2);
+  // The same commands under either name: kubectl finds plugins as kubectl-NAME on the PATH.
+  auto program = programName(argc > 0 ? argv[0] : nullptr);
+  if (argc < 2) return usage(std::cerr, program, 2);
   std::string name = argv[1];
-  if (name == "-h" || name == "--help" || name == "help") return usage(std::cout, 0);
+  if (name == "-h" || name == "--help" || name == "help") return usage(std::cout, program, 0);
   if (name == "--version") name = "version";
   auto it = subcommands().find(name);
   if (it == subcommands().end()) {
-    std::cerr << "vto: unknown command \"" << name << "\"\n\n";
-    return usage(std::cerr, 2);
+    std::cerr << program << ": unknown command \"" << name << "\"\n\n";
+    return usage(std::cerr, program, 2);
   }
   vto::cmd::Args args(argv + 2, argv + argc);
   try {
     return it->second.fn(args);
   } catch (const vto::cmd::UsageError& e) {
-    std::cerr << "vto " << name << ": " << e.what() << "\n";
+    std::cerr << program << " " << name << ": " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "vto " << name << ": " << e.what() << "\n";
+    std::cerr << program << " " << name << ": " << e.what() << "\n";
     return 1;
   }
 }

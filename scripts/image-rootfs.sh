@@ -9,6 +9,8 @@ binary=/usr/local/bin/vto
 mkdir -p "$root/usr/local/bin" "$root/etc/ssl/certs" "$root/usr/lib/ssl" "$root/usr/share" "$root/tmp"
 chmod 1777 "$root/tmp"
 cp "$binary" "$root$binary"
+# The same binary as a kubectl plugin (`kubectl vto logs trun/NAME`): it reads its own name.
+ln -s vto "$root/usr/local/bin/kubectl-vto"
 # Every library, and the dynamic loader, under the path the binary asks for.
 ldd "$binary" | awk '/=> \// { print $3 } /^\t\/[^ ]+ \(/ { print $1 }' | while read -r lib; do
   mkdir -p "$root$(dirname "$lib")"

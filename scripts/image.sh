@@ -2,7 +2,8 @@
 # make image: builds the distroless container image from the Dockerfile with buildah (no Docker
 # engine); its first stage runs on a Debian base made locally with debootstrap, pinned by the digest it
 # gets here. Then checks the image: a non-root numeric user, no shell, and the operator runs inside it
-# (`vto version`, and `vto schedule` in a named time zone, which reads the image's zoneinfo).
+# (`vto version`, `vto schedule` in a named time zone, which reads the image's zoneinfo, and the kubectl
+# plugin name kubectl-vto).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 IMAGE=${IMAGE:-localhost/vto:dev}
@@ -44,6 +45,8 @@ run() { "${BUILDAH[@]}" run --isolation chroot --user "$user" "$ctr" -- "$@"; }
 run /usr/local/bin/vto version
 run /usr/local/bin/vto schedule --cron "30 2 * * *" --time-zone Europe/Berlin --after 2026-10-24T12:00:00Z --count 1 >/dev/null \
   || { say "ERROR: vto schedule cannot read time zones inside the image"; exit 1; }
+[[ $(run /usr/local/bin/kubectl-vto --help) == "usage: kubectl vto "* ]] \
+  || { say "ERROR: kubectl-vto (the kubectl plugin) is missing from the image or does not answer as one"; exit 1; }
 if run /bin/sh -c true 2>/dev/null; then say "ERROR: the image has a shell; it should hold only vto and its libraries"; exit 1; fi
 size=$("${BUILDAH[@]}" images --format '{{.Size}}' "$IMAGE" | head -n1)
 say "built $IMAGE (user $user, $size, no shell)"
