@@ -32,4 +32,10 @@ nlohmann::json callGoogleJson(HttpTransport& http, TokenSource& tokens, HttpRequ
   }
 }
 
+void paceOrThrow(QuotaPacer& pacer, const std::string& key, int perWindow, RequestObserver* observer) {
+  auto wait = pacer.tryAcquire(key, perWindow);
+  if (observer != nullptr) observer->quotaWaited(wait.value_or(std::chrono::milliseconds(0)));
+  if (wait) throw QuotaPacingError(key, *wait);
+}
+
 }  // namespace vto::vertex

@@ -9,6 +9,8 @@
 
 #include "vertex/auth.h"
 #include "vertex/http_transport.h"
+#include "vertex/rate_limiter.h"
+#include "vertex/request_observer.h"
 
 namespace vto::vertex {
 
@@ -18,5 +20,10 @@ namespace vto::vertex {
 // had. `sent`, when given, counts every request sent (the retry included).
 nlohmann::json callGoogleJson(HttpTransport& http, TokenSource& tokens, HttpRequest request,
                               const nlohmann::json* body, std::atomic<int>* sent = nullptr);
+
+// The client-side quota's verdict on one call: tells `observer` (when given) how long the pacer
+// deferred it, 0 when it let it through, and throws QuotaPacingError (retryAfter = the wait) when
+// the quota is used up. Never blocks.
+void paceOrThrow(QuotaPacer& pacer, const std::string& key, int perWindow, RequestObserver* observer);
 
 }  // namespace vto::vertex

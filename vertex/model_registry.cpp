@@ -267,15 +267,8 @@ std::string RestModelRegistry::modelUrl(const ModelName& name) const {
 
 json RestModelRegistry::call(const std::string& method, const Location& where, const std::string& url,
                              const json* body) {
-  auto key = requestQuotaKey(where);
-  auto wait = pacer_.tryAcquire(key, options_.requestsPerMinute);
-  if (options_.observer != nullptr) options_.observer->quotaWaited(wait.value_or(std::chrono::milliseconds(0)));
-  if (wait) throw QuotaPacingError(key, *wait);
-  HttpRequest request;
-  request.method = method;
-  request.url = url;
-  request.timeout = options_.timeout;
-  return callGoogleJson(http_, tokens_, std::move(request), body, &requests_);
+  paceOrThrow(pacer_, requestQuotaKey(where), options_.requestsPerMinute, options_.observer);
+  return callGoogleJson(http_, tokens_, {method, url, {}, "", options_.timeout, 0}, body, &requests_);
 }
 
 UploadOperation RestModelRegistry::decodeUpload(const json& resource) const {

@@ -236,16 +236,12 @@ ResourceName RestVertexClient::parseOrRefuse(const std::string& name, bool mustB
 
 json RestVertexClient::call(const std::string& method, const Location& where, const std::string& url,
                             const json* body, Quota quota) {
-  auto key = quota == Quota::Create ? where.parent() + " (job creations)" : requestQuotaKey(where);
-  auto wait = pacer_.tryAcquire(key, quota == Quota::Create ? options_.limits.createsPerMinute
-                                                            : options_.limits.requestsPerMinute);
-  if (options_.observer != nullptr) options_.observer->quotaWaited(wait.value_or(std::chrono::milliseconds(0)));
-  if (wait) throw QuotaPacingError(key, *wait);
-  HttpRequest request;
-  request.method = method;
-  request.url = url;
-  request.timeout = options_.timeout;
-  return callGoogleJson(http_, tokens_, std::move(request), body, &requests_);
+  if (quota == Quota::Create) {
+    paceOrThrow(pacer_, where.parent() + " (job creations)", options_.limits.createsPerMinute, options_.observer);
+  } else {
+    paceOrThrow(pacer_, requestQuotaKey(where), options_.limits.requestsPerMinute, options_.observer);
+  }
+  return callGoogleJson(http_, tokens_, {method, url, {}, "", options_.timeout, 0}, body, &requests_);
 }
 
 Job RestVertexClient::createJob(const Location& where, JobKind kind, const json& resource) {
