@@ -39,6 +39,30 @@ bool isVertexRegion(std::string_view l) {
   return i == l.size();
 }
 
+bool isValidGcpLabelKey(std::string_view key) {
+  return !key.empty() && key.size() <= 63 && lowerAlpha(key[0]) &&
+         std::all_of(key.begin(), key.end(), [](char c) { return lowerAlpha(c) || digit(c) || c == '_' || c == '-'; });
+}
+
+bool isValidGcpLabelValue(std::string_view value) {
+  return value.size() <= 63 &&
+         std::all_of(value.begin(), value.end(), [](char c) { return lowerAlpha(c) || digit(c) || c == '_' || c == '-'; });
+}
+
+bool isModelId(std::string_view id) {
+  return !id.empty() && id.size() <= 63 && (lowerAlpha(id[0]) || id[0] == '_') &&
+         std::all_of(id.begin(), id.end(), [](char c) { return lowerAlpha(c) || digit(c) || c == '_' || c == '-'; });
+}
+
+bool isVersionAlias(std::string_view alias) {
+  if (alias.size() < 2 || alias.size() > 128 || !lowerAlpha(alias.front())) return false;
+  auto middle = alias.substr(1, alias.size() - 2);
+  char last = alias.back();
+  return std::all_of(middle.begin(), middle.end(),
+                     [](char c) { return lowerAlpha(c) || (c >= 'A' && c <= 'Z') || digit(c) || c == '-'; }) &&
+         (lowerAlpha(last) || digit(last) || last == '-');
+}
+
 std::optional<std::string> checkProjectId(std::string_view field, std::string_view project) {
   if (isProjectId(project)) return std::nullopt;
   return std::string(field) + " " + quoted(project) + " " + std::string(kProjectIdRule);
@@ -47,6 +71,16 @@ std::optional<std::string> checkProjectId(std::string_view field, std::string_vi
 std::optional<std::string> checkVertexRegion(std::string_view field, std::string_view location) {
   if (isVertexRegion(location)) return std::nullopt;
   return std::string(field) + " " + quoted(location) + " " + std::string(kRegionRule);
+}
+
+std::optional<std::string> checkModelId(std::string_view field, std::string_view id) {
+  if (isModelId(id)) return std::nullopt;
+  return std::string(field) + " " + quoted(id) + " " + std::string(kModelIdRule);
+}
+
+std::optional<std::string> checkVersionAlias(std::string_view field, std::string_view alias) {
+  if (isVersionAlias(alias)) return std::nullopt;
+  return std::string(field) + " " + quoted(alias) + " " + std::string(kVersionAliasRule);
 }
 
 }  // namespace vto

@@ -1,5 +1,5 @@
 #pragma once
-// The shapes of Google Cloud project IDs and Vertex AI regions. They are checked in three places
+// The shapes of Google Cloud project IDs, Vertex AI regions, model IDs and version aliases. They are checked in three places
 // with the same message: the CRD schema (kubectl apply), crd/validation.cpp (vto lint) and inside
 // the Vertex client before any request (defence in depth: these values end up in the host name and
 // path of a request that carries the operator's access token).
@@ -28,6 +28,16 @@ bool isProjectNumber(std::string_view project);
 // CustomJobs and HyperparameterTuningJobs only in regions.
 bool isVertexRegion(std::string_view location);
 
+// A Model Registry model ID (UploadModelRequest.modelId): 1 to 63 of [a-z0-9_-], not starting with a
+// digit or a hyphen.
+bool isModelId(std::string_view id);
+// A model version alias (Model.versionAliases): [a-z][a-zA-Z0-9-]{0,126}[a-z0-9-].
+bool isVersionAlias(std::string_view alias);
+
+// A Google Cloud label key ([a-z][a-z0-9_-]{0,62}) and value ([a-z0-9_-]{0,63}), ASCII only.
+bool isValidGcpLabelKey(std::string_view key);
+bool isValidGcpLabelValue(std::string_view value);
+
 // The messages, shared with the CRD's pattern messages (helm/vto/crds/trainingruns.vto.dev.yaml).
 inline constexpr std::string_view kProjectIdRule =
     "must be a Google Cloud project ID: 6-30 lower-case letters, digits or hyphens, starting with a letter and "
@@ -35,8 +45,17 @@ inline constexpr std::string_view kProjectIdRule =
 inline constexpr std::string_view kRegionRule =
     "must be a Vertex AI region such as us-central1 or europe-west4 (letters, a hyphen, letters, a number)";
 
+inline constexpr std::string_view kModelIdRule =
+    "must be a Vertex model ID: 1 to 63 lower-case letters, digits, underscores or hyphens, not starting with a "
+    "digit or a hyphen, e.g. fraud-detector";
+inline constexpr std::string_view kVersionAliasRule =
+    "must be a Vertex version alias: 2 to 128 letters, digits or hyphens, starting with a lower-case letter and "
+    "ending with a lower-case letter, a digit or a hyphen, e.g. champion";
+
 // nullopt when valid, else "<field> \"<value>\" <rule>". The value is quoted but cut to 64 bytes.
 std::optional<std::string> checkProjectId(std::string_view field, std::string_view project);
 std::optional<std::string> checkVertexRegion(std::string_view field, std::string_view location);
+std::optional<std::string> checkModelId(std::string_view field, std::string_view id);
+std::optional<std::string> checkVersionAlias(std::string_view field, std::string_view alias);
 
 }  // namespace vto

@@ -28,6 +28,14 @@ OperatorClients::OperatorClients(const Flags& flags, const Clock& clock, metrics
   options.observer = &vertexRequests_;
   if (!options.endpoint.empty()) vertex::validateEndpoint(options.endpoint, options.allowInsecure);
   vertex_ = std::make_unique<vertex::RestVertexClient>(vertexHttp_, *tokens_, clock, options);
+  // Model Registry requests count against the same per-region Vertex quota as the jobs' requests.
+  vertex::ModelRegistryOptions registry;
+  registry.endpoint = options.endpoint;
+  registry.allowInsecure = options.allowInsecure;
+  registry.requestsPerMinute = options.limits.requestsPerMinute;
+  registry.pacer = &vertex_->pacer();
+  registry.observer = &vertexRequests_;
+  registry_ = std::make_unique<vertex::RestModelRegistry>(vertexHttp_, *tokens_, clock, registry);
   auto gcsFlag = flags.get("gcs-endpoint");
   gcs_ = std::make_unique<vertex::RestGcsClient>(
       gcsHttp_, vertex::gcsEndpoint(gcsFlag.empty() ? std::nullopt : std::optional(gcsFlag)), tokens_.get(),

@@ -1,6 +1,6 @@
 #pragma once
-// The operator's outbound clients, built from `vto run`'s flags: Vertex AI, Cloud Storage and
-// Prometheus, with the Google credentials of the operator's own identity, every Google request
+// The operator's outbound clients, built from `vto run`'s flags: Vertex AI (jobs and Model Registry),
+// Cloud Storage and Prometheus, with the Google credentials of the operator's own identity, every Google request
 // counted in the request metrics. Only cmd/ constructs concrete clients.
 #include <memory>
 
@@ -10,6 +10,7 @@
 #include "vertex/auth.h"
 #include "vertex/gcs_client.h"
 #include "vertex/http_transport.h"
+#include "vertex/model_registry.h"
 #include "vertex/prometheus_client.h"
 #include "vertex/request_observer.h"
 #include "vertex/vertex_client.h"
@@ -37,6 +38,7 @@ class OperatorClients {
   vertex::VertexClient& vertex() { return *vertex_; }
   vertex::GcsClient& gcs() { return *gcs_; }
   vertex::PrometheusClient& prometheus() { return *prometheus_; }
+  vertex::ModelRegistry& registry() { return *registry_; }
 
  private:
   vertex::CppRestTransport http_;
@@ -44,6 +46,7 @@ class OperatorClients {
   RequestMetricsObserver vertexRequests_, gcsRequests_;
   vertex::ObservedTransport vertexHttp_, gcsHttp_;
   std::unique_ptr<vertex::RestVertexClient> vertex_;
+  std::unique_ptr<vertex::RestModelRegistry> registry_;
   std::unique_ptr<vertex::RestGcsClient> gcs_;
   std::unique_ptr<vertex::PrometheusClient> prometheus_;
 };

@@ -166,6 +166,7 @@ int run(const Args& args) {
   metrics::TrainingRunMetrics trainingRunMetrics(*registry);
   auto observer = runObserver(manager, clock);
   auto runOptions = trainingRunOptions(flags, tenancy);
+  runOptions.registry = &clients.registry();
   reconcilers::TrainingRunController trainingRuns(
       runs.cache(), {kube, clients.vertex(), clients.gcs(), events, clock, &trainingRunMetrics, observer.get()},
       runOptions, jobPollerOptions(flags));
@@ -173,7 +174,7 @@ int run(const Args& args) {
   reconcilers::RetrainingController retraining(
       policies.cache(), runs.cache(),
       {kube, events, clock, {&clients.gcs(), &clients.prometheus()}, {tenancy, runOptions.defaults}, &retrainingMetrics,
-       &trainingRuns.ownWrites()});
+       &trainingRuns.ownWrites(), &clients.registry()});
   // The policies' handler first: it only enqueues, and a run's own handler then reconciles it once its
   // poll target and accelerator claim are current.
   reconcilers::wireRetraining(manager, policies, runs, retraining, flags.getInt("max-concurrent-policy-reconciles"));

@@ -14,19 +14,6 @@ uint32_t fnv1a(const std::string& text) {
 }
 }  // namespace
 
-bool isValidGcpLabelKey(const std::string& key) {
-  if (key.empty() || key.size() > kMaxGcpLabelLength || !(key[0] >= 'a' && key[0] <= 'z')) return false;
-  for (char c : key)
-    if (!isLabelChar(c)) return false;
-  return true;
-}
-
-bool isValidGcpLabelValue(const std::string& value) {
-  if (value.size() > kMaxGcpLabelLength) return false;
-  for (char c : value)
-    if (!isLabelChar(c)) return false;
-  return true;
-}
 
 std::string sanitizeLabelValue(const std::string& text) {
   std::string out;

@@ -158,6 +158,7 @@ RetrainingPolicySpec decodeRetrainingPolicySpec(const json& value, const std::st
   s.integer("successfulRunsHistoryLimit", ps.successfulRunsHistoryLimit, 0, 1000);
   s.integer("failedRunsHistoryLimit", ps.failedRunsHistoryLimit, 0, 1000);
   s.boolean("suspend", ps.suspend);
+  s.with("promotion", [&](const json& v, const std::string& p) { ps.promotion = readPromotionSpec(v, p); });
   s.finish();
   return ps;
 }
@@ -226,6 +227,10 @@ RetrainingPolicyStatus decodeRetrainingPolicyStatus(const json& value, const std
     m.finish();
     s.history.metric = ms;
   });
+  r.with("champion", [&](const json& v, const std::string& p) { s.history.champion = readChampion(v, p); });
+  r.with("lastPromotion", [&](const json& v, const std::string& p) { s.history.lastPromotion = readPromotionRecord(v, p); });
+  r.string("lastHandledPromoteRequest", s.history.lastHandledPromoteRequest);
+  r.string("lastComparedVersion", s.history.lastComparedVersion);
   r.with("conditions", [&](const json& v, const std::string& p) { s.conditions = readList<Condition>(v, p, decodeCondition); });
   r.finish();
   return s;
@@ -278,6 +283,10 @@ json encodeRetrainingPolicyStatus(const RetrainingPolicyStatus& s) {
     writeTime(metric, "breachingSince", m->breachingSince);
     out["metric"] = metric;
   }
+  if (s.history.champion) out["champion"] = encodeChampion(*s.history.champion);
+  if (s.history.lastPromotion) out["lastPromotion"] = encodePromotionRecord(*s.history.lastPromotion);
+  if (!s.history.lastHandledPromoteRequest.empty()) out["lastHandledPromoteRequest"] = s.history.lastHandledPromoteRequest;
+  if (!s.history.lastComparedVersion.empty()) out["lastComparedVersion"] = s.history.lastComparedVersion;
   for (const auto& c : s.conditions) out["conditions"].push_back(encodeCondition(c));
   return out;
 }
@@ -298,6 +307,7 @@ json encodeRetrainingPolicySpec(const RetrainingPolicySpec& ps) {
                {"failedRunsHistoryLimit", ps.failedRunsHistoryLimit},
                {"suspend", ps.suspend}};
   if (ps.startingDeadlineSeconds) spec["startingDeadlineSeconds"] = *ps.startingDeadlineSeconds;
+  if (ps.promotion) spec["promotion"] = encodePromotionSpec(*ps.promotion);
   return spec;
 }
 

@@ -91,6 +91,7 @@ struct RetrainingPolicySpec {
   int32_t successfulRunsHistoryLimit = 3;
   int32_t failedRunsHistoryLimit = 1;
   bool suspend = false;
+  std::optional<PromotionSpec> promotion;  // promote the better registered version (needs template.spec.model)
 };
 
 struct TriggerRecord {
@@ -144,6 +145,10 @@ struct PolicyHistory {
   RunCounts counts;
   std::optional<DataWatermark> dataWatermark;
   std::optional<MetricStatus> metric;
+  std::optional<Champion> champion;             // with spec.promotion: who holds the alias
+  std::optional<PromotionRecord> lastPromotion;  // with spec.promotion: the last decision
+  std::string lastHandledPromoteRequest;         // the vto.dev/promote-version value last acted on
+  std::string lastComparedVersion;               // the newest version promotion has compared
   bool operator==(const PolicyHistory&) const = default;
 };
 

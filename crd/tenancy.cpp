@@ -297,7 +297,13 @@ std::optional<TenancyViolation> violationOf(const TenancyRule& rule, size_t inde
                    });
     if (!allowed) return rejected(prometheus->first, "Prometheus URL", prometheus->second, rule.prometheusUrls, "prometheusUrls");
   }
-  // Once spec.model exists: if (auto violation = checkModelAllowed(rule, index, spec.model->model)) return violation;
+  if (spec.model) {
+    // The model lives in the run's project; its location may differ from the run's.
+    const auto& model = *spec.model;
+    if (!model.location.empty() && !rule.locations.empty() && !listed(rule.locations, model.location))
+      return rejected("spec.model.location", "location", model.location, rule.locations, "locations");
+    if (auto violation = checkModelAllowed(rule, index, model.model)) return violation;
+  }
   return std::nullopt;
 }
 
@@ -435,6 +441,10 @@ std::vector<std::pair<std::string, std::string>> bucketUrisOf(const TrainingRunS
     for (size_t j = 0; j < uris.size(); ++j) {
       out.emplace_back(indexPath(indexPath("spec.workerPoolSpecs", i) + ".pythonPackageSpec.packageUris", j), uris[j]);
     }
+  }
+  if (spec.model) {
+    out.emplace_back(spec.model->artifactUri.empty() ? "spec.model.artifactUri (default)" : "spec.model.artifactUri",
+                     artifactUriOf(*spec.model, spec.baseOutputDirectory));
   }
   return out;
 }

@@ -338,6 +338,7 @@ TrainingRunSpec decodeTrainingRunSpec(const json& value, const std::string& path
   r.with("deletionPolicy", [&](const json& v, const std::string& p) { s.deletionPolicy = readEnum(v, p, deletionPolicyNames()); });
   r.integer("ttlSecondsAfterFinished", s.ttlSecondsAfterFinished, 0);
   r.with("capacity", [&](const json& v, const std::string& p) { s.capacity = readCapacity(v, p); });
+  r.with("model", [&](const json& v, const std::string& p) { s.model = readModelSpec(v, p); });
   r.finish();
   return s;
 }
@@ -417,6 +418,7 @@ TrainingRunStatus decodeTrainingRunStatus(const json& value, const std::string& 
     c.finish();
     s.history.capacity = capacity;
   });
+  r.with("model", [&](const json& v, const std::string& p) { s.history.model = readRegisteredModel(v, p); });
   r.with("attempts", [&](const json& v, const std::string& p) {
     s.history.attempts = readList<Attempt>(v, p, [](const json& item, const std::string& ip) {
       ObjectReader a(item, ip);
@@ -584,6 +586,7 @@ json encodeTrainingRunSpec(const TrainingRunSpec& s) {
                        {"blockFor", formatDuration(c->blockForSeconds)},
                        {"giveUpAfter", formatDuration(c->giveUpAfterSeconds)}};
   }
+  if (s.model) out["model"] = encodeModelSpec(*s.model);
   return out;
 }
 
@@ -641,6 +644,7 @@ json encodeTrainingRunStatus(const TrainingRunStatus& s) {
     writeTime(out["capacity"], "waitingSince", c->waitingSince);
     writeTime(out["capacity"], "failingSince", c->failingSince);
   }
+  if (h.model) out["model"] = encodeRegisteredModel(*h.model);
   out["attemptCount"] = h.attemptCount;
   out["resumes"] = h.resumes;
   if (h.lastCheckpoint) {

@@ -12,6 +12,7 @@
 
 #include "base/clock.h"
 #include "crd/enum_names.h"
+#include "crd/model.h"
 #include "crd/object_meta.h"
 #include "crd/raw_pool.h"  // readRawPool: what a raw workerPoolSpecs entry asks for
 
@@ -192,6 +193,7 @@ struct TrainingRunSpec {
   DeletionPolicy deletionPolicy = DeletionPolicy::Cancel;
   std::optional<int64_t> ttlSecondsAfterFinished;
   std::optional<Capacity> capacity;
+  std::optional<ModelSpec> model;  // register the model when the run succeeds
 };
 
 // metav1.Condition.
@@ -286,6 +288,7 @@ struct RunHistory {
   std::optional<BestTrial> bestTrial;           // from the last job that reported one
   std::optional<Clock::time_point> startTime;   // the first pass that saw the run
   std::optional<CapacityHistory> capacity;      // with spec.capacity
+  std::optional<RegisteredModel> model;         // with spec.model: the version the success became
   bool operator==(const RunHistory&) const = default;
 };
 

@@ -245,6 +245,84 @@ void checkLabels(Findings& f, const TrainingRunSpec& spec) {
                           " labels (the operator adds " + std::to_string(kOperatorLabelCount) + " of its own to the 64 allowed)");
 }
 
+// Labels vto writes on every model version it uploads (vto-run-uid, vto-namespace, managed-by).
+constexpr size_t kOperatorModelLabelCount = 3;
+
+// A path under the artifact directory: relative, no "." or ".." segment, no empty segment.
+bool isRelativeObjectPath(const std::string& path) {
+  if (path.empty() || path.size() > 256 || path.front() == '/' || path.back() == '/') return false;
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string::npos) end = path.size();
+    std::string segment = path.substr(start, end - start);
+    if (segment.empty() || segment == "." || segment == "..") return false;
+    start = end + 1;
+  }
+  return std::all_of(path.begin(), path.end(), [](unsigned char c) { return c > 0x20 && c < 0x7f && c != '#' && c != '?'; });
+}
+
+void checkModel(Findings& f, const TrainingRunSpec& spec) {
+  if (!spec.model) return;
+  const auto& m = *spec.model;
+  if (auto problem = checkModelId("model.model", m.model)) f.error("model.model", *problem);
+  if (!m.location.empty()) {
+    if (auto problem = checkVertexRegion("model.location", m.location)) f.error("model.location", *problem);
+  }
+  if (!m.artifactUri.empty() && !isGcsUri(m.artifactUri))
+    f.error("model.artifactUri", "must be a gs:// directory holding the model, or leave it empty for "
+                                 "<baseOutputDirectory>/model/ (where Vertex tells the code to write it: AIP_MODEL_DIR)");
+  if (m.displayName.size() > 128) f.error("model.displayName", "at most 128 characters (Vertex's limit)");
+  if (m.servingContainer.imageUri.empty())
+    f.error("model.servingContainer.imageUri",
+            "required: the image that serves the model, e.g. us-docker.pkg.dev/vertex-ai/prediction/xgboost-cpu.1-7:latest");
+  else
+    checkImage(f, "model.servingContainer.imageUri", m.servingContainer.imageUri);
+  for (size_t i = 0; i < m.versionAliases.size(); ++i) {
+    auto field = indexPath("model.versionAliases", i);
+    if (auto problem = checkVersionAlias(field, m.versionAliases[i])) f.error(field, *problem);
+    else if (m.versionAliases[i] == "default")
+      f.error(field, "Vertex keeps the alias default on one version itself; choose another alias, e.g. candidate");
+  }
+  for (const auto& [key, value] : m.labels) {
+    std::string field = "model.labels." + key;
+    if (!isValidGcpLabelKey(key))
+      f.error(field, "Google Cloud label keys start with a lowercase letter and use only lowercase letters, digits, "
+                     "'_' and '-' (at most 63 characters); rename the key");
+    else if (key.rfind("vto-", 0) == 0 || key == "managed-by")
+      f.error(field, "vto-* and managed-by are the operator's labels; choose another key");
+    if (!isValidGcpLabelValue(value))
+      f.error(field, "Google Cloud label values use only lowercase letters, digits, '_' and '-' (at most 63 "
+                     "characters); change the value");
+  }
+  if (m.labels.size() + kOperatorModelLabelCount > kMaxGcpLabels)
+    f.error("model.labels", "at most " + std::to_string(kMaxGcpLabels - kOperatorModelLabelCount) + " labels (the operator adds " +
+                                std::to_string(kOperatorModelLabelCount) + " of its own to the 64 allowed)");
+  if (m.evaluation && !isRelativeObjectPath(m.evaluation->metricsFile))
+    f.error("model.evaluation.metricsFile",
+            "must be a path under the artifact directory such as metrics.json or eval/metrics.json (no leading '/', "
+            "no '.' or '..' segments, no '?' or '#')");
+}
+
+void checkPromotion(Findings& f, const RetrainingPolicySpec& spec) {
+  if (!spec.promotion) return;
+  const auto& p = *spec.promotion;
+  const auto& model = spec.templ.spec.model;
+  if (!model)
+    f.error("spec.promotion", "promotion compares the versions the policy's runs register; set "
+                              "spec.template.spec.model (the model ID and serving container), or remove promotion");
+  if (p.metric.empty() || p.metric.size() > 128)
+    f.error("spec.promotion.metric", "required: a key of the evaluation metrics file (at most 128 characters), e.g. auc");
+  if (auto problem = checkVersionAlias("spec.promotion.alias", p.alias)) f.error("spec.promotion.alias", *problem);
+  if (model && std::find(model->versionAliases.begin(), model->versionAliases.end(), p.alias) != model->versionAliases.end())
+    f.error("spec.template.spec.model.versionAliases",
+            "\"" + p.alias + "\" is the alias promotion moves to the better version; a run setting it on every new version "
+            "would promote without comparing: remove it here");
+  if (model && !model->evaluation)
+    f.error("spec.template.spec.model.evaluation",
+            "promotion reads the metric from each version's evaluation; set evaluation: {metricsFile: metrics.json}");
+}
+
 void checkTuning(Findings& f, const TrainingRunSpec& spec) {
   if (!spec.hyperparameterTuning) return;
   const auto& h = *spec.hyperparameterTuning;
@@ -385,6 +463,7 @@ void checkRetrainingPolicySpec(Findings& f, const RetrainingPolicySpec& spec) {
   if (spec.triggers.newData) checkNewDataTrigger(f, *spec.triggers.newData);
   if (spec.triggers.metric) checkMetricTrigger(f, *spec.triggers.metric);
   checkNonNegativeDuration(f, "spec.cooldown", "cooldown", spec.cooldown);
+  checkPromotion(f, spec);
   if (spec.templ.labels.count(kRetrainingPolicyLabel))
     f.error(std::string("spec.template.metadata.labels.") + kRetrainingPolicyLabel,
             "the operator sets this label to the policy's name on every run; remove it from the template");
@@ -409,6 +488,7 @@ std::vector<Finding> validateTrainingRunSpec(const TrainingRunSpec& spec, const 
   checkPlacement(f, spec);
   checkRawPools(f, spec);
   checkAcceleratorTotal(f, spec);
+  checkModel(f, spec);
   auto own = f.take();
   // Every placement a run may move to is held to the same rules (a resolved one has no fallbacks).
   auto placements = validatePlacements(spec, path, own);

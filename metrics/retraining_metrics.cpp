@@ -42,7 +42,21 @@ RetrainingMetrics::RetrainingMetrics(prometheus::Registry& registry)
       pendingObjects_(gauge(registry, "vto_retrainingpolicy_data_pending_objects",
                             "New objects under each policy's gcsPrefix not yet folded into a run")),
       pendingBytes_(gauge(registry, "vto_retrainingpolicy_data_pending_bytes",
-                          "Bytes of the new objects under each policy's gcsPrefix not yet folded into a run")) {}
+                          "Bytes of the new objects under each policy's gcsPrefix not yet folded into a run")),
+      promotions_(prometheus::BuildCounter()
+                      .Name("vto_model_promotions_total")
+                      .Help("Promotion decisions of RetrainingPolicies: Promoted, NotBetter, NoMetric, Manual, Failed")
+                      .Register(registry)),
+      champion_(gauge(registry, "vto_model_champion_metric",
+                      "The champion model version's value of each policy's promotion.metric")) {}
+
+void RetrainingMetrics::promotion(const std::string& ns, const std::string& policy, const std::string& result) {
+  promotions_.Add({{"namespace", ns}, {"policy", policy}, {"result", result}}).Increment();
+}
+
+void RetrainingMetrics::championMetric(const std::string& ns, const std::string& policy, std::optional<double> value) {
+  setOrRemove(champion_, {{"namespace", ns}, {"policy", policy}}, value);
+}
 
 void RetrainingMetrics::trigger(const std::string& ns, const std::string& policy, const std::string& reason,
                                 const std::string& outcome) {
@@ -79,7 +93,7 @@ void RetrainingMetrics::triggerState(const std::string& ns, const std::string& p
 void RetrainingMetrics::forgetPolicy(const std::string& ns, const std::string& policy) {
   prometheus::Labels labels{{"namespace", ns}, {"policy", policy}};
   for (auto* family : {&nextSchedule_, &lastSchedule_, &lastSuccess_, &activeRuns_, &metricValue_, &pendingObjects_,
-                       &pendingBytes_}) {
+                       &pendingBytes_, &champion_}) {
     setOrRemove(*family, labels, std::nullopt);
   }
   triggerState(ns, policy, std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt);

@@ -32,6 +32,11 @@ class RetrainingMetrics {
   void triggerState(const std::string& ns, const std::string& policy, std::optional<bool> dataHealthy,
                     std::optional<bool> metricHealthy, std::optional<double> metricValue,
                     std::optional<double> pendingObjects, std::optional<double> pendingBytes);
+  // vto_model_promotions_total{namespace,policy,result}: promotion decisions (Promoted, NotBetter,
+  // NoMetric, Manual, Failed).
+  void promotion(const std::string& ns, const std::string& policy, const std::string& result);
+  // vto_model_champion_metric{namespace,policy}: the champion's value of promotion.metric (absent: removed).
+  void championMetric(const std::string& ns, const std::string& policy, std::optional<double> value);
   // Drops a deleted policy's per-policy gauges.
   void forgetPolicy(const std::string& ns, const std::string& policy);
 
@@ -46,6 +51,8 @@ class RetrainingMetrics {
   prometheus::Family<prometheus::Gauge>& metricValue_;
   prometheus::Family<prometheus::Gauge>& pendingObjects_;
   prometheus::Family<prometheus::Gauge>& pendingBytes_;
+  prometheus::Family<prometheus::Counter>& promotions_;
+  prometheus::Family<prometheus::Gauge>& champion_;
 };
 
 }  // namespace vto::metrics

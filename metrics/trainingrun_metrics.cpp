@@ -19,7 +19,23 @@ TrainingRunMetrics::TrainingRunMetrics(prometheus::Registry& registry)
       checkpointAge_(prometheus::BuildGauge()
                          .Name("vto_checkpoint_age_seconds")
                          .Help("Age of the newest checkpoint of each running TrainingRun")
-                         .Register(registry)) {}
+                         .Register(registry)),
+      versionsRegistered_(prometheus::BuildCounter()
+                              .Name("vto_model_versions_registered_total")
+                              .Help("Model Registry versions registered by succeeded TrainingRuns, by model")
+                              .Register(registry)),
+      registrationFailures_(prometheus::BuildCounter()
+                                .Name("vto_model_registration_failures_total")
+                                .Help("Failed attempts to register a succeeded TrainingRun's model, by reason (each is retried)")
+                                .Register(registry)) {}
+
+void TrainingRunMetrics::versionRegistered(const std::string& ns, const std::string& model) {
+  versionsRegistered_.Add({{"namespace", ns}, {"model", model}}).Increment();
+}
+
+void TrainingRunMetrics::registrationFailed(const std::string& ns, const std::string& reason) {
+  registrationFailures_.Add({{"namespace", ns}, {"reason", reason}}).Increment();
+}
 
 void TrainingRunMetrics::jobCreated(const std::string& kind) { jobsCreated_.Add({{"kind", kind}}).Increment(); }
 

@@ -23,6 +23,11 @@ class TrainingRunMetrics {
                         const std::string& acceleratorType, const std::string& reason);
   // vto_checkpoint_age_seconds{namespace,name}: how old the newest checkpoint of a running run is.
   void checkpointAge(const std::string& ns, const std::string& name, double seconds);
+  // vto_model_versions_registered_total{namespace,model}: model versions TrainingRuns registered.
+  void versionRegistered(const std::string& ns, const std::string& model);
+  // vto_model_registration_failures_total{namespace,reason}: registration passes that failed
+  // (ArtifactMissing, UploadFailed, PermissionDenied, TenantPolicyViolation); each is retried.
+  void registrationFailed(const std::string& ns, const std::string& reason);
   // Drops a run's per-run series once it is no longer running.
   void forgetRun(const std::string& ns, const std::string& name);
 
@@ -31,6 +36,8 @@ class TrainingRunMetrics {
   prometheus::Family<prometheus::Counter>& resumes_;
   prometheus::Family<prometheus::Counter>& failovers_;
   prometheus::Family<prometheus::Gauge>& checkpointAge_;
+  prometheus::Family<prometheus::Counter>& versionsRegistered_;
+  prometheus::Family<prometheus::Counter>& registrationFailures_;
 };
 
 }  // namespace vto::metrics

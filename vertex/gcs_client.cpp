@@ -219,6 +219,21 @@ std::optional<GcsObject> RestGcsClient::getObject(const std::string& bucket, con
   return decodeObject(parseObjectBody(response));
 }
 
+std::optional<std::string> RestGcsClient::readObject(const std::string& bucket, const std::string& name,
+                                                     std::size_t maxBytes) {
+  HttpRequest request;
+  request.url = UrlBuilder(endpoint_).literal("storage/v1/b").segment(bucket).literal("o").segment(name).query("alt", "media").str();
+  request.headers["Range"] = "bytes=0-" + std::to_string(maxBytes);
+  // A server that ignores Range sends everything: beyond a bound, that is a TransportError.
+  request.maxBodyBytes = maxBytes + 1 + (1 << 20);
+  auto response = send(request);
+  if (response.status == 404) return std::nullopt;
+  if (response.status == 416) return std::string();  // an empty object has no byte 0
+  if (response.status != 200 && response.status != 206) throw apiErrorOf(response);
+  if (response.body.size() > maxBytes + 1) response.body.resize(maxBytes + 1);
+  return std::move(response.body);
+}
+
 GcsObject RestGcsClient::upload(const std::string& bucket, const std::string& name, const std::string& content,
                                 const std::string& contentType) {
   HttpRequest request;

@@ -1,5 +1,5 @@
 #pragma once
-// Cloud Storage through its JSON API: list under a prefix, read metadata, upload. Pointed at
+// Cloud Storage through its JSON API: list under a prefix, read metadata or content, upload. Pointed at
 // fake-gcs-server by STORAGE_EMULATOR_HOST or an explicit endpoint.
 #include <cstdint>
 #include <optional>
@@ -60,6 +60,10 @@ class GcsClient {
   std::vector<GcsObject> listObjects(const std::string& bucket, const std::string& prefix, int maxPages = kMaxListPages);
   // nullopt when the object does not exist.
   virtual std::optional<GcsObject> getObject(const std::string& bucket, const std::string& name) = 0;
+  // The object's first maxBytes + 1 bytes at most (a Range read): a longer answer than maxBytes tells
+  // the caller the object is larger, without reading it (tenant data: bounded to what is needed).
+  // nullopt when the object does not exist.
+  virtual std::optional<std::string> readObject(const std::string& bucket, const std::string& name, std::size_t maxBytes) = 0;
   virtual GcsObject upload(const std::string& bucket, const std::string& name, const std::string& content,
                            const std::string& contentType = "application/octet-stream") = 0;
   // Creates the bucket when it is missing; emulators start empty (the real service is set up by hand).
@@ -90,6 +94,7 @@ class RestGcsClient final : public GcsClient {
   ObjectPage listObjectsPage(const std::string& bucket, const std::string& prefix, const std::string& pageToken,
                              const ListObjectsOptions& options) override;
   std::optional<GcsObject> getObject(const std::string& bucket, const std::string& name) override;
+  std::optional<std::string> readObject(const std::string& bucket, const std::string& name, std::size_t maxBytes) override;
   GcsObject upload(const std::string& bucket, const std::string& name, const std::string& content,
                    const std::string& contentType) override;
   void ensureBucket(const std::string& bucket, const std::string& project) override;

@@ -28,16 +28,6 @@ const char* kOperationNameForm =
 
 std::string quotedExcerpt(std::string_view value) { return "\"" + std::string(value.substr(0, 64)) + "\""; }
 
-// A label key or value as Google's label rules allow them (ASCII only: vto writes sanitised labels).
-bool isLabelKey(std::string_view key) {
-  return !key.empty() && key.size() <= 63 && isLower(key[0]) &&
-         std::all_of(key.begin(), key.end(), [](char c) { return isLower(c) || isDigit(c) || c == '_' || c == '-'; });
-}
-bool isLabelValue(std::string_view value) {
-  return value.size() <= 63 &&
-         std::all_of(value.begin(), value.end(), [](char c) { return isLower(c) || isDigit(c) || c == '_' || c == '-'; });
-}
-
 // "M" or "M@V" as a name's model segment.
 bool splitModelSegment(std::string_view segment, std::string& modelId, std::string& version) {
   auto at = segment.find('@');
@@ -124,34 +114,6 @@ json specJson(const ModelSpec& spec) {
 
 }  // namespace
 
-bool isModelId(std::string_view id) {
-  return !id.empty() && id.size() <= 63 && (isLower(id[0]) || id[0] == '_') &&
-         std::all_of(id.begin(), id.end(), [](char c) { return isLower(c) || isDigit(c) || c == '_' || c == '-'; });
-}
-
-bool isVersionAlias(std::string_view alias) {
-  if (alias.size() < 2 || alias.size() > 128 || !isLower(alias.front())) return false;
-  auto middle = alias.substr(1, alias.size() - 2);
-  char last = alias.back();
-  return std::all_of(middle.begin(), middle.end(),
-                     [](char c) { return isLower(c) || (c >= 'A' && c <= 'Z') || isDigit(c) || c == '-'; }) &&
-         (isLower(last) || isDigit(last) || last == '-');
-}
-
-std::optional<std::string> checkModelId(std::string_view field, std::string_view id) {
-  if (isModelId(id)) return std::nullopt;
-  return std::string(field) + " " + quotedExcerpt(id) +
-         " must be a Vertex model ID: 1 to 63 lower-case letters, digits, underscores or hyphens, not starting "
-         "with a digit or a hyphen, e.g. fraud-detector";
-}
-
-std::optional<std::string> checkVersionAlias(std::string_view field, std::string_view alias) {
-  if (isVersionAlias(alias)) return std::nullopt;
-  return std::string(field) + " " + quotedExcerpt(alias) +
-         " must be a Vertex version alias: 2 to 128 letters, digits or hyphens, starting with a lower-case letter "
-         "and ending with a lower-case letter, a digit or a hyphen, e.g. champion";
-}
-
 std::string ModelName::model() const {
   return where.parent() + "/models/" + modelId;
 }
@@ -229,11 +191,11 @@ ModelEvaluation decodeModelEvaluation(json resource) {
 std::string modelLabelFilter(const std::map<std::string, std::string>& labels) {
   std::string filter;
   for (const auto& [key, value] : labels) {
-    if (!isLabelKey(key)) {
+    if (!isValidGcpLabelKey(key)) {
       throw std::invalid_argument("label key " + quotedExcerpt(key) +
                                   " is not a Google label key ([a-z][a-z0-9_-]{0,62}); it cannot go into a filter");
     }
-    if (!isLabelValue(value)) {
+    if (!isValidGcpLabelValue(value)) {
       throw std::invalid_argument("label value " + quotedExcerpt(value) +
                                   " is not a Google label value ([a-z0-9_-]{0,63}); it cannot go into a filter");
     }

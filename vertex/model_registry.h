@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/clock.h"
+#include "base/gcp_names.h"
 #include "vertex/auth.h"
 #include "vertex/http_transport.h"
 #include "vertex/rate_limiter.h"
@@ -24,14 +25,8 @@
 
 namespace vto::vertex {
 
-// Vertex's rules for the names a user picks, checked before any request (both end up in a path).
-// A model ID: 1 to 63 of [a-z0-9_-], not starting with a digit or a hyphen (UploadModelRequest.modelId).
-bool isModelId(std::string_view id);
-// A version alias: [a-z][a-zA-Z0-9-]{0,126}[a-z0-9-] (MergeVersionAliasesRequest.versionAliases).
-bool isVersionAlias(std::string_view alias);
-// nullopt when valid, else "<field> \"<value>\" <rule>" (the value cut to 64 bytes).
-std::optional<std::string> checkModelId(std::string_view field, std::string_view id);
-std::optional<std::string> checkVersionAlias(std::string_view field, std::string_view alias);
+// The rules for model IDs and version aliases (isModelId, isVersionAlias and their checks) are in
+// base/gcp_names.h, shared with crd/validation.cpp.
 
 // A Model Registry name, parsed with one strict pattern (names come back from Vertex and are stored
 // in status, so they are untrusted):

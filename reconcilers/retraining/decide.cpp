@@ -141,6 +141,21 @@ ChildRun readChild(const json& run) {
     child.dataWatermark = DataPosition{*time, annotationOf(meta, kDataWatermarkNameAnnotation)};
   }
   child.counted = !annotationOf(meta, kCountedAnnotation).empty();
+  auto spec = run.find("spec");
+  child.registersModel = spec != run.end() && spec->is_object() && spec->contains("model");
+  // status.model counts once ModelRegistered is True; a model status that does not decode is no model.
+  auto status = run.find("status");
+  if (child.registersModel && status != run.end() && status->is_object() && status->contains("model")) {
+    bool registered = false;
+    for (const auto& condition : status->value("conditions", json::array())) {
+      registered = registered || (condition.is_object() && condition.value("type", "") == "ModelRegistered" &&
+                                  condition.value("status", "") == "True");
+    }
+    try {
+      if (registered) child.model = crd::readRegisteredModel((*status)["model"], "status.model");
+    } catch (const std::exception&) {
+    }
+  }
   return child;
 }
 
@@ -180,8 +195,10 @@ void carryWatermarks(Decision& d) {
 void pruneHistory(Decision& d) {
   auto prune = [&](bool (ChildRun::*kind)() const, int32_t limit, const char* what) {
     std::vector<const ChildRun*> runs;
+    // A run still registering its model, or whose version promotion has not compared, stays.
     for (const auto& child : d.in.children)
-      if ((child.*kind)() && !child.deleting) runs.push_back(&child);
+      if ((child.*kind)() && !child.deleting && !child.registering() && !retraining::awaitsComparison(d.in, child))
+        runs.push_back(&child);
     std::sort(runs.begin(), runs.end(), [](const ChildRun* a, const ChildRun* b) {
       return std::pair(a->endedAt(), a->name) > std::pair(b->endedAt(), b->name);
     });
@@ -389,6 +406,7 @@ PolicyPlan decidePolicy(const PolicyObserved& o) {
 
   ScheduleState state = o.scheduleState.value_or(ScheduleState{});
   carryWatermarks(d);
+  if (o.policy->spec.promotion) retraining::promote(d);
   int64_t passedWhileSuspended = retraining::updateScheduleState(d, state, o.scheduleState.has_value());
   for (int64_t i = 0; i < std::min<int64_t>(passedWhileSuspended, kMissedCountCap); ++i) {
     d.plan.outcomes.push_back({TriggerReason::Schedule, "suspended"});

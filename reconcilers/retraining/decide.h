@@ -43,6 +43,9 @@ inline constexpr const char* kMetricHealthAnnotation = "vto.dev/metric-health";
 // On a run created by newData, beside crd::kDataWatermarkAnnotation (its timeCreated): the name of
 // the newest object it folded in, so the (timeCreated, name) watermark can be carried forward.
 inline constexpr const char* kDataWatermarkNameAnnotation = "vto.dev/data-watermark-name";
+// On the policy, written by the user: move the promotion alias to this version (a rollback or a
+// forced promotion), recorded as Manual.
+inline constexpr const char* kPromoteVersionAnnotation = "vto.dev/promote-version";
 // Beyond this many missed slots `missedRuns: Latest` raises TooManyMissedSchedules (CronJob's 100).
 inline constexpr int64_t kTooManyMissed = 100;
 // Missed slots are counted one by one up to here; more are reported as this many.
@@ -86,14 +89,35 @@ struct ChildRun {
   std::string baseOutputDirectory;
   bool counted = false;
   std::string resourceVersion;  // the version read, which the counted mark's patch is conditional on
+  bool registersModel = false;                // spec.model is set
+  std::optional<crd::RegisteredModel> model;  // status.model, once ModelRegistered is True
 
   bool succeeded() const { return phase == crd::Phase::Succeeded; }
   // Over for the policy: finished, or Invalid (it will not run until someone edits it).
   bool ended() const { return crd::isFinished(phase) || phase == crd::Phase::Invalid; }
   bool unsuccessful() const { return ended() && !succeeded(); }
   bool active() const { return !ended() && !deleting; }
+  // Succeeded with a model still to register: kept through history pruning until it is done.
+  bool registering() const { return succeeded() && registersModel && !model; }
   // Invalid runs have no completion time; their creation stands in.
   std::optional<Clock::time_point> endedAt() const { return completed ? completed : created; }
+};
+
+// One model version as promotion judges it.
+struct VersionMetric {
+  std::string versionId;
+  std::optional<double> metric;  // its value of spec.promotion.metric, if its evaluation has it
+  std::string run;               // the policy's run that registered it, if known
+  std::string artifactUri;
+};
+
+// What the Model Registry says, read by observe only when promotion has something to decide
+// (promotionWork): who holds the alias, and the version a promote-version request names.
+struct PromotionReading {
+  std::string model;                       // projects/P/locations/L/models/M
+  std::optional<VersionMetric> holder;     // nullopt: no version holds the alias (or no model yet)
+  std::optional<VersionMetric> requested;  // nullopt: the requested version does not exist
+  std::optional<std::string> failure;      // the registry could not be read (not retryable)
 };
 
 struct PolicyObserved {
@@ -113,7 +137,22 @@ struct PolicyObserved {
   std::optional<MetricEval> metricEval;
   // The tenancy rules refuse the template or the data prefix (then nothing is polled either).
   std::optional<crd::TenancyViolation> tenancyViolation;
+  std::optional<PromotionReading> promotion;
 };
+
+// What promotion has to decide this pass, from the policy and its runs alone (observe reads the
+// registry only when there is something): the oldest registered version not compared yet, and a
+// promote-version request not handled yet.
+struct PromotionWork {
+  const ChildRun* candidate = nullptr;
+  std::string request;  // the vto.dev/promote-version value to act on
+  bool any() const { return candidate != nullptr || !request.empty(); }
+};
+PromotionWork promotionWork(const PolicyObserved& observed);
+// The policy's run that registered this version, if it is still there.
+const ChildRun* runOfVersion(const PolicyObserved& observed, const std::string& versionId);
+// A registered version's value of a metric, if its evaluation had it.
+std::optional<double> metricOf(const crd::RegisteredModel& model, const std::string& metric);
 
 // Reads the policy object and its runs as decide needs them (pure: the tests' way in too). Runs not
 // controlled by the policy are left out.
@@ -155,6 +194,13 @@ struct TriggerHealth {
   std::optional<Problem> metric;
 };
 
+// One mergeVersionAliases: the alias onto this version (Vertex takes it off the version that had it).
+struct MoveAlias {
+  std::string versionName;  // projects/P/locations/L/models/M@versionId
+  std::string alias;
+  crd::PromotionResult result = crd::PromotionResult::Promoted;
+};
+
 struct PolicyPlan {
   bool invalid = false;  // the policy could not be decoded, validated or allowed: no runs
   std::vector<RunToCreate> create;        // oldest trigger first
@@ -169,9 +215,18 @@ struct PolicyPlan {
   std::vector<TriggerOutcome> outcomes;
   TriggerHealth health;
   Clock::duration requeueAfter = Clock::duration::zero();  // zero: nothing is due on a timer
+  // Before the status write, which records it as done.
+  std::optional<MoveAlias> moveAlias;
+  std::optional<crd::PromotionResult> promotion;  // a decision was made (vto_model_promotions_total)
+  // The pass fails after its writes (the user has been told): the work queue backs off.
+  std::optional<std::string> failure;
 };
 
 PolicyPlan decidePolicy(const PolicyObserved& observed);
+
+// After act's mergeVersionAliases failed: nothing moved; lastPromotion says Failed and why, the
+// watermarks stay, and the pass is retried with backoff. Pure.
+PolicyPlan afterPromotionFailed(const PolicyObserved& observed, PolicyPlan plan, const std::string& error);
 
 // What act found when it created the plan's runs, in plan order.
 enum class CreateOutcome { Created, Deduplicated, NameConflict };

@@ -51,4 +51,10 @@ void fireNewData(Decision& d);
 void fireMetric(Decision& d);
 void fireManual(Decision& d);
 
+// Promotion (promotion.cpp): at most one alias move per pass, a promote-version request first; with
+// warmStart, runs start from the champion's artifacts.
+void promote(Decision& d);
+// A run whose registered version promotion has not compared yet.
+bool awaitsComparison(const PolicyObserved& observed, const ChildRun& child);
+
 }  // namespace vto::reconcilers::retraining

@@ -5,7 +5,9 @@
 #include "base/rfc3339.h"
 #include "controller/event.h"
 #include "controller/kube_client.h"
+#include "crd/model.h"
 #include "reconcilers/trainingrun/reconciler.h"
+#include "vertex/api_error.h"
 
 namespace vto::reconcilers {
 
@@ -54,7 +56,56 @@ std::optional<PolicyObserved> RetrainingPolicyReconciler::observe(const json& po
   if (o.tenancyViolation) return o;
   o.dataPoll = c_.readings.data(o.metadata.uid, dataBasis(*o.policy));
   o.metricEval = c_.readings.metric(o.metadata.uid, metricBasis(*o.policy));
+  if (auto work = promotionWork(o); work.any() && c_.registry != nullptr) o.promotion = readPromotion(o, work);
   return o;
+}
+
+PromotionReading RetrainingPolicyReconciler::readPromotion(const PolicyObserved& o, const PromotionWork& work) {
+  const auto& spec = *o.policy->spec.promotion;
+  auto& registry = *c_.registry;
+  PromotionReading reading;
+  reading.model = modelNameOf(o.policy->spec.templ.spec, c_.tenancy.defaults);
+  auto read = [&](const std::string& versionName) -> std::optional<VersionMetric> {
+    vertex::ModelVersion version;
+    try {
+      version = registry.getModel(versionName);
+    } catch (const vertex::ApiError& e) {
+      if (e.isNotFound()) return std::nullopt;
+      throw;
+    }
+    VersionMetric found{version.versionId, std::nullopt, "", version.artifactUri};
+    // The metric from what vto already knows; only a version made elsewhere costs a read.
+    if (const auto* run = runOfVersion(o, version.versionId)) {
+      found.run = run->name;
+      found.metric = metricOf(*run->model, spec.metric);
+      if (!run->model->artifactUri.empty()) found.artifactUri = run->model->artifactUri;
+      return found;
+    }
+    const auto& champion = o.status.history.champion;
+    if (champion && champion->versionId == version.versionId && champion->metric) {
+      found.metric = champion->metric;
+      found.run = champion->run;
+      return found;
+    }
+    for (const auto& evaluation : registry.listEvaluations(version.versionName(), 100, "").evaluations) {
+      auto metrics = crd::metricsOfJson(evaluation.metrics).metrics;
+      if (auto value = metrics.find(spec.metric); value != metrics.end()) {
+        found.metric = value->second;
+        break;
+      }
+    }
+    return found;
+  };
+  try {
+    reading.holder = read(reading.model + "@" + spec.alias);
+    bool versionId = !work.request.empty() && std::all_of(work.request.begin(), work.request.end(), ::isdigit) &&
+                     work.request.size() <= 20;
+    if (versionId) reading.requested = read(reading.model + "@" + work.request);
+  } catch (const vertex::ApiError& e) {
+    if (e.isRetryable()) throw;  // the work queue backs off
+    reading.failure = e.what();
+  }
+  return reading;
 }
 
 json RetrainingPolicyReconciler::patchAnnotations(const json& policy, const json& annotations) {
@@ -144,6 +195,14 @@ controller::Result RetrainingPolicyReconciler::act(const json& cached, const Pol
   if (plan.scheduleState) {
     policy = patchAnnotations(policy, {{kScheduleStateAnnotation, formatScheduleState(*plan.scheduleState)}});
   }
+  if (const auto& move = plan.moveAlias) {
+    try {
+      c_.registry->mergeVersionAliases(move->versionName, {move->alias});
+    } catch (const vertex::ApiError& e) {
+      if (e.isRetryable()) throw;  // nothing written yet: the next pass decides again
+      plan = afterPromotionFailed(o, std::move(plan), e.what());
+    }
+  }
   plan = afterCreates(o, std::move(plan), createRuns(policy, plan));
   if (!o.statusStored || plan.status != o.status) {
     auto replaced = controller::versionOf(policy);
@@ -161,6 +220,7 @@ controller::Result RetrainingPolicyReconciler::act(const json& cached, const Pol
   plan.events.insert(plan.events.end(), deleted.begin(), deleted.end());
   controller::recordEvents(c_.events, policy, plan.events);
   recordMetrics(o, plan);
+  if (plan.failure) throw std::runtime_error(*plan.failure);  // told in status and Events; retried with backoff
   return controller::Result{plan.requeueAfter};
 }
 
@@ -190,6 +250,10 @@ void RetrainingPolicyReconciler::recordMetrics(const PolicyObserved& o, const Po
     pendingObjects = static_cast<double>(history.dataWatermark->pendingObjects);
     pendingBytes = static_cast<double>(history.dataWatermark->pendingBytes);
   }
+  if (plan.promotion) c_.metrics->promotion(ns, name, crd::enumName(*plan.promotion, crd::promotionResultNames()));
+  std::optional<double> champion;
+  if (history.champion && history.champion->metric) champion = history.champion->metric;
+  c_.metrics->championMetric(ns, name, champion);
   c_.metrics->triggerState(ns, name, healthy(history.dataWatermark.has_value(), plan.health.data),
                            healthy(history.metric.has_value(), plan.health.metric), value, pendingObjects, pendingBytes);
 }

@@ -24,6 +24,7 @@
 #include "reconcilers/retraining/decide.h"
 #include "reconcilers/retraining/trigger_poller.h"
 #include "reconcilers/tenancy/namespace_labels.h"
+#include "vertex/model_registry.h"
 
 namespace vto::reconcilers {
 
@@ -43,6 +44,7 @@ struct PolicyReconcilerContext {
   controller::OwnWrites* policyWrites = nullptr;  // this reconciler's writes to policies
   controller::OwnWrites* runWrites = nullptr;     // writes to TrainingRuns (shared with their reconciler)
   metrics::RetrainingMetrics* metrics = nullptr;
+  vertex::ModelRegistry* registry = nullptr;  // for spec.promotion; null: promotion reads nothing
 };
 
 class RetrainingPolicyReconciler final : public controller::Reconciler {
@@ -63,6 +65,8 @@ class RetrainingPolicyReconciler final : public controller::Reconciler {
   std::vector<controller::Event> deleteRuns(const std::string& ns, const PolicyPlan& plan);
   void markCounted(const PolicyObserved& observed, const PolicyPlan& plan);
   void recordMetrics(const PolicyObserved& observed, const PolicyPlan& plan);
+  // Who holds the promotion alias, and the version a promote-version request names, with their metrics.
+  PromotionReading readPromotion(const PolicyObserved& observed, const PromotionWork& work);
 
   PolicyReconcilerContext c_;
 };

@@ -17,7 +17,7 @@ RetrainingController::RetrainingController(const controller::ObjectCache& polici
                                                 pollerOptions.maxPerNamespace}),
       reconciler_(std::make_unique<RetrainingPolicyReconciler>(PolicyReconcilerContext{
           policies, runs, deps_.kube, deps_.events, deps_.clock, poller_.readings(), deps_.tenancy, namespaces_,
-          &ownWrites_, deps_.runWrites, deps_.metrics})) {}
+          &ownWrites_, deps_.runWrites, deps_.metrics, deps_.registry})) {}
 
 void RetrainingController::onPolicyEvent(const nlohmann::json& policy) {
   auto targets = poller_.update(policy);

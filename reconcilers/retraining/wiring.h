@@ -29,6 +29,7 @@ struct RetrainingDeps {
   metrics::RetrainingMetrics* metrics = nullptr;  // may be null
   // The TrainingRun reconciler's record of writes to runs: the policy's counted marks go there too.
   controller::OwnWrites* runWrites = nullptr;
+  vertex::ModelRegistry* registry = nullptr;  // promotion reads and moves aliases here
 };
 
 class RetrainingController {

@@ -398,10 +398,6 @@ crd::TenancyDecision tenancyOf(const Observed& o) {
   return decision;
 }
 
-bool settled(const Observed& o) {
-  return crd::isFinished(o.status.phase) && o.status.observedGeneration == o.metadata.generation;
-}
-
 bool checkpointRequired(const Observed& o) {
   return o.run && o.metadata.deletionTimestamp.empty() && !o.run->spec.suspend && o.vertex.job &&
          vertex::isTerminal(o.vertex.job->state) && !crd::isFinished(o.status.phase);
@@ -410,6 +406,7 @@ bool checkpointRequired(const Observed& o) {
 Plan decide(const Observed& o, const DecideOptions& options) {
   static const crd::TrainingRun undecoded{};
   Draft d(o, o.run ? *o.run : undecoded);
+  d.options = options;
 
   // Deletion first: even a run that no longer decodes can be deleted (its job is cancelled, as by default).
   if (!o.metadata.deletionTimestamp.empty()) {
@@ -428,16 +425,16 @@ Plan decide(const Observed& o, const DecideOptions& options) {
   // Nothing new can be seen of the job: the run has ended, or Vertex cannot be read (the Ready
   // condition says why), or the first poll is about to bring the job.
   bool jobUnseen = recorded && !o.vertex.job && !o.vertex.notFound && !o.vertex.notOwned;
-  if (settled(o) || jobUnseen) d.keepLastKnown();
+  if (ended(o) || jobUnseen) d.keepLastKnown();
   // Tenancy on every pass: serviceAccount and checkpointing.directory may be edited after the first
   // job. Before any job, a refusal makes the run Invalid. After it, the running job goes on (a rule
   // is not retroactive) but no new job starts and observe lists nothing for it.
-  if (!settled(o)) d.refused = tenancyOf(o).violation;
+  if (!ended(o)) d.refused = tenancyOf(o).violation;
   if (d.refused && !recorded) return tenantViolation(d, *d.refused);
   validity(d, findings);
   checkpointsReadable(d);
   vertexReadiness(d);
-  if (settled(o)) return finished(d);
+  if (ended(o)) return finished(d);
 
   // The finalizer goes on before any job exists, so a deletion can never orphan a job by accident.
   d.plan.addFinalizer = !o.hasFinalizer;

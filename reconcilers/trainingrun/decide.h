@@ -10,6 +10,7 @@
 // what they left, crd::RunHistory) is carried, as one value; where a pass observes nothing new about
 // the job (the run has settled, or Vertex cannot be read), the last view of it stands, as one
 // explicit decision.
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "crd/training_run.h"
 #include "reconcilers/jobs/checkpoints.h"
 #include "reconcilers/jobs/job_cache.h"
+#include "vertex/model_registry.h"
 #include "vertex/vertex_client.h"
 
 namespace vto::reconcilers {
@@ -29,7 +31,7 @@ namespace vto::reconcilers {
 inline constexpr const char* kFinalizer = "vto.dev/finalizer";
 
 // The condition types of a TrainingRun, in the order status lists them.
-enum class ConditionType { Valid, Ready, Submitted, Running, Succeeded, Failed, CheckpointsReadable };
+enum class ConditionType { Valid, Ready, Submitted, Running, Succeeded, Failed, CheckpointsReadable, ModelRegistered };
 const char* conditionTypeName(ConditionType type);
 
 // Every condition reason vto writes (condition.reason is one of these names).
@@ -38,7 +40,7 @@ enum class Reason {
   JobFailed, JobCancelling, JobCancelled, JobNotFound, JobNotOwned, NotFinished, NoFailure, Resuming,
   ResumeBudgetExhausted, Suspended, VertexError, TenantPolicyViolation, TenantQuotaExceeded,
   OutputBucketNotFound, CheckpointsListed, CheckpointsForbidden, CheckpointListFailed, WaitingForCapacity,
-  CapacityUnavailable,
+  CapacityUnavailable, Registering, VersionRegistered, ArtifactMissing, UploadFailed, PermissionDenied,
 };
 const char* reasonName(Reason reason);
 
@@ -82,6 +84,24 @@ struct TenancyReading {
   std::vector<std::pair<size_t, crd::AcceleratorClaim>> otherClaims;
 };
 
+// A succeeded run's model registration (spec.model), as observe read it: only while ModelRegistered
+// is not True, so a registered run costs nothing more.
+struct RegistryReading {
+  bool read = false;  // observe looked (the pass that sees the success does not: it only says what comes)
+  // The version of this run: found by its vto-run-uid label, or made by the upload status records.
+  std::optional<vertex::ModelVersion> version;
+  // status.model.operation as Vertex says now, while it names one.
+  std::optional<vertex::UploadOperation> upload;
+  bool modelExists = false;      // the model has versions: an upload names it as parentModel
+  bool artifactPresent = false;  // an object is under the artifact directory (read before an upload)
+  // Once the version exists, with spec.model.evaluation: the evaluation this run imported, if any (its
+  // metrics), else the metrics file (nullopt: there is none).
+  std::optional<nlohmann::json> importedMetrics;
+  std::optional<std::string> metricsFile;
+  // A read was refused or failed for good (403: PermissionDenied): no step is taken.
+  std::optional<VertexFailure> failure;
+};
+
 struct Observed {
   Clock::time_point now{};
   crd::ObjectMeta metadata;             // always decoded
@@ -96,13 +116,19 @@ struct Observed {
   // Before attempt 1, the output bucket answered 404: its name. No job until it exists.
   std::optional<std::string> outputBucketMissing;
   TenancyReading tenancy;
+  RegistryReading registry;
 };
 
 // Whether observe must list checkpoints for decide: a resume or unsuspend creates an attempt from
 // the newest one, and a job that just ended leaves its final one. (The periodic look while a job
 // runs is asked of the CheckpointSchedule separately.)
 bool checkpointRequired(const Observed& observed);
-// Whether the run has ended and its status describes its spec: a pass has nothing to observe.
+// Whether the run has ended and its status describes its spec: its job has nothing more to say.
+bool ended(const Observed& observed);
+// Whether an ended run still has work after its success: registering its model (spec.model) until
+// ModelRegistered is True. Such a run is observed (the registry, not its job) until it is done.
+bool workAfterSuccess(const Observed& observed);
+// Ended with nothing left to do: a pass has nothing to observe.
 bool settled(const Observed& observed);
 
 struct CreateJob {
@@ -125,10 +151,25 @@ struct PassFailure {
   std::string message;
 };
 
+// models:upload of a succeeded run's artifacts as a new version.
+struct UploadModel {
+  Location where;  // the model's project and region
+  vertex::UploadModelRequest request;
+};
+
+// models.evaluations:import of the run's metrics file into its version.
+struct ImportEvaluation {
+  std::string versionName;  // model@versionId
+  vertex::EvaluationImport evaluation;
+};
+
 struct Plan {
   bool addFinalizer = false;
   std::optional<std::string> cancelJob;  // job name
   std::optional<CreateJob> createJob;    // act writes the job name to status at once (the journal)
+  // act writes status (the upload journal, uploadStartTime) before the upload, its operation after.
+  std::optional<UploadModel> uploadModel;
+  std::optional<ImportEvaluation> importEvaluation;  // before the status write that says it was imported
   // The status to write; nullopt when it equals what is stored (no write).
   std::optional<crd::TrainingRunStatus> status;
   std::vector<controller::Event> events;
@@ -141,6 +182,8 @@ struct Plan {
   std::optional<crd::FailureClass> resumedAfter;
   std::optional<Failover> failover;
   bool finished = false;
+  std::string registeredModel;  // a version of this model ID was registered (vto_model_versions_registered_total)
+  std::optional<Reason> registrationFailed;  // vto_model_registration_failures_total
 };
 
 struct DecideOptions {
@@ -149,6 +192,12 @@ struct DecideOptions {
   Clock::duration firstPollWait = std::chrono::seconds(5);
   // How soon a run queued by its tenant's maxAccelerators looks again (a finishing run also wakes it).
   Clock::duration quotaRecheckPeriod = std::chrono::seconds(30);
+  // How often an upload in flight is looked at (Vertex finishes most in well under a minute).
+  Clock::duration uploadPollPeriod = std::chrono::seconds(3);
+  // After a crash between asking for an upload and recording its operation, how long to wait for
+  // that upload's version to appear before uploading again (exactly one version per run, as long as
+  // Vertex finishes an upload within this).
+  Clock::duration uploadGracePeriod = std::chrono::minutes(5);
 };
 
 Plan decide(const Observed& observed, const DecideOptions& options = {});
@@ -158,6 +207,24 @@ Plan decide(const Observed& observed, const DecideOptions& options = {});
 // writes at once (the journal that makes creation exactly once), and the JobCreated Event (the only
 // Event of a submission: the job's first state is not announced separately).
 Plan recordCreatedJob(const Observed& observed, Plan plan, const CachedJob& job, bool adopted);
+
+// After act asked for the plan's upload: the status with its operation (the version follows from it),
+// or, when Vertex refused it, ModelRegistered=False saying why (retried with backoff). `journaled` is
+// the status act wrote before the call.
+Plan recordUpload(const Observed& observed, const crd::TrainingRunStatus& journaled, Plan plan,
+                  const std::optional<vertex::UploadOperation>& started, const std::optional<VertexFailure>& refused);
+// After act's evaluation import failed: ModelRegistered=False saying why, retried with backoff.
+Plan recordImportFailure(const Observed& observed, Plan plan, const VertexFailure& failure);
+
+// The Model Registry name a run's spec.model registers into: projects/P/locations/L/models/M, in the
+// run's project and spec.model.location (default: the run's own location, not a fallback's, so that
+// every version of a model lives in one place).
+Location modelLocationOf(const crd::TrainingRunSpec& spec, const Location& defaults);
+std::string modelNameOf(const crd::TrainingRunSpec& spec, const Location& defaults);
+// The displayName of the evaluation a run imports ("vto-<run uid>"): how a retry finds it.
+std::string evaluationDisplayName(const std::string& runUid);
+// The labels every version vto uploads carries beside spec.model.labels.
+std::map<std::string, std::string> modelVersionLabels(const crd::ObjectMeta& run);
 
 // The tenancy decision for an observed run (no rules: nothing governs it, nothing refused).
 crd::TenancyDecision tenancyOf(const Observed& observed);

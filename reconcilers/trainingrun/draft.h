@@ -28,6 +28,7 @@ struct Draft {
   crd::TrainingRunStatus next;
   Plan plan;
   Told told = Told::ByTransitionEvent;
+  DecideOptions options;
   // The tenancy rules' refusal of this spec, this pass (see decide): no new job while it stands.
   std::optional<crd::TenancyViolation> refused;
 
@@ -76,7 +77,10 @@ bool conditionIs(const Draft& d, ConditionType type, const char* status, Reason 
 void applyJobState(Draft& d, const CachedJob& job);
 // The end of every pass: conditions in order, the transition Event, the status when it changed.
 Plan finish(Draft& d);
-// The same for a finished run, which only waits for its TTL.
+// The same for a finished run: the work after its success, then only its TTL.
 Plan finished(Draft& d);
+// The work after success (registration.cpp): the next step of registering the run's model, from what
+// observe read of the registry; on the pass that sees the success (nothing read yet), a prompt requeue.
+Plan continueWorkAfterSuccess(Draft& d);
 
 }  // namespace vto::reconcilers::trainingrun

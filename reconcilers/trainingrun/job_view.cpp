@@ -136,7 +136,7 @@ Plan finish(Draft& d) {
   placementView(d);
   std::stable_sort(d.next.conditions.begin(), d.next.conditions.end(), [](const auto& a, const auto& b) {
     auto rank = [](const std::string& type) {
-      for (int i = 0; i <= static_cast<int>(ConditionType::CheckpointsReadable); ++i) {
+      for (int i = 0; i <= static_cast<int>(ConditionType::ModelRegistered); ++i) {
         if (type == conditionTypeName(static_cast<ConditionType>(i))) return i;
       }
       return 100;
@@ -149,8 +149,12 @@ Plan finish(Draft& d) {
   return std::move(d.plan);
 }
 
-// A finished run only waits for its TTL.
+// A finished run: the work after its success first (decide.h's workAfterSuccess), then only its TTL.
 Plan finished(Draft& d) {
+  if (d.run.spec.model && d.next.phase == Phase::Succeeded) {
+    const auto* registered = controller::findStatusCondition(d.next.conditions, conditionTypeName(ConditionType::ModelRegistered));
+    if (registered == nullptr || registered->status != "True") return continueWorkAfterSuccess(d);
+  }
   const auto& ttl = d.run.spec.ttlSecondsAfterFinished;
   if (ttl && d.next.completionTime) {
     auto expires = *d.next.completionTime + std::chrono::seconds(*ttl);
@@ -166,7 +170,8 @@ Plan finished(Draft& d) {
 }  // namespace trainingrun
 
 const char* conditionTypeName(ConditionType type) {
-  static constexpr std::array names = {"Valid", "Ready", "Submitted", "Running", "Succeeded", "Failed", "CheckpointsReadable"};
+  static constexpr std::array names = {"Valid", "Ready", "Submitted", "Running", "Succeeded", "Failed", "CheckpointsReadable",
+                                       "ModelRegistered"};
   return names[static_cast<size_t>(type)];
 }
 
@@ -177,6 +182,7 @@ const char* reasonName(Reason reason) {
       "NotFinished",  "NoFailure",   "Resuming",     "ResumeBudgetExhausted", "Suspended", "VertexError",
       "TenantPolicyViolation", "TenantQuotaExceeded", "OutputBucketNotFound", "CheckpointsListed",
       "CheckpointsForbidden", "CheckpointListFailed", "WaitingForCapacity", "CapacityUnavailable",
+      "Registering", "VersionRegistered", "ArtifactMissing", "UploadFailed", "PermissionDenied",
   };
   return names[static_cast<size_t>(reason)];
 }

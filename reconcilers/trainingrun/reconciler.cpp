@@ -35,8 +35,11 @@ TrainingRunReconciler::TrainingRunReconciler(const controller::ObjectCache& runs
       events_(events),
       clock_(clock),
       options_(options),
-      decideOptions_{options.resyncPeriod, options.cancelPollPeriod, std::chrono::seconds(5),
-                     options.quotaRecheckPeriod},
+      decideOptions_{.resyncPeriod = options.resyncPeriod,
+                     .cancelPollPeriod = options.cancelPollPeriod,
+                     .firstPollWait = std::chrono::seconds(5),
+                     .quotaRecheckPeriod = options.quotaRecheckPeriod,
+                     .uploadGracePeriod = options.uploadGracePeriod},
       metrics_(metrics),
       checkpoints_(options.checkpointPollPeriod, options.checkpointListsPerMinute),
       accelerators_(options.tenancy, options.defaults,
@@ -90,7 +93,12 @@ Observed TrainingRunReconciler::observe(const nlohmann::json& object) {
     }
   }
   bool deleting = !o.metadata.deletionTimestamp.empty();
-  if (!o.run || (settled(o) && !deleting)) return o;  // decide needs no job for these
+  if (!o.run) return o;
+  if (ended(o) && !deleting) {
+    // Its job has nothing more to say; what follows a success is read from the registry.
+    if (workAfterSuccess(o)) observeRegistry(o);
+    return o;
+  }
 
   const auto& attempts = o.status.history.attempts;
   const auto* attempt = attempts.empty() ? nullptr : &attempts.back();
@@ -122,6 +130,78 @@ Observed TrainingRunReconciler::observe(const nlohmann::json& object) {
   observeCheckpoint(o);
   observeBuckets(o);
   return o;
+}
+
+void TrainingRunReconciler::observeRegistry(Observed& o) {
+  if (!options_.tenancy.empty()) {
+    o.tenancy.rules = &options_.tenancy;
+    o.tenancy.ns = namespaces_.get(o.metadata.namespace_);
+  }
+  auto& reading = o.registry;
+  reading.read = true;
+  if (tenancyOf(o).violation) return;  // refused before any call
+  if (options_.registry == nullptr) {
+    reading.failure = VertexFailure{0, "this operator runs without a Model Registry client"};
+    return;
+  }
+  auto& registry = *options_.registry;
+  const auto& spec = *o.run->spec.model;
+  const auto& recorded = o.status.history.model;
+  auto artifactUri = crd::artifactUriOf(spec, o.run->spec.baseOutputDirectory);
+  std::string step = "reading the Model Registry";
+  try {
+    if (recorded && !recorded->operation.empty()) {
+      step = "reading the upload " + recorded->operation.substr(0, 200);
+      reading.upload = registry.getUploadOperation(recorded->operation);
+      if (reading.upload->operation.done && reading.upload->result) {
+        reading.version = registry.getModel(reading.upload->result->versionName());
+      }
+    } else {
+      // Exactly one version per run: the run's own, if any, whatever pass or process uploaded it.
+      auto model = modelNameOf(o.run->spec, o.defaults);
+      step = "listing the versions of " + model;
+      vertex::ListVersionsOptions list;
+      list.filter = vertex::modelLabelFilter({{crd::kRunUidLabel, crd::sanitizeLabelValue(o.metadata.uid)}});
+      try {
+        auto page = registry.listVersions(model, list);
+        reading.modelExists = true;
+        if (!page.versions.empty()) {
+          reading.version = *std::min_element(page.versions.begin(), page.versions.end(), [](const auto& a, const auto& b) {
+            return a.versionId.size() != b.versionId.size() ? a.versionId.size() < b.versionId.size() : a.versionId < b.versionId;
+          });
+        }
+      } catch (const vertex::ApiError& e) {
+        if (!e.isNotFound()) throw;  // 404: the first upload creates the model
+      }
+      bool waiting = recorded && recorded->uploadStartTime && o.now < *recorded->uploadStartTime + options_.uploadGracePeriod;
+      if (!reading.version && !waiting) {
+        step = "listing " + artifactUri;
+        auto where = vertex::parseGcsUri(artifactUri);
+        vertex::ListObjectsOptions one;
+        one.maxResults = 1;  // existence only
+        one.fields = "items(name),nextPageToken";
+        reading.artifactPresent = !gcs_.listObjectsPage(where.bucket, where.object, "", one).objects.empty();
+      }
+    }
+    bool imported = recorded && recorded->evaluationImported;
+    if (reading.version && spec.evaluation && !imported) {
+      step = "listing the evaluations of " + reading.version->versionName();
+      auto own = evaluationDisplayName(o.metadata.uid);
+      auto page = registry.listEvaluations(reading.version->versionName(), 100, "");
+      for (const auto& evaluation : page.evaluations) {
+        if (evaluation.displayName == own) reading.importedMetrics = evaluation.metrics;
+      }
+      if (!reading.importedMetrics) {
+        auto file = vertex::parseGcsUri(artifactUri + spec.evaluation->metricsFile);
+        step = "reading " + artifactUri + spec.evaluation->metricsFile;
+        reading.metricsFile = gcs_.readObject(file.bucket, file.object, crd::kMaxMetricsFileBytes);
+      }
+    }
+  } catch (const vertex::ApiError& e) {
+    if (e.isRetryable()) throw;  // the work queue backs off
+    reading.failure = VertexFailure{e.httpStatus(), step + ": " + e.what()};
+    spdlog::warn("{}/{}: {}", o.metadata.namespace_, o.metadata.name, reading.failure->message);
+  }
 }
 
 void TrainingRunReconciler::observeTenancy(Observed& o) {
@@ -233,6 +313,27 @@ std::optional<CachedJob> TrainingRunReconciler::readJob(const std::string& jobNa
     spdlog::warn("{}/{}: {}", o.metadata.namespace_, o.metadata.name, o.vertex.unavailable->message);
     return cached;
   }  // any other RetryableError (transport, quota pacing) propagates to the work queue too
+}
+
+Plan TrainingRunReconciler::uploadPlannedModel(const Observed& o, Plan plan, std::optional<nlohmann::json>& written,
+                                              const nlohmann::json& cached) {
+  // The journal first: once status holds uploadStartTime, a crash after the call waits for this
+  // upload's version instead of making a second one.
+  auto journaled = plan.status ? *plan.status : o.status;
+  if (plan.status) {
+    const auto& before = written ? *written : cached;
+    auto status = writeStatus(before, *plan.status);
+    rememberOwnWrite(before, status);
+    written = std::move(status);
+  }
+  std::optional<vertex::UploadOperation> started;
+  std::optional<VertexFailure> refused;
+  try {
+    started = options_.registry->uploadModel(plan.uploadModel->where, plan.uploadModel->request);
+  } catch (const vertex::ApiError& e) {
+    refused = VertexFailure{e.httpStatus(), e.what()};  // answered: no upload started
+  }  // no answer at all (TransportError): it may have started; the work queue retries within the grace period
+  return recordUpload(o, journaled, std::move(plan), started, refused);
 }
 
 Plan TrainingRunReconciler::createPlannedJob(const Observed& o, Plan plan) {
@@ -350,6 +451,15 @@ Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& 
     jobs_.erase(*plan.cancelJob);  // the next pass reads the CANCELLING/CANCELLED state from Vertex
   }
   if (plan.createJob) plan = createPlannedJob(o, std::move(plan));
+  if (plan.uploadModel) plan = uploadPlannedModel(o, std::move(plan), written, cached);
+  if (const auto& evaluation = plan.importEvaluation) {
+    try {
+      options_.registry->importEvaluation(evaluation->versionName, evaluation->evaluation);
+    } catch (const vertex::ApiError& e) {
+      if (e.isRetryable()) throw;  // the next pass finds the evaluation, or imports it
+      plan = recordImportFailure(o, std::move(plan), VertexFailure{e.httpStatus(), e.what()});
+    }
+  }
   if (plan.status) {
     auto status = writeStatus(current(), *plan.status);
     rememberOwnWrite(current(), status);
@@ -364,6 +474,8 @@ Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& 
       metrics_->checkpointAge(meta.namespace_, meta.name, std::max(0.0, age));
     }
     if (plan.finished) metrics_->forgetRun(meta.namespace_, meta.name);
+    if (!plan.registeredModel.empty()) metrics_->versionRegistered(meta.namespace_, plan.registeredModel);
+    if (plan.registrationFailed) metrics_->registrationFailed(meta.namespace_, reasonName(*plan.registrationFailed));
   }
   if (plan.finished || plan.removeFinalizer) checkpoints_.forget(meta.uid);
   if (plan.removeFinalizer) controller::removeFinalizer(kube_, trainingRunResource(), current(), kFinalizer);

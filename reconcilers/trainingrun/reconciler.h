@@ -28,6 +28,7 @@
 #include "reconcilers/tenancy/namespace_labels.h"
 #include "reconcilers/trainingrun/decide.h"
 #include "vertex/gcs_client.h"
+#include "vertex/model_registry.h"
 #include "vertex/vertex_client.h"
 
 namespace vto::reconcilers {
@@ -62,6 +63,10 @@ struct TrainingRunReconcilerOptions {
   // Where the resourceVersions of this reconciler's own writes go, so that their watch events
   // enqueue nothing (controller::enqueueUnlessOwnWrite); null: every event reconciles.
   controller::OwnWrites* ownWrites = nullptr;
+  // Where succeeded runs with spec.model register it; null: such runs say the operator cannot.
+  vertex::ModelRegistry* registry = nullptr;
+  // How long an upload asked for but not recorded (a crash in between) is waited for (DecideOptions).
+  Clock::duration uploadGracePeriod = std::chrono::minutes(5);
 };
 
 // Buckets whose listing succeeded lately (for any run): a new run in one of them needs no GCS
@@ -109,6 +114,12 @@ class TrainingRunReconciler final : public controller::Reconciler {
   Plan createPlannedJob(const Observed& observed, Plan plan);
   // Where the attempt's job may be: the create's target and, with spec.capacity, every placement's.
   std::vector<PollTarget> targetsOf(const Observed& observed, const CreateJob& create) const;
+  // A succeeded run registering its model: its version by label, the upload in flight, the artifact
+  // and metrics file, as far as the next step needs them.
+  void observeRegistry(Observed& observed);
+  // act's upload: status first (the journal), then models:upload, then its operation into status.
+  Plan uploadPlannedModel(const Observed& observed, Plan plan, std::optional<nlohmann::json>& written,
+                          const nlohmann::json& cached);
   // Before attempt 1: one listing each of the output prefix and the checkpoint directory.
   void observeBuckets(Observed& observed);
   // The tenancy inputs: this run's namespace and, where a job may be created, the other runs'

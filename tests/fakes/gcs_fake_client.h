@@ -68,6 +68,18 @@ class FakeGcsClient final : public vertex::GcsClient {
     if (found == objects_.end()) return std::nullopt;
     return found->second;
   }
+  std::optional<std::string> readObject(const std::string& bucket, const std::string& name, std::size_t maxBytes) override {
+    std::lock_guard lock(mutex_);
+    ++readCalls_;
+    if (!objects_.count({bucket, name})) return std::nullopt;
+    auto found = contents_.find({bucket, name});
+    std::string content = found == contents_.end() ? "" : found->second;
+    return content.substr(0, maxBytes + 1);
+  }
+  int readCalls() const {
+    std::lock_guard lock(mutex_);
+    return readCalls_;
+  }
   vertex::GcsObject upload(const std::string& bucket, const std::string& name, const std::string& content,
                            const std::string&) override {
     std::lock_guard lock(mutex_);
@@ -99,6 +111,7 @@ class FakeGcsClient final : public vertex::GcsClient {
   std::map<std::pair<std::string, std::string>, std::string> contents_;
   long long generation_ = 0;
   int listCalls_ = 0;
+  int readCalls_ = 0;
   std::string updated_;
 };
 

@@ -19,7 +19,7 @@ namespace vto::testing {
 
 class FakeModelRegistry final : public vertex::ModelRegistry {
  public:
-  vertex::UploadOperation uploadModel(const vertex::Location& where, const vertex::UploadModelRequest& request) override {
+  vertex::UploadOperation uploadModel(const vto::Location& where, const vertex::UploadModelRequest& request) override {
     std::lock_guard lock(mutex_);
     throwQueuedError();
     uploadRequests_.push_back(request);

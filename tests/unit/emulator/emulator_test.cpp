@@ -146,6 +146,7 @@ class UploadsChangedGcs : public vertex::GcsClient {
     return objects.listObjectsPage(b, p, token, options);
   }
   std::optional<vertex::GcsObject> getObject(const std::string& b, const std::string& n) override { return objects.getObject(b, n); }
+  std::optional<std::string> readObject(const std::string& b, const std::string& n, std::size_t max) override { return objects.readObject(b, n, max); }
   void ensureBucket(const std::string&, const std::string&) override {}
   testing::FakeGcsClient objects;
 };

@@ -144,6 +144,7 @@ class SlowGcs final : public vertex::GcsClient {
     return inner_.listObjectsPage(b, p, t, o);
   }
   std::optional<vertex::GcsObject> getObject(const std::string&, const std::string&) override { return std::nullopt; }
+  std::optional<std::string> readObject(const std::string&, const std::string&, std::size_t) override { return std::nullopt; }
   vertex::GcsObject upload(const std::string&, const std::string&, const std::string&, const std::string&) override {
     return {};
   }

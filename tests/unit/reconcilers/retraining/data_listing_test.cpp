@@ -35,6 +35,16 @@ TEST_F(Fixture, ListsEveryPageAndCountsWhatIsNew) {
   EXPECT_EQ(poll.at, clock.now());
 }
 
+TEST_F(Fixture, APrefixWithoutItsSlashListsItsDirectoryNotItsNeighbours) {
+  gcs.put("data", "team-a/x.csv", 1, at(1));
+  gcs.put("data", "team-ab/secret.csv", 1, at(2));  // another team's, beside it
+  trigger.gcsPrefix = "gs://data/team-a";
+  auto poll = pollNewData(gcs, trigger, std::nullopt, DataState{}, clock);
+  ASSERT_TRUE(poll.scan) << poll.error;
+  EXPECT_EQ(poll.scan->listed(), 1);
+  EXPECT_EQ(poll.scan->newestListed()->name, "team-a/x.csv");
+}
+
 TEST_F(Fixture, ARepeatedPageTokenIsAPollError) {
   for (int i = 0; i < 2500; ++i) gcs.put("data", "in/o" + std::to_string(100000 + i), 2, at(i));
   gcs.repeatToken = "same";

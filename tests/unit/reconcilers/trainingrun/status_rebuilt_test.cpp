@@ -46,6 +46,7 @@ crd::RunHistory everyHistoryField(const std::string& state, std::optional<Clock:
       .bestTrial = crd::BestTrial{.id = "4", .parameters = {{"lr", 0.01}}, .metrics = {{"accuracy", 0.9}}},
       .startTime = T0 - seconds(600),
       .capacity = std::nullopt,
+      .model = std::nullopt,
   };
 }
 

@@ -40,6 +40,9 @@ class CountingGcs final : public vertex::GcsClient {
   std::optional<vertex::GcsObject> getObject(const std::string& bucket, const std::string& name) override {
     return inner_.getObject(bucket, name);
   }
+  std::optional<std::string> readObject(const std::string& bucket, const std::string& name, std::size_t maxBytes) override {
+    return inner_.readObject(bucket, name, maxBytes);
+  }
   vertex::GcsObject upload(const std::string& bucket, const std::string& name, const std::string& content,
                            const std::string& type) override {
     return inner_.upload(bucket, name, content, type);

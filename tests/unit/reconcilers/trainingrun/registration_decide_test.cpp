@@ -1,0 +1,277 @@
+// The work after success as tables over decide(): a succeeded run with spec.model, what observe read
+// of the Model Registry and its artifacts in; the upload or import, status.model, ModelRegistered and
+// the Events out. Pure, on a fixed clock.
+#include <gtest/gtest.h>
+
+#include "base/rfc3339.h"
+#include "reconcilers/trainingrun/decide.h"
+
+namespace vto::reconcilers {
+namespace {
+
+using nlohmann::json;
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+const Clock::time_point T0 = parseRfc3339("2026-03-01T12:00:00Z");
+const std::string kJob = "projects/test-project/locations/us-central1/customJobs/7";
+const std::string kModel = "projects/test-project/locations/us-central1/models/fraud";
+
+crd::TrainingRun runWithModel(const std::string& model = "{}") {
+  json object = json::parse(R"({"apiVersion": "vto.dev/v1alpha1", "kind": "TrainingRun",
+    "metadata": {"name": "r", "namespace": "ns", "uid": "u-1", "generation": 1, "resourceVersion": "5"},
+    "spec": {"trainer": {"container": {"imageUri": "us-docker.pkg.dev/p/r/i:1"}},
+             "resources": {"machineType": "n1-standard-4"},
+             "baseOutputDirectory": "gs://bucket/r",
+             "model": {"model": "fraud", "servingContainer": {"imageUri": "us-docker.pkg.dev/vertex-ai/prediction/xgboost-cpu.1-7:latest"},
+                       "versionAliases": ["candidate"], "evaluation": {"metricsFile": "metrics.json"}}}})");
+  object["spec"]["model"].merge_patch(json::parse(model));
+  return crd::decodeTrainingRun(object);
+}
+
+crd::Condition condition(const std::string& type, const std::string& status, const std::string& reason) {
+  return crd::Condition{type, status, reason, "", T0 - minutes(1), 1};
+}
+
+// A run whose attempt 1 succeeded and whose status says so; registration `read` as given.
+Observed succeeded(const std::string& model = "{}") {
+  Observed o;
+  o.now = T0;
+  o.run = runWithModel(model);
+  o.metadata = o.run->metadata;
+  o.defaults = {"test-project", "us-central1"};
+  o.hasFinalizer = true;
+  o.statusStored = true;
+  o.status.observedGeneration = 1;
+  o.status.phase = crd::Phase::Succeeded;
+  o.status.completionTime = T0 - minutes(1);
+  crd::Attempt first;
+  first.attempt = 1;
+  first.jobName = kJob;
+  o.status.history.attempts = {first};
+  o.status.history.attemptCount = 1;
+  o.status.history.startTime = T0 - minutes(10);
+  o.status.history.model = crd::RegisteredModel{};
+  o.status.history.model->artifactUri = "gs://bucket/r/model/";
+  o.status.conditions = {condition("Valid", "True", "SpecValid"), condition("Succeeded", "True", "JobSucceeded"),
+                         condition("ModelRegistered", "False", "Registering")};
+  o.registry.read = true;
+  return o;
+}
+
+vertex::ModelVersion version7() {
+  vertex::ModelVersion v;
+  v.name = kModel;
+  v.versionId = "7";
+  v.versionAliases = {"candidate"};
+  v.artifactUri = "gs://bucket/r/model/";
+  v.versionCreateTime = T0 - seconds(30);
+  return v;
+}
+
+std::string registered(const Plan& plan) {
+  for (const auto& c : plan.status ? plan.status->conditions : std::vector<crd::Condition>{}) {
+    if (c.type == "ModelRegistered") return c.status + "/" + c.reason;
+  }
+  return "";
+}
+
+bool hasEvent(const Plan& plan, const std::string& reason) {
+  return std::any_of(plan.events.begin(), plan.events.end(), [&](const auto& e) { return e.reason == reason; });
+}
+
+TEST(Registration, ARegisteredRunIsSettledAndARunWithoutModelNeverRegisters) {
+  auto o = succeeded();
+  o.status.conditions.back() = condition("ModelRegistered", "True", "VersionRegistered");
+  EXPECT_TRUE(settled(o));
+  auto plain = succeeded();
+  plain.run->spec.model.reset();
+  plain.status.conditions.pop_back();
+  EXPECT_TRUE(settled(plain));
+  EXPECT_FALSE(settled(succeeded()));
+}
+
+TEST(Registration, ThePassThatSeesTheSuccessSaysRegisteringAndComesBackAtOnce) {
+  auto o = succeeded();
+  o.status.phase = crd::Phase::Running;
+  o.status.conditions.clear();
+  o.status.history.model.reset();
+  o.registry = {};
+  CachedJob job;
+  job.name = kJob;
+  job.state = vertex::JobState::Succeeded;
+  job.endTime = T0 - seconds(5);
+  job.readAt = T0;
+  o.vertex.job = job;
+  auto plan = decide(o);
+  ASSERT_TRUE(plan.status);
+  EXPECT_EQ(plan.status->phase, crd::Phase::Succeeded);
+  EXPECT_EQ(registered(plan), "False/Registering");
+  EXPECT_EQ(plan.status->history.model->artifactUri, "gs://bucket/r/model/");
+  EXPECT_EQ(plan.requeueAfter, seconds(1));
+  EXPECT_FALSE(plan.uploadModel);
+  EXPECT_TRUE(hasEvent(plan, "Succeeded"));
+}
+
+TEST(Registration, TheFirstUploadCreatesTheModelWithTheRunsLabelAndJournalsItsStart) {
+  auto o = succeeded();
+  o.registry.artifactPresent = true;
+  auto plan = decide(o);
+  ASSERT_TRUE(plan.uploadModel);
+  const auto& request = plan.uploadModel->request;
+  EXPECT_EQ(request.modelId, "fraud");
+  EXPECT_EQ(request.parentModel, "");
+  EXPECT_EQ(plan.uploadModel->where, (Location{"test-project", "us-central1"}));
+  EXPECT_EQ(request.model.artifactUri, "gs://bucket/r/model/");
+  EXPECT_EQ(request.model.containerSpec["imageUri"], "us-docker.pkg.dev/vertex-ai/prediction/xgboost-cpu.1-7:latest");
+  EXPECT_EQ(request.model.versionAliases, std::vector<std::string>{"candidate"});
+  EXPECT_EQ(request.model.labels.at("vto-run-uid"), "u-1");
+  ASSERT_TRUE(plan.status);
+  EXPECT_EQ(plan.status->history.model->uploadStartTime, T0);
+  EXPECT_EQ(registered(plan), "False/Registering");
+}
+
+TEST(Registration, LaterVersionsNameTheModelAsParent) {
+  auto o = succeeded(R"({"location": "europe-west4"})");
+  o.registry.artifactPresent = true;
+  o.registry.modelExists = true;
+  auto plan = decide(o);
+  ASSERT_TRUE(plan.uploadModel);
+  EXPECT_EQ(plan.uploadModel->request.modelId, "");
+  EXPECT_EQ(plan.uploadModel->request.parentModel, "projects/test-project/locations/europe-west4/models/fraud");
+}
+
+TEST(Registration, NothingUnderTheArtifactDirectoryIsArtifactMissingRetriedWithBackoff) {
+  auto plan = decide(succeeded());
+  EXPECT_FALSE(plan.uploadModel);
+  EXPECT_EQ(registered(plan), "False/ArtifactMissing");
+  ASSERT_TRUE(plan.failure);
+  EXPECT_FALSE(plan.failure->terminal);
+  EXPECT_TRUE(hasEvent(plan, "ModelNotRegistered"));
+  EXPECT_EQ(plan.registrationFailed, Reason::ArtifactMissing);
+  EXPECT_NE(plan.status->conditions.back().message.find("AIP_MODEL_DIR"), std::string::npos);
+}
+
+TEST(Registration, AnUploadAskedForButNotRecordedIsWaitedForNotRepeated) {
+  auto o = succeeded();
+  o.status.history.model->uploadStartTime = T0 - minutes(1);
+  o.registry.artifactPresent = true;
+  auto plan = decide(o);
+  EXPECT_FALSE(plan.uploadModel);  // its version may still appear: no second upload
+  EXPECT_FALSE(plan.status) << crd::encodeTrainingRunStatus(*plan.status).dump() << "\n" << crd::encodeTrainingRunStatus(o.status).dump();
+  EXPECT_GT(plan.requeueAfter, Clock::duration::zero());
+  // After the grace period, nothing appeared: upload again.
+  o.now = T0 + minutes(5);
+  EXPECT_TRUE(decide(o).uploadModel);
+}
+
+TEST(Registration, AnUploadInFlightIsLookedAtAgainWithoutAWrite) {
+  auto o = succeeded();
+  o.status.history.model->operation = kModel + "/operations/99";
+  o.registry.upload = vertex::UploadOperation{vertex::Operation{kModel + "/operations/99", false, std::nullopt, {}}, std::nullopt};
+  auto plan = decide(o);
+  EXPECT_FALSE(plan.status);
+  EXPECT_FALSE(plan.uploadModel);
+  EXPECT_EQ(plan.requeueAfter, DecideOptions{}.uploadPollPeriod);
+}
+
+TEST(Registration, AFailedUploadSaysWhyAndTriesAgainLater) {
+  auto o = succeeded();
+  o.status.history.model->operation = kModel + "/operations/99";
+  o.registry.upload = vertex::UploadOperation{
+      vertex::Operation{kModel + "/operations/99", true, vertex::RpcStatus{7, "caller lacks storage.objects.get"}, {}}, std::nullopt};
+  auto plan = decide(o);
+  EXPECT_EQ(registered(plan), "False/PermissionDenied");
+  EXPECT_EQ(plan.status->history.model->operation, "");
+  EXPECT_TRUE(plan.failure);
+  EXPECT_NE(plan.status->conditions.back().message.find("caller lacks storage.objects.get"), std::string::npos);
+}
+
+TEST(Registration, TheVersionWithAMetricsFileIsRegisteredAndItsEvaluationImportedOnce) {
+  auto o = succeeded();
+  o.registry.version = version7();
+  o.registry.metricsFile = R"({"auc": 0.913, "loss": 0.2})";
+  auto plan = decide(o);
+  EXPECT_EQ(registered(plan), "True/VersionRegistered");
+  const auto& model = *plan.status->history.model;
+  EXPECT_EQ(model.name, kModel);
+  EXPECT_EQ(model.versionId, "7");
+  EXPECT_EQ(model.metrics.at("auc"), 0.913);
+  EXPECT_TRUE(model.evaluationImported);
+  EXPECT_EQ(model.registerTime, T0 - seconds(30));
+  ASSERT_TRUE(plan.importEvaluation);
+  EXPECT_EQ(plan.importEvaluation->versionName, kModel + "@7");
+  EXPECT_EQ(plan.importEvaluation->evaluation.displayName, evaluationDisplayName("u-1"));
+  EXPECT_EQ(plan.importEvaluation->evaluation.metrics["auc"], 0.913);
+  EXPECT_EQ(plan.registeredModel, "fraud");
+  EXPECT_TRUE(hasEvent(plan, "ModelRegistered"));
+
+  // Imported by a pass that crashed before its status write: found, not imported again.
+  o.registry.metricsFile.reset();
+  o.registry.importedMetrics = json{{"auc", 0.913}};
+  auto again = decide(o);
+  EXPECT_FALSE(again.importEvaluation);
+  EXPECT_EQ(again.status->history.model->metrics.at("auc"), 0.913);
+}
+
+TEST(Registration, AMetricsFileThatIsNotFlatNumbersStillRegistersAndSaysWhy) {
+  for (const std::string text : {R"({"auc": {"value": 0.9}})", "[1, 2]", "not json", R"({"auc": "high"})"}) {
+    auto o = succeeded();
+    o.registry.version = version7();
+    o.registry.metricsFile = text;
+    auto plan = decide(o);
+    EXPECT_EQ(registered(plan), "True/VersionRegistered") << text;
+    EXPECT_FALSE(plan.importEvaluation) << text;
+    EXPECT_TRUE(plan.status->history.model->metrics.empty()) << text;
+    EXPECT_NE(plan.status->history.model->metricsError.find("not a flat JSON object of numbers"), std::string::npos) << text;
+  }
+  auto missing = succeeded();
+  missing.registry.version = version7();
+  auto plan = decide(missing);
+  EXPECT_EQ(registered(plan), "True/VersionRegistered");
+  EXPECT_NE(plan.status->history.model->metricsError.find("no metrics.json under gs://bucket/r/model/"), std::string::npos);
+}
+
+TEST(Registration, ReadsRefusedArePermissionDeniedAndRefusedByTenancyBeforeAnyCall) {
+  auto o = succeeded();
+  o.registry.failure = VertexFailure{403, "listing the versions of " + kModel + ": 403 PERMISSION_DENIED"};
+  auto plan = decide(o);
+  EXPECT_EQ(registered(plan), "False/PermissionDenied");
+  EXPECT_NE(plan.status->conditions.back().message.find("roles/aiplatform.user"), std::string::npos);
+
+  crd::TenancyRules rules(1);
+  rules[0].namespaces = {"ns"};
+  rules[0].models = std::vector<std::string>{"churn"};
+  auto refused = succeeded();
+  refused.registry.artifactPresent = true;
+  refused.tenancy.rules = &rules;
+  refused.tenancy.ns.name = "ns";
+  auto told = decide(refused);
+  EXPECT_FALSE(told.uploadModel);
+  EXPECT_EQ(registered(told), "False/TenantPolicyViolation");
+}
+
+TEST(Registration, AFailedImportKeepsTheRunRegisteringAndSaysWhy) {
+  auto o = succeeded();
+  o.registry.version = version7();
+  o.registry.metricsFile = R"({"auc": 0.9})";
+  auto plan = recordImportFailure(o, decide(o), VertexFailure{400, "metrics too large"});
+  EXPECT_EQ(registered(plan), "False/UploadFailed");
+  EXPECT_FALSE(plan.importEvaluation);
+  EXPECT_FALSE(plan.status->history.model->evaluationImported);
+  EXPECT_EQ(plan.registeredModel, "");
+  EXPECT_TRUE(plan.failure);
+}
+
+TEST(Registration, TheTtlWaitsForTheRegistration) {
+  auto o = succeeded();
+  o.run->spec.ttlSecondsAfterFinished = 0;
+  auto plan = decide(o);  // ArtifactMissing
+  EXPECT_FALSE(plan.deleteRun);
+  o.registry.version = version7();
+  o.registry.metricsFile = R"({"auc": 0.9})";
+  EXPECT_TRUE(decide(o).deleteRun);
+}
+
+}  // namespace
+}  // namespace vto::reconcilers
