@@ -4,15 +4,20 @@
 #include <array>
 #include <cctype>
 #include <cerrno>
-#include <cstring>
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
+#include <system_error>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include <netdb.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -50,15 +55,35 @@ struct Url {
   std::string hostHeader;
 };
 
-Url targetOf(const std::string& url) {
+bool isTokenChar(unsigned char c) {
+  return std::isalnum(c) || std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
+}
+bool isToken(std::string_view text) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) { return isTokenChar(c); });
+}
+
+// Where the request goes, once everything that will be written into its request line and headers
+// has been checked: nothing is written verbatim that could end a line (parseUrl allows only RFC
+// 3986's characters in the target). The errors name what is wrong, never the refused value.
+Url checkedTargetOf(const HttpRequest& request) {
+  if (!isToken(request.method)) throw RefusedRequestError("refused to send a request whose method is not an HTTP token");
   ParsedUrl parsed;
   try {
-    parsed = parseUrl(url);  // the one strict URL parser (base/url.h)
-  } catch (const std::invalid_argument& error) {
-    throw TransportError(error.what());
+    parsed = parseUrl(request.url);  // the one strict URL parser (base/url.h)
+  } catch (const InvalidUrl& error) {
+    throw RefusedRequestError("refused to send " + request.method + " to an unusable URL: " + error.reason());
   }
+  const auto what = "refused to send " + request.method + " " + request.url;
   if (parsed.scheme != "http" && parsed.scheme != "https") {
-    throw TransportError("invalid URL " + url + ": only http:// and https:// are supported");
+    throw RefusedRequestError(what + ": only http:// and https:// are supported");
+  }
+  for (const auto& [name, value] : request.headers) {
+    if (!isToken(name)) throw RefusedRequestError(what + ": a header name is not an HTTP token");
+    for (unsigned char c : value) {
+      if ((c < 0x20 && c != '\t') || c == 0x7F) {
+        throw RefusedRequestError(what + ": the value of header " + name + " has a control character");
+      }
+    }
   }
   Url out;
   out.tls = parsed.scheme == "https";
@@ -68,6 +93,101 @@ Url targetOf(const std::string& url) {
   out.hostHeader = authorityOf(parsed);
   return out;
 }
+
+std::vector<std::string> systemResolve(const std::string& host, const std::string& port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_ADDRCONFIG | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &found); rc != 0) {
+    throw std::runtime_error(rc == EAI_SYSTEM ? std::strerror(errno) : ::gai_strerror(rc));
+  }
+  std::vector<std::string> addresses;
+  for (auto* entry = found; entry != nullptr; entry = entry->ai_next) {
+    char text[NI_MAXHOST];
+    if (::getnameinfo(entry->ai_addr, entry->ai_addrlen, text, sizeof text, nullptr, 0, NI_NUMERICHOST) == 0) {
+      addresses.emplace_back(text);
+    }
+  }
+  ::freeaddrinfo(found);
+  return addresses;
+}
+
+// Host-name lookups that a request waits for at most until its deadline. getaddrinfo cannot be
+// given a deadline, and glibc's getaddrinfo_a cannot cancel a lookup once it runs (gai_cancel says
+// EAI_NOTCANCELED, and its buffers must live until it ends): either way the lookup outlives the
+// request. So each runs on a detached thread of its own that owns its state, and the request waits
+// on a condition variable with its deadline (and its stop token). Lookups still running are
+// counted, the count capped (HttpTransportOptions::maxPendingLookups).
+class DeadlineResolver {
+ public:
+  DeadlineResolver(HostResolver resolve, size_t maxPending)
+      : resolve_(resolve ? std::move(resolve) : HostResolver(systemResolve)), maxPending_(std::max<size_t>(maxPending, 1)) {}
+
+  std::vector<asio::ip::tcp::endpoint> resolve(const std::string& host, const std::string& port,
+                                               SteadyClock::time_point deadline, const std::stop_token& stop) {
+    const auto portNumber = static_cast<unsigned short>(std::stoi(port));
+    beast::error_code notAnAddress;
+    auto literal = asio::ip::make_address(host, notAnAddress);
+    if (!notAnAddress) return {asio::ip::tcp::endpoint(literal, portNumber)};
+
+    if (pending_->fetch_add(1) >= maxPending_) {
+      --*pending_;
+      throw TransportError("cannot resolve " + host + ": " + std::to_string(maxPending_) +
+                           " earlier lookups are still waiting for the DNS resolver");
+    }
+    auto lookup = std::make_shared<Lookup>();
+    try {
+      std::thread([lookup, pending = pending_, resolve = resolve_, host, port] {
+        std::vector<std::string> addresses;
+        std::string error;
+        try {
+          addresses = resolve(host, port);
+        } catch (const std::exception& e) {
+          error = e.what();
+        }
+        {
+          std::lock_guard guard(lookup->mutex);
+          lookup->addresses = std::move(addresses);
+          lookup->error = std::move(error);
+          lookup->finished = true;
+        }
+        lookup->done.notify_all();
+        --*pending;
+      }).detach();
+    } catch (const std::system_error& error) {
+      --*pending_;
+      throw TransportError("cannot resolve " + host + ": " + error.what());
+    }
+    std::unique_lock lock(lookup->mutex);
+    if (!lookup->done.wait_until(lock, stop, deadline, [&] { return lookup->finished; })) {
+      if (stop.stop_requested()) throw TransportError("cannot resolve " + host + ": stopped");
+      throw TransportError("cannot resolve " + host + ": no answer from the DNS resolver before the request's deadline");
+    }
+    if (!lookup->error.empty()) throw TransportError("cannot resolve " + host + ": " + lookup->error);
+    std::vector<asio::ip::tcp::endpoint> endpoints;
+    for (const auto& text : lookup->addresses) {
+      beast::error_code bad;
+      auto address = asio::ip::make_address(text, bad);
+      if (!bad) endpoints.emplace_back(address, portNumber);
+    }
+    if (endpoints.empty()) throw TransportError("cannot resolve " + host + ": no address");
+    return endpoints;
+  }
+
+ private:
+  struct Lookup {
+    std::mutex mutex;
+    std::condition_variable_any done;
+    bool finished = false;
+    std::vector<std::string> addresses;
+    std::string error;
+  };
+  HostResolver resolve_;
+  size_t maxPending_;
+  std::shared_ptr<std::atomic<size_t>> pending_ = std::make_shared<std::atomic<size_t>>(0);
+};
 
 // A TCP socket whose synchronous reads and writes wait (poll(2)) at most until `deadline`, or until
 // `wakeFd` turns readable. Every exchange runs on the caller's thread with plain system calls: no
@@ -87,15 +207,15 @@ class DeadlineStream {
   int wakeFd = -1;  // readable when the caller must give up (a watch being stopped); -1: none
 
   // Connects to the first of `addresses` that answers, by the deadline.
-  void connect(const asio::ip::tcp::resolver::results_type& addresses, beast::error_code& error) {
+  void connect(const std::vector<asio::ip::tcp::endpoint>& addresses, beast::error_code& error) {
     error = asio::error::host_not_found;
-    for (const auto& entry : addresses) {
+    for (const auto& endpoint : addresses) {
       beast::error_code ignored;
       socket_.close(ignored);
-      socket_.open(entry.endpoint().protocol(), error);
+      socket_.open(endpoint.protocol(), error);
       if (!error) socket_.non_blocking(true, error);  // Asio's own blocking calls would ignore the deadline
       if (error) continue;
-      if (::connect(socket_.native_handle(), entry.endpoint().data(), static_cast<socklen_t>(entry.endpoint().size())) == 0) {
+      if (::connect(socket_.native_handle(), endpoint.data(), static_cast<socklen_t>(endpoint.size())) == 0) {
         return;
       }
       if (errno != EINPROGRESS) {
@@ -186,11 +306,24 @@ struct Connection {
   asio::io_context io;
   std::optional<DeadlineStream> plain;
   std::optional<asio::ssl::stream<DeadlineStream>> secure;
-  beast::flat_buffer buffer;  // bytes read past the last response stay for the next one
+  beast::flat_buffer buffer;  // what the parser read past the end of the response
   SteadyClock::time_point idleSince;
   bool connected = false;
 
   DeadlineStream& raw() { return secure ? secure->next_layer() : *plain; }
+
+  // Bytes that no request asked for, between two exchanges: read past the response (in the buffer,
+  // or still encrypted in OpenSSL's), or waiting in the socket (a late second response, or the
+  // server closing). Reused, such a connection would hand them to the next request as its answer.
+  bool holdsUnaskedBytes() {
+    if (buffer.size() > 0) return true;
+    if (secure) {
+      auto* ssl = secure->native_handle();
+      if (SSL_has_pending(ssl) || BIO_ctrl_pending(SSL_get_rbio(ssl)) > 0) return true;
+    }
+    pollfd socket{raw().lowest_layer().native_handle(), POLLIN, 0};
+    return ::poll(&socket, 1, 0) != 0;  // readable, closed or failed
+  }
 };
 
 struct Endpoint {
@@ -203,7 +336,10 @@ struct Endpoint {
 }  // namespace
 
 struct PooledHttpTransport::Pool {
+  explicit Pool(HttpTransportOptions o) : options(std::move(o)), resolver(options.resolve, options.maxPendingLookups) {}
+
   HttpTransportOptions options;
+  DeadlineResolver resolver;
   asio::ssl::context tls{asio::ssl::context::tls_client};
   std::mutex mutex;
   std::unordered_map<std::string, std::shared_ptr<Endpoint>> endpoints;
@@ -222,15 +358,17 @@ struct PooledHttpTransport::Pool {
     return endpoints.emplace(key, std::make_shared<Endpoint>()).first->second;
   }
 
-  // An idle connection (fresh enough), or a new unconnected one if fewer than the bound are open.
+  // An idle connection (fresh enough, holding nothing unasked for), or a new unconnected one if
+  // fewer than the bound are open.
   std::unique_ptr<Connection> acquire(Endpoint& endpoint, const Url& url, SteadyClock::time_point deadline) {
     std::unique_lock lock(endpoint.mutex);
     while (true) {
       while (!endpoint.idle.empty()) {
         auto connection = std::move(endpoint.idle.back());
         endpoint.idle.pop_back();
-        if (SteadyClock::now() - connection->idleSince < options.idleTimeout) return connection;
-        --endpoint.open;  // too old: the server has probably closed it
+        bool fresh = SteadyClock::now() - connection->idleSince < options.idleTimeout;
+        if (fresh && !connection->holdsUnaskedBytes()) return connection;
+        --endpoint.open;  // too old (the server has probably closed it), or not in step with its server
       }
       if (endpoint.open < std::max<size_t>(options.maxConnectionsPerEndpoint, 1)) {
         ++endpoint.open;
@@ -255,6 +393,7 @@ struct PooledHttpTransport::Pool {
   }
 
   void release(Endpoint& endpoint, std::unique_ptr<Connection> connection, bool reusable) {
+    reusable = reusable && options.keepAlive && connection->buffer.size() == 0;
     std::lock_guard guard(endpoint.mutex);
     if (reusable) {
       connection->idleSince = SteadyClock::now();
@@ -268,11 +407,11 @@ struct PooledHttpTransport::Pool {
 
 namespace {
 
-void connect(Connection& connection, const Url& url, bool verifyPeer) {
-  asio::ip::tcp::resolver resolver(connection.io);
+// Resolves (DeadlineResolver), connects and, for https, shakes hands, all by the connection's deadline.
+void connect(Connection& connection, const Url& url, bool verifyPeer, DeadlineResolver& resolver,
+             const std::stop_token& stop = {}) {
+  auto addresses = resolver.resolve(url.host, url.port, connection.raw().deadline, stop);
   beast::error_code error;
-  auto addresses = resolver.resolve(url.host, url.port, error);
-  if (error) throw TransportError("cannot resolve " + url.host + ": " + error.message());
   connection.raw().connect(addresses, error);
   if (error == beast::error::timeout) throw TransportError("cannot connect to " + url.host + ":" + url.port + ": timed out");
   if (error) throw TransportError("cannot connect to " + url.host + ":" + url.port + ": " + error.message());
@@ -334,13 +473,14 @@ Exchange exchange(Stream& stream, Connection& connection, const http::request<ht
   return result;
 }
 
-http::request<http::string_body> messageOf(const HttpRequest& request, const Url& url) {
+// `url` and the request's method and headers have passed checkedTargetOf.
+http::request<http::string_body> messageOf(const HttpRequest& request, const Url& url, bool keepAlive) {
   http::request<http::string_body> message;
   message.method_string(request.method);
   message.target(url.target);
   message.version(11);
   message.set(http::field::host, url.hostHeader);
-  message.keep_alive(true);
+  message.keep_alive(keepAlive);
   for (const auto& [name, value] : request.headers) message.set(name, value);
   if (!request.body.empty() || request.method == "POST" || request.method == "PUT" || request.method == "PATCH") {
     if (message.find(http::field::content_type) == message.end()) message.set(http::field::content_type, "application/json");
@@ -361,8 +501,7 @@ void copyHeaders(const http::response_header<>& from, HttpResponse& to) {
 
 }  // namespace
 
-PooledHttpTransport::PooledHttpTransport(HttpTransportOptions options) : pool_(std::make_unique<Pool>()) {
-  pool_->options = options;
+PooledHttpTransport::PooledHttpTransport(HttpTransportOptions options) : pool_(std::make_unique<Pool>(options)) {
   if (options.configureTls) {
     options.configureTls(pool_->tls);
   } else {
@@ -376,10 +515,10 @@ PooledHttpTransport::~PooledHttpTransport() = default;
 HttpResponse PooledHttpTransport::send(const HttpRequest& request) {
   const auto timeout = std::clamp(request.timeout, std::chrono::milliseconds(1), pool_->options.maxTimeout);
   const auto deadline = SteadyClock::now() + timeout;
-  const auto url = targetOf(request.url);
+  const auto url = checkedTargetOf(request);  // before anything: a refused request makes no connection
   const auto what = request.method + " " + request.url;
 
-  const auto message = messageOf(request, url);
+  const auto message = messageOf(request, url, pool_->options.keepAlive);
 
   // The pool's cap, or the request's own when that is smaller (a caller that expects a small answer).
   const size_t maxBody = request.maxBodyBytes > 0 ? std::min(request.maxBodyBytes, pool_->options.maxResponseBytes)
@@ -394,7 +533,7 @@ HttpResponse PooledHttpTransport::send(const HttpRequest& request) {
     try {
       // One deadline for everything this request does on the connection.
       connection->raw().deadline = deadline;
-      if (!connection->connected) connect(*connection, url, pool_->options.verifyPeer);
+      if (!connection->connected) connect(*connection, url, pool_->options.verifyPeer, pool_->resolver);
       result = connection->secure ? exchange(*connection->secure, *connection, message, maxBody)
                                   : exchange(*connection->plain, *connection, message, maxBody);
     } catch (const TransportError& error) {
@@ -522,9 +661,9 @@ HttpResponse PooledHttpTransport::streamLines(const HttpRequest& request,
                                               const std::function<void(std::string_view)>& onLine,
                                               std::stop_token stop, std::chrono::milliseconds idleTimeout) {
   const auto timeout = std::clamp(request.timeout, std::chrono::milliseconds(1), pool_->options.maxTimeout);
-  const auto url = targetOf(request.url);
+  const auto url = checkedTargetOf(request);
   const auto what = request.method + " " + request.url;
-  const auto message = messageOf(request, url);
+  const auto message = messageOf(request, url, /*keepAlive=*/true);
   auto connection = pool_->newConnection(url.tls);  // never pooled
   // A stop from another thread wakes the wait on this one: the pending read ends at once instead of
   // at the idle timeout. (Declared before the callback, so it outlives it.)
@@ -533,7 +672,7 @@ HttpResponse PooledHttpTransport::streamLines(const HttpRequest& request,
   std::stop_callback onStop(stop, [&stopSignal] { stopSignal.raise(); });
   connection->raw().deadline = SteadyClock::now() + timeout;
   try {
-    connect(*connection, url, pool_->options.verifyPeer);
+    connect(*connection, url, pool_->options.verifyPeer, pool_->resolver, stop);
   } catch (const TransportError& error) {
     if (stop.stop_requested()) return {};
     throw TransportError(what + ": " + error.what());

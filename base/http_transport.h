@@ -10,6 +10,7 @@
 #include <stop_token>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/retryable_error.h"
 #include "base/url.h"
@@ -24,6 +25,16 @@ namespace vto {
 class TransportError : public RetryableError {
  public:
   explicit TransportError(const std::string& what) : RetryableError(what) {}
+};
+
+// A request the transport refused to put on the wire: a URL parseUrl refuses, a method that is not
+// an HTTP token, a header name that is not one or a header value with CR, LF or another control
+// character. Each could add a header or a request of its own; none is transient, so it is not
+// retryable. The message says what is wrong, never the value itself (it may be hostile, or a token).
+class RefusedRequestError : public TransportError {
+ public:
+  explicit RefusedRequestError(const std::string& what) : TransportError(what) {}
+  bool isRetryable() const override { return false; }
 };
 
 struct HttpRequest {
@@ -50,6 +61,10 @@ class HttpTransport {
   virtual HttpResponse send(const HttpRequest& request) = 0;
 };
 
+// Turns a host name into numeric addresses ("10.0.0.7", "::1"), for a new connection; throws
+// (any std::exception, its what() says why) when there are none. The default is getaddrinfo(3).
+using HostResolver = std::function<std::vector<std::string>(const std::string& host, const std::string& port)>;
+
 struct HttpTransportOptions {
   // Open connections per endpoint (scheme, host, port), busy or idle: a request that finds none
   // idle and this many open waits for one, at most its own timeout.
@@ -58,6 +73,16 @@ struct HttpTransportOptions {
   std::chrono::milliseconds maxTimeout{std::chrono::minutes(2)};
   // An idle connection older than this is closed instead of reused (servers drop idle ones).
   std::chrono::milliseconds idleTimeout{std::chrono::seconds(30)};
+  // false: a connection per request, "Connection: close", never reused. For endpoints someone else
+  // chooses (a tenant's Prometheus): nothing a server sends can then reach a later request.
+  bool keepAlive = true;
+  // Host names are resolved on a thread of their own so that a request waits for the answer at most
+  // until its deadline (the resolver's own timeouts can be far longer); a lookup that outlives its
+  // request finishes in the background. Past this many such lookups still running, a new one is
+  // refused at once (a resolver that never answers costs threads, not hangs). IP literals are
+  // never looked up. `resolve` replaces getaddrinfo (tests inject a slow one).
+  size_t maxPendingLookups = 8;
+  HostResolver resolve{};
   // A response body beyond this is an error, not an allocation.
   size_t maxResponseBytes = 64 << 20;
   // TLS: the peer's certificate and host name are verified unless this is false (only a kubeconfig's
@@ -71,7 +96,9 @@ struct HttpTransportOptions {
 // and host names verified): a request reuses an idle connection, so the DNS lookup, TCP connect and
 // TLS handshake happen once per connection, not once per request. The exchange runs on the
 // caller's thread. A reused connection the server has closed meanwhile is replaced and the request
-// sent once more. Thread-safe.
+// sent once more. A connection that holds bytes nobody asked for (beyond the response just read, or
+// arriving while it was idle: a second, smuggled response) is closed, never reused. A request is
+// checked before any connection is made (RefusedRequestError). Thread-safe.
 class PooledHttpTransport final : public HttpTransport {
  public:
   explicit PooledHttpTransport(HttpTransportOptions options = {});

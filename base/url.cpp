@@ -16,31 +16,109 @@ std::string lower(std::string_view text) {
 }
 
 bool isHostChar(unsigned char c) { return std::isalnum(c) || c == '-' || c == '.' || c == '_'; }
+bool isUnreserved(unsigned char c) { return std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~'; }
+// RFC 3986's pchar and query: unreserved, sub-delims, ':', '@', '/', '?' (and '%' HEXDIG HEXDIG).
+bool isTargetChar(unsigned char c) {
+  return isUnreserved(c) || std::string_view("!$&'()*+,;=:@/?").find(static_cast<char>(c)) != std::string_view::npos;
+}
+bool isHex(char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }
+int hexValue(char c) { return std::isdigit(static_cast<unsigned char>(c)) ? c - '0' : std::toupper(c) - 'A' + 10; }
 
-std::invalid_argument badUrl(std::string_view url, std::string_view why) {
-  return std::invalid_argument("\"" + std::string(url.substr(0, 200)) + "\" is not a usable URL (" + std::string(why) +
-                               "); write SCHEME://HOST[:PORT][/PATH], e.g. https://storage.googleapis.com");
+constexpr const char* kHex = "0123456789ABCDEF";
+
+std::string hexByte(unsigned char c) { return {'0', 'x', kHex[c >> 4], kHex[c & 15]}; }
+
+// The URL as it may appear in an error: bytes that could end a log line or fake one escaped, and
+// cut short, so that a hostile value is described rather than replayed.
+std::string printable(std::string_view url) {
+  constexpr size_t kShown = 120;
+  std::string out;
+  for (unsigned char c : url.substr(0, kShown)) {
+    if (c < 0x20 || c >= 0x7F || c == '"' || c == '\\') {
+      out += "\\x" + hexByte(c).substr(2);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (url.size() > kShown) out += "...";
+  return out;
+}
+
+InvalidUrl badUrl(std::string_view url, const std::string& why) {
+  return InvalidUrl("\"" + printable(url) + "\" is not a usable URL (" + why +
+                        "); write SCHEME://HOST[:PORT][/PATH] with any other character percent-encoded, "
+                        "e.g. https://storage.googleapis.com",
+                    why);
+}
+
+// Bytes no part of a URL may hold as they are.
+void refuseRawBytes(std::string_view url) {
+  for (size_t at = 0; at < url.size(); ++at) {
+    auto c = static_cast<unsigned char>(url[at]);
+    auto where = " at position " + std::to_string(at);
+    if (c < 0x20 || c == 0x7F) throw badUrl(url, "control character " + hexByte(c) + where);
+    if (c == ' ') throw badUrl(url, "a space" + where);
+    if (c >= 0x80) throw badUrl(url, "a byte that is not ASCII (" + hexByte(c) + ")" + where);
+    if (c == '\\') throw badUrl(url, "a backslash" + where);
+  }
+}
+
+// The path and query (`target`, which starts at `offset` in `url`): only what RFC 3986 allows there,
+// every '%' followed by two hex digits.
+void checkTarget(std::string_view url, std::string_view target, size_t offset) {
+  for (size_t i = 0; i < target.size(); ++i) {
+    auto c = static_cast<unsigned char>(target[i]);
+    auto where = " at position " + std::to_string(offset + i);
+    if (c == '#') throw badUrl(url, "a fragment (#...)" + where + ", which is never sent to a server");
+    if (c == '%') {
+      if (i + 2 >= target.size() || !isHex(target[i + 1]) || !isHex(target[i + 2])) {
+        throw badUrl(url, "'%' not followed by two hex digits" + where + "; write a literal % as %25");
+      }
+      i += 2;
+    } else if (!isTargetChar(c)) {
+      throw badUrl(url, std::string("'") + static_cast<char>(c) + "'" + where + " is not allowed in a path or query");
+    }
+  }
+}
+
+// Percent-encoding in one form: an unreserved character decoded, any other octet as %XX in upper
+// case. `target` has passed checkTarget.
+std::string normalisePercentEncoding(std::string_view target) {
+  std::string out;
+  out.reserve(target.size());
+  for (size_t i = 0; i < target.size(); ++i) {
+    if (target[i] != '%') {
+      out += target[i];
+      continue;
+    }
+    auto octet = static_cast<unsigned char>(hexValue(target[i + 1]) * 16 + hexValue(target[i + 2]));
+    i += 2;
+    if (isUnreserved(octet)) {
+      out += static_cast<char>(octet);
+    } else {
+      out += {'%', kHex[octet >> 4], kHex[octet & 15]};
+    }
+  }
+  return out;
 }
 
 }  // namespace
 
 std::string urlEncode(std::string_view text) {
-  static const char* hex = "0123456789ABCDEF";
   std::string out;
   out.reserve(text.size());
   for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+    if (isUnreserved(c)) {
       out += static_cast<char>(c);
     } else {
-      out += '%';
-      out += hex[c >> 4];
-      out += hex[c & 15];
+      out += {'%', kHex[c >> 4], kHex[c & 15]};
     }
   }
   return out;
 }
 
 ParsedUrl parseUrl(std::string_view url) {
+  refuseRawBytes(url);
   ParsedUrl parsed;
   auto schemeEnd = url.find("://");
   if (schemeEnd == std::string_view::npos || schemeEnd == 0) throw badUrl(url, "no scheme");
@@ -51,8 +129,11 @@ ParsedUrl parseUrl(std::string_view url) {
   auto rest = url.substr(schemeEnd + 3);
   auto authorityEnd = rest.find_first_of("/?#");
   auto authority = rest.substr(0, authorityEnd);
-  parsed.path = authorityEnd == std::string_view::npos ? "" : std::string(rest.substr(authorityEnd));
-  if (!parsed.path.empty() && parsed.path[0] != '/') parsed.path = "/" + parsed.path;
+  if (authorityEnd != std::string_view::npos) {
+    checkTarget(url, rest.substr(authorityEnd), schemeEnd + 3 + authorityEnd);
+    parsed.path = std::string(rest.substr(authorityEnd));
+    if (parsed.path[0] != '/') parsed.path = "/" + parsed.path;
+  }
   if (authority.find('@') != std::string_view::npos) throw badUrl(url, "user info before the host is not allowed");
   std::string_view host, port;
   if (!authority.empty() && authority[0] == '[') {
@@ -84,6 +165,23 @@ ParsedUrl parseUrl(std::string_view url) {
     if (parsed.port < 1 || parsed.port > 65535) throw badUrl(url, "the port is out of range");
   }
   return parsed;
+}
+
+std::string canonicalUrl(std::string_view url) {
+  auto parsed = parseUrl(url);
+  if ((parsed.scheme == "http" && parsed.port == 80) || (parsed.scheme == "https" && parsed.port == 443)) parsed.port = 0;
+  auto target = normalisePercentEncoding(parsed.path.empty() ? "/" : parsed.path);
+  // Dot-segments are looked for after decoding: "%2E%2E" is ".." to a server.
+  auto path = std::string_view(target).substr(0, target.find('?'));
+  for (size_t start = 0; start < path.size();) {
+    auto end = std::min(path.find('/', start + 1), path.size());
+    auto segment = path.substr(start + 1, end - start - 1);
+    if (segment == "." || segment == "..") {
+      throw badUrl(url, "a \"" + std::string(segment) + "\" path segment; write the path it stands for");
+    }
+    start = end;
+  }
+  return parsed.scheme + "://" + authorityOf(parsed) + target;
 }
 
 std::string authorityOf(const ParsedUrl& url) {
@@ -119,6 +217,17 @@ ParsedUrl requireTrustedEndpoint(std::string_view url, std::string_view what, bo
   }
   throw std::invalid_argument(std::string(what) + " \"" + std::string(url) +
                               "\" must start with https:// (or http:// for a loopback host such as 127.0.0.1)");
+}
+
+std::string trustedEndpoint(std::string_view url, std::string_view what, bool allowInsecure) {
+  std::string canonical;
+  try {
+    canonical = canonicalUrl(url);
+  } catch (const std::invalid_argument& error) {
+    throw std::invalid_argument(std::string(what) + ": " + error.what());
+  }
+  requireTrustedEndpoint(canonical, what, allowInsecure);
+  return canonical;
 }
 
 UrlBuilder::UrlBuilder(std::string_view base) : url_(base) {

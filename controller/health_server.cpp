@@ -59,10 +59,12 @@ int listenOn(const std::string& bindAddress, int& boundPort) {
   if (int rc = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &found); rc != 0) {
     throw std::runtime_error(std::string("cannot resolve: ") + ::gai_strerror(rc));
   }
-  int fd = ::socket(found->ai_family, found->ai_socktype | SOCK_CLOEXEC, 0);
+  // Non-blocking: the loop accepts until none is left. The kernel's largest backlog, so that a burst
+  // of connections waits to be accepted (and evicted) instead of dropping the kubelet's SYN.
+  int fd = ::socket(found->ai_family, found->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   int on = 1;
   if (fd >= 0) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
-  bool ok = fd >= 0 && ::bind(fd, found->ai_addr, found->ai_addrlen) == 0 && ::listen(fd, 64) == 0;
+  bool ok = fd >= 0 && ::bind(fd, found->ai_addr, found->ai_addrlen) == 0 && ::listen(fd, SOMAXCONN) == 0;
   ::freeaddrinfo(found);
   if (!ok) {
     std::string error = std::strerror(errno);
@@ -166,10 +168,33 @@ HealthServer::HealthServer(const std::string& bindAddress, HealthServerLimits li
 // most maxHeaderBytes and a slot, never a thread, so it cannot hold the probes up.
 void HealthServer::serveLoop() {
   const auto& limits = impl_->limits;
-  std::vector<Connection> connections;
+  const size_t maxConnections = std::max<size_t>(limits.maxConnections, 1);
+  std::vector<Connection> connections;  // oldest first
   auto close = [](Connection& c) {
     ::close(c.fd);
     c.fd = -1;
+  };
+  // Reads what the client sent; answers once the request is whole, then drains until the deadline.
+  auto readFrom = [&](Connection& c, Clock::time_point now) {
+    char chunk[4096];
+    auto n = ::recv(c.fd, chunk, sizeof chunk, 0);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;  // nothing yet
+    if (n <= 0) return close(c);
+    if (c.answered) {
+      c.drained += static_cast<size_t>(n);
+      if (c.drained > kMaxDrainBytes) close(c);
+      return;
+    }
+    c.buffer.append(chunk, static_cast<size_t>(n));
+    ProbeRequest request;
+    auto parsed = parseRequest(c.buffer, limits.maxHeaderBytes, request);
+    if (parsed == ParseResult::Incomplete) return;
+    answer(c.fd, parsed == ParseResult::Ok ? &request : nullptr, parsed == ParseResult::TooLarge);
+    c.answered = true;
+    c.buffer.clear();
+    c.buffer.shrink_to_fit();
+    c.deadline = now + kDrainTime;
+    ::shutdown(c.fd, SHUT_WR);
   };
   while (true) {
     auto now = Clock::now();
@@ -186,41 +211,31 @@ void HealthServer::serveLoop() {
     for (size_t i = 0; i < connections.size(); ++i) {
       auto& c = connections[i];
       if (fds[i + 2].revents & (POLLIN | POLLHUP | POLLERR)) {
-        char chunk[4096];
-        auto n = ::recv(c.fd, chunk, sizeof chunk, 0);
-        if (n <= 0) {
-          close(c);
-          continue;
-        }
-        if (c.answered) {
-          c.drained += static_cast<size_t>(n);
-          if (c.drained > kMaxDrainBytes) close(c);
-          continue;
-        }
-        c.buffer.append(chunk, static_cast<size_t>(n));
-        ProbeRequest request;
-        auto parsed = parseRequest(c.buffer, limits.maxHeaderBytes, request);
-        if (parsed == ParseResult::Incomplete) continue;
-        answer(c.fd, parsed == ParseResult::Ok ? &request : nullptr, parsed == ParseResult::TooLarge);
-        c.answered = true;
-        c.buffer.clear();
-        c.buffer.shrink_to_fit();
-        c.deadline = now + kDrainTime;
-        ::shutdown(c.fd, SHUT_WR);
+        readFrom(c, now);
       } else if (now >= c.deadline) {
         if (!c.answered) reply(c.fd, 408, "Request Timeout", "send the request faster\n");
         close(c);
       }
     }
     std::erase_if(connections, [](const Connection& c) { return c.fd < 0; });
-    if (fds[1].revents & POLLIN) {
+    if (!(fds[1].revents & POLLIN)) continue;
+    // Every connection waiting is taken (bounded per wake-up, so the open ones are served too). At
+    // the limit the oldest one that has not sent a whole request makes room, not the newest: the
+    // kubelet sends its request as it connects, an idle flood does not. A whole request that came
+    // with its connection is answered here and then, before any other connection can evict it.
+    for (size_t taken = 0; taken < maxConnections; ++taken) {
       int fd = ::accept4(impl_->listenFd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd >= 0 && connections.size() >= limits.maxConnections) {
-        reply(fd, 503, "Service Unavailable", "too many connections\n");
-        ::close(fd);
-      } else if (fd >= 0) {
-        connections.push_back({fd, {}, now + limits.readTimeout});
+      if (fd < 0) break;  // none left (or out of descriptors: the next wake-up tries again)
+      if (connections.size() >= maxConnections) {
+        auto oldest = std::find_if(connections.begin(), connections.end(), [](const Connection& c) { return !c.answered; });
+        if (oldest == connections.end()) oldest = connections.begin();  // all answered: the oldest drain ends early
+        if (!oldest->answered) reply(oldest->fd, 503, "Service Unavailable", "too many connections\n");
+        ::close(oldest->fd);
+        connections.erase(oldest);
       }
+      connections.push_back({fd, {}, now + limits.readTimeout});
+      readFrom(connections.back(), now);
+      if (connections.back().fd < 0) connections.pop_back();
     }
   }
 }

@@ -6,8 +6,11 @@
 // Anyone who can reach the port can talk to it, so it is a deliberately small HTTP/1.1 server that
 // holds nothing a client sends: GET and HEAD only (405 otherwise), no request body (413), request
 // line and headers capped (431), a deadline for the whole request (408), one response per
-// connection, and one poll() loop for every connection, so idle clients hold no thread (503 beyond
-// maxConnections).
+// connection, and one poll() loop for every connection, so idle clients hold no thread. Idle
+// connections cannot lock the probes out either: at maxConnections, a new connection closes the
+// oldest one that has not sent a whole request (with a 503), and a request that arrived with its
+// connection is answered at once. The kubelet sends its request as it connects, so a flood of idle
+// connections evicts the flood, not the probe.
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -20,7 +23,7 @@ namespace vto::controller {
 struct HealthServerLimits {
   size_t maxHeaderBytes = 8 * 1024;
   std::chrono::milliseconds readTimeout{5000};  // for the request line and headers together
-  size_t maxConnections = 256;
+  size_t maxConnections = 256;  // open at once; at the limit the oldest without a request makes room
 };
 
 class HealthServer {

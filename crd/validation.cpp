@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "base/gcp_names.h"
+#include "base/url.h"
 #include "crd/labels.h"
 #include "crd/machine_catalog.h"
 #include "crd/schedule.h"
@@ -446,10 +447,22 @@ void checkNewDataTrigger(Findings& f, const NewDataTrigger& n) {
 
 void checkMetricTrigger(Findings& f, const MetricTrigger& m) {
   const std::string at = "spec.triggers.metric";
-  if (m.prometheusUrl.rfind("http://", 0) != 0 && m.prometheusUrl.rfind("https://", 0) != 0)
+  const auto& url = m.prometheusUrl;
+  bool printable = std::all_of(url.begin(), url.end(), [](unsigned char c) { return c > ' ' && c < 0x7F; });
+  if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
     f.error(at + ".prometheusUrl", "prometheusUrl must be an http:// or https:// URL, e.g. http://prometheus.monitoring:9090");
-  if (m.prometheusUrl.find_first_of("?#") != std::string::npos)
+  if (url.find_first_of("?#") != std::string::npos)
     f.error(at + ".prometheusUrl", "prometheusUrl is the server's base URL, without ? or #, e.g. http://prometheus.monitoring:9090");
+  if (!printable)
+    f.error(at + ".prometheusUrl", "prometheusUrl must be printable ASCII without spaces; percent-encode anything else, e.g. %20 for a space");
+  if (printable && url.find_first_of("?#") == std::string::npos) {
+    try {
+      canonicalUrl(url);  // the client's own check (vertex/prometheus_client.cpp)
+    } catch (const InvalidUrl& error) {
+      f.error(at + ".prometheusUrl", "prometheusUrl is not a usable base URL (" + error.reason() +
+                                         "), e.g. http://prometheus.monitoring:9090");
+    }
+  }
   if (m.query.empty()) f.error(at + ".query", "required: a PromQL query that returns exactly one sample, e.g. fraud_model_auc{env=\"prod\"}");
   if (m.below.has_value() == m.above.has_value())
     f.error(at, "set exactly one of below or above: the threshold that triggers a retrain");

@@ -173,14 +173,10 @@ std::vector<GcsObject> GcsClient::listObjects(const std::string& bucket, const s
 }
 
 RestGcsClient::RestGcsClient(HttpTransport& http, std::string endpoint, TokenSource* tokens, bool allowInsecure)
-    : endpoint_(std::move(endpoint)), http_(http), tokens_(tokens) {
-  while (!endpoint_.empty() && endpoint_.back() == '/') endpoint_.pop_back();
-  if (tokens_ != nullptr) {
-    requireTrustedEndpoint(endpoint_, "Cloud Storage endpoint", allowInsecure);
-  } else {
-    parseUrl(endpoint_);
-  }
-}
+    : endpoint_(tokens != nullptr ? trustedEndpoint(endpoint, "Cloud Storage endpoint", allowInsecure)
+                                  : canonicalUrl(endpoint)),
+      http_(http),
+      tokens_(tokens) {}
 
 HttpResponse RestGcsClient::send(HttpRequest request) {
   for (bool refreshedToken = false;; refreshedToken = true) {

@@ -86,9 +86,9 @@ class RestGcsClient final : public GcsClient {
  public:
   // endpoint: "https://storage.googleapis.com" or an emulator such as "http://127.0.0.1:4443".
   // tokens may be null for an emulator that needs none. With tokens, the endpoint must pass
-  // base/url.h's requireTrustedEndpoint (https, or http only to loopback or with allowInsecure):
-  // the constructor throws std::invalid_argument otherwise, so no token is ever attached to a
-  // request to an unchecked endpoint.
+  // base/url.h's trustedEndpoint (https, or http only to loopback or with allowInsecure): the
+  // constructor throws std::invalid_argument otherwise, so no token is ever attached to a request
+  // to an unchecked endpoint. Requests go to the endpoint's canonical form (canonicalUrl).
   RestGcsClient(HttpTransport& http, std::string endpoint, TokenSource* tokens, bool allowInsecure = false);
 
   ObjectPage listObjectsPage(const std::string& bucket, const std::string& prefix, const std::string& pageToken,

@@ -6,22 +6,38 @@
 
 namespace vto::vertex {
 
+HttpTransportOptions prometheusTransportOptions() {
+  HttpTransportOptions options;
+  options.keepAlive = false;
+  options.maxTimeout = kPrometheusTimeout;
+  options.maxResponseBytes = kPrometheusMaxBody;
+  return options;
+}
+
+PrometheusClient::PrometheusClient(bool allowInsecure)
+    : ownTransport_(std::make_unique<PooledHttpTransport>(prometheusTransportOptions())),
+      http_(*ownTransport_),
+      allowInsecure_(allowInsecure) {}
+
 HttpResponse PrometheusClient::instantQuery(const std::string& baseUrl, const std::string& query,
                                             const std::string& bearerToken) {
-  if (baseUrl.rfind("http://", 0) != 0 && baseUrl.rfind("https://", 0) != 0) {
-    throw std::invalid_argument("prometheusUrl \"" + baseUrl +
-                                "\" is not an http:// or https:// URL; write e.g. http://prometheus.monitoring:9090");
+  constexpr const char* kExample = "http://prometheus.monitoring:9090";
+  std::string base;
+  try {
+    // The token goes only where any credential of vto's may: https, or plain http to loopback.
+    base = bearerToken.empty() ? canonicalUrl(baseUrl)
+                               : trustedEndpoint(baseUrl, "prometheusUrl with bearerTokenSecret", allowInsecure_);
+  } catch (const std::invalid_argument& error) {
+    throw std::invalid_argument(std::string("prometheusUrl: ") + error.what());
   }
-  auto parsed = parseUrl(baseUrl);  // strict: a real host, no user info ("http://prom@evil.example" is refused)
-  // A base URL: a query or fragment would turn the appended /api/v1/query into noise after another path.
-  if (parsed.path.find_first_of("?#") != std::string::npos) {
-    throw std::invalid_argument("prometheusUrl \"" + baseUrl +
-                                "\" has a query or fragment; give the server's base URL, e.g. http://prometheus.monitoring:9090");
+  if (base.rfind("http://", 0) != 0 && base.rfind("https://", 0) != 0) {
+    throw std::invalid_argument("prometheusUrl \"" + base + "\" is not an http:// or https:// URL; write e.g. " + kExample);
   }
-  // The token goes only where any credential of vto's may: https, or plain http to loopback.
-  if (!bearerToken.empty()) requireTrustedEndpoint(baseUrl, "prometheusUrl with bearerTokenSecret", allowInsecure_);
-  std::string base = baseUrl;
-  while (!base.empty() && base.back() == '/') base.pop_back();
+  // A base URL: a query would turn the appended /api/v1/query into noise after another path.
+  if (base.find('?') != std::string::npos) {
+    throw std::invalid_argument("prometheusUrl \"" + base + "\" has a query; give the server's base URL, e.g. " + kExample);
+  }
+  while (base.back() == '/') base.pop_back();
   HttpRequest request;
   request.url = base + "/api/v1/query?query=" + urlEncode(query);
   request.timeout = kPrometheusTimeout;

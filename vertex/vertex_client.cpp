@@ -193,15 +193,14 @@ std::string_view decodedJobFields(JobKind kind) {
   return "";
 }
 
-void validateEndpoint(const std::string& endpoint, bool allowInsecure) {
-  requireTrustedEndpoint(endpoint, "Vertex endpoint", allowInsecure);
+std::string validateEndpoint(const std::string& endpoint, bool allowInsecure) {
+  return trustedEndpoint(endpoint, "Vertex endpoint", allowInsecure);
 }
 
 RestVertexClient::RestVertexClient(HttpTransport& http, TokenSource& tokens, const Clock& clock,
                                    VertexClientOptions options)
     : http_(http), tokens_(tokens), options_(std::move(options)), pacer_(clock, options_.limits.window) {
-  while (!options_.endpoint.empty() && options_.endpoint.back() == '/') options_.endpoint.pop_back();
-  if (!options_.endpoint.empty()) validateEndpoint(options_.endpoint, options_.allowInsecure);
+  if (!options_.endpoint.empty()) options_.endpoint = validateEndpoint(options_.endpoint, options_.allowInsecure);
 }
 
 UrlBuilder vertexLocationUrl(const std::string& endpoint, const Location& where) {

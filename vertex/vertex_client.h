@@ -156,8 +156,9 @@ struct VertexClientOptions {
 };
 
 // Throws std::invalid_argument naming the fix when `endpoint` is not a usable base URL
-// (base/url.h's requireTrustedEndpoint: https, or http to loopback or with allowInsecure).
-void validateEndpoint(const std::string& endpoint, bool allowInsecure);
+// (base/url.h's trustedEndpoint: https, or http to loopback or with allowInsecure). Returns its
+// canonical form (base/url.h's canonicalUrl), the one the client sends to.
+std::string validateEndpoint(const std::string& endpoint, bool allowInsecure);
 
 class RestVertexClient final : public VertexClient {
  public:

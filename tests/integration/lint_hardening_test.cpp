@@ -301,7 +301,9 @@ TEST(RunConfig, TenancyIsParsedStrictlyAndNoRulesIsAWarning) {
   EXPECT_NE(parsed.output.find("tenancy: 2 rule(s)"), std::string::npos) << parsed.output;
 }
 
-// The chart: the NetworkPolicy is on by default and admits only the metrics and probe ports, and
+// The chart: the NetworkPolicy is on by default and admits only metrics scrapes and, to the probe
+// port, the pod's own node (which a NetworkPolicy always admits: the chart writes no rule for it, as
+// a rule without `from` would admit anyone); healthFrom adds peers, and an empty peer is refused.
 // `tenancy:` from the values reaches the operator's config file intact.
 TEST(Chart, NetworkPolicyAndTenancyRender) {
   auto chart = quote((fs::path(sourceDir()) / "helm/vto").string());
@@ -310,9 +312,20 @@ TEST(Chart, NetworkPolicyAndTenancyRender) {
   EXPECT_NE(policy.output.find("kind: NetworkPolicy"), std::string::npos) << policy.output;
   EXPECT_NE(policy.output.find("policyTypes: [Ingress]"), std::string::npos) << policy.output;
   EXPECT_NE(policy.output.find("port: 8080"), std::string::npos) << policy.output;
-  EXPECT_NE(policy.output.find("port: 8081"), std::string::npos) << policy.output;
+  EXPECT_EQ(policy.output.find("port: 8081"), std::string::npos) << "by default no rule admits anyone to the probes:\n"
+                                                                 << policy.output;
   EXPECT_NE(policy.output.find("app.kubernetes.io/name: prometheus"), std::string::npos) << policy.output;
   EXPECT_EQ(policy.output.find("port: 80\n"), std::string::npos) << policy.output;
+  auto nodes = writeFile("node-cidr.yaml", "networkPolicy:\n  healthFrom: [{ipBlock: {cidr: 10.128.0.0/20}}]\n");
+  auto fromNodes = runShell(quote(binDir() + "/helm") + " template t " + chart + " -f " + quote(nodes) +
+                            " --show-only templates/networkpolicy.yaml");
+  ASSERT_EQ(fromNodes.exitCode, 0) << fromNodes.output;
+  auto probeRule = fromNodes.output.find("port: 8081");
+  ASSERT_NE(probeRule, std::string::npos) << fromNodes.output;
+  EXPECT_NE(fromNodes.output.find("cidr: 10.128.0.0/20", probeRule), std::string::npos) << fromNodes.output;
+  auto emptyPeer = writeFile("empty-peer.yaml", "networkPolicy:\n  healthFrom: [{}]\n");
+  EXPECT_NE(runShell(quote(binDir() + "/helm") + " template t " + chart + " -f " + quote(emptyPeer)).exitCode, 0)
+      << "values.schema.json accepted an empty peer";
 
   auto values = writeFile("values.yaml", "tenancy:\n  - namespaces: [team-a]\n    projects: [acme-ml]\n    maxAccelerators: 4\n");
   auto config = runShell(quote(binDir() + "/helm") + " template t " + chart + " -f " + quote(values) +

@@ -1,7 +1,9 @@
 #pragma once
 // A minimal HTTP/1.1 server on 127.0.0.1 that answers every request with one fixed JSON body and
 // keeps connections alive. It counts the TCP connections it accepted and the requests it answered,
-// so a test can show that a client reuses connections (and how many it opens at once).
+// so a test can show that a client reuses connections (and how many it opens at once), and keeps
+// every byte it received, so a test can show what reached the wire. It can also misbehave as a
+// hostile server: answer with a second, unrequested response, or send one later on its own.
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -21,7 +23,14 @@ class LoopbackHttpServer {
     KeepAlive,         // answer every request, keep the connection open
     CloseAfterAnswer,  // answer, then close without saying so (as a server dropping an idle connection)
     Silent,            // read requests, never answer (a hung server)
+    SmuggleResponse,   // answer each request with its response and, in the same write, another one
   };
+
+  // A complete response nobody asked for, with this body.
+  static std::string unaskedResponse(const std::string& body = "SMUGGLED") {
+    return "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+           "\r\n\r\n" + body;
+  }
 
   explicit LoopbackHttpServer(std::string body = "{}", Mode mode = Mode::KeepAlive)
       : body_(std::move(body)), mode_(mode) {
@@ -55,8 +64,20 @@ class LoopbackHttpServer {
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   int accepted() const { return accepted_; }
   int requests() const { return requests_; }
-  // The most connections open at the same time.
+  // The most connections open at the same time, and those open now.
   int peakOpen() const { return peakOpen_; }
+  int open() const { return open_; }
+  // Every byte received so far, on every connection, in arrival order per connection.
+  std::string received() const {
+    std::lock_guard guard(mutex_);
+    return received_;
+  }
+  // Writes `bytes` to every open connection now (unasked: between two requests). Returns once the
+  // kernel has them, so the client's socket holds them by the time this returns on loopback.
+  void sendToAll(const std::string& bytes) {
+    std::lock_guard guard(mutex_);
+    for (int fd : connections_) ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  }
 
  private:
   void acceptLoop() {
@@ -90,6 +111,7 @@ class LoopbackHttpServer {
           if (mode_ == Mode::Silent) continue;
           auto response = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
                           std::to_string(body_.size()) + "\r\n\r\n" + body_;
+          if (mode_ == Mode::SmuggleResponse) response += unaskedResponse();
           if (::send(fd, response.data(), response.size(), MSG_NOSIGNAL) < 0) break;
           if (mode_ == Mode::CloseAfterAnswer) break;
           continue;
@@ -98,6 +120,8 @@ class LoopbackHttpServer {
       auto n = ::recv(fd, chunk, sizeof chunk, 0);
       if (n <= 0) break;
       buffer.append(chunk, static_cast<size_t>(n));
+      std::lock_guard guard(mutex_);
+      received_.append(chunk, static_cast<size_t>(n));
     }
     --open_;
     ::close(fd);
@@ -111,8 +135,9 @@ class LoopbackHttpServer {
   int port_ = 0;
   std::atomic<bool> stopping_{false};
   std::atomic<int> accepted_{0}, requests_{0}, open_{0}, peakOpen_{0};
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::vector<int> connections_;
+  std::string received_;
   std::vector<std::thread> handlers_;
   std::thread acceptor_;
 };

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "base/gcp_names.h"
 #include "base/retryable_error.h"
 
@@ -52,6 +55,74 @@ TEST(ParseUrl, SplitsHostPortAndPath) {
   EXPECT_EQ(url.port, 8443);
   EXPECT_EQ(url.path, "/v1/x?y=z");
   EXPECT_EQ(parseUrl("http://[::1]:80").host, "::1");
+}
+
+TEST(ParseUrl, RefusesEveryCharacterThatCouldEndTheRequestLine) {
+  // A request target that parseUrl accepts is written into "GET <target> HTTP/1.1" as it is.
+  for (const std::string& bad : std::vector<std::string>{
+           "http://h/x\r\nX-Injected: 1", "http://h/x\nX", "http://h/x\rX", "http://h/x\tX", "http://h/x y",
+           std::string("http://h/x\0y", 12), "http://h/x\x7f", "http://h/\xc3\xa9", "http://h\r\nX: 1/", "http://h/x\\y",
+           "http://h/x%", "http://h/x%4", "http://h/x%zz", "http://h/x#frag", "http://h/x<y>", "http://h/x\"y",
+           "http://h/x{y}", "http://h/x|y", "http://h/x^y", "http://h/x`y", "http://h/x[y]", "http://user@h/",
+           "http://user:pw@h/", "http://h\xc3\xa9.example/", "http://h%2e.example/"}) {
+    EXPECT_THROW(parseUrl(bad), InvalidUrl) << bad;
+  }
+  // Everything UrlBuilder writes is accepted as it is: every byte of a segment is encoded.
+  std::string everyByte;
+  for (int c = 0; c < 256; ++c) everyByte += static_cast<char>(c);
+  auto built = UrlBuilder("http://h").segment(everyByte).query("q", everyByte).str();
+  EXPECT_EQ(parseUrl(built).path, built.substr(8));
+  EXPECT_EQ(parseUrl("http://h/a-b._~!$&'()*+,;=:@/%2F?x=%0D%0A&y=/?").path, "/a-b._~!$&'()*+,;=:@/%2F?x=%0D%0A&y=/?");
+}
+
+TEST(ParseUrl, ErrorsDescribeTheUrlWithoutReplayingIt) {
+  try {
+    parseUrl("http://prom:9090/x\r\nX-Injected: 1");
+    FAIL();
+  } catch (const InvalidUrl& error) {
+    std::string what = error.what();
+    EXPECT_EQ(what.find_first_of("\r\n"), std::string::npos) << what;
+    EXPECT_NE(what.find("\\x0D\\x0AX-Injected"), std::string::npos) << what;  // escaped, so it can be read
+    EXPECT_NE(what.find("control character 0x0D at position 18"), std::string::npos) << what;
+    EXPECT_NE(what.find("percent-encoded"), std::string::npos) << what;      // what to write instead
+    EXPECT_EQ(error.reason().find("prom"), std::string::npos) << error.reason();  // the reason alone: no URL
+  }
+  try {
+    parseUrl("http://h/" + std::string(10000, 'a') + " ");
+    FAIL();
+  } catch (const InvalidUrl& error) {
+    EXPECT_LT(std::string(error.what()).size(), 500u);
+  }
+}
+
+TEST(CanonicalUrl, OneStringForEverySpellingOfAUrl) {
+  EXPECT_EQ(canonicalUrl("HTTP://Prometheus.Monitoring:9090"), "http://prometheus.monitoring:9090/");
+  EXPECT_EQ(canonicalUrl("http://prom:80/"), "http://prom/");
+  EXPECT_EQ(canonicalUrl("https://prom:443"), "https://prom/");
+  EXPECT_EQ(canonicalUrl("https://prom:80"), "https://prom:80/");
+  EXPECT_EQ(canonicalUrl("http://[::1]:80/x"), "http://[::1]/x");
+  EXPECT_EQ(canonicalUrl("http://[::1]:9090/x"), "http://[::1]:9090/x");
+  // Unreserved characters decoded, everything else encoded in upper case, nothing else touched.
+  EXPECT_EQ(canonicalUrl("http://h/%7euser/%41%2d%5F%2e/%2f%3a%0d%0A?q=%7B%7d&r=%61"),
+            "http://h/~user/A-_./%2F%3A%0D%0A?q=%7B%7D&r=a");
+  EXPECT_EQ(canonicalUrl("http://h/a/b/"), "http://h/a/b/");
+  EXPECT_EQ(canonicalUrl("http://h/a..b/.x/x."), "http://h/a..b/.x/x.");
+  for (const char* bad : {"http://h/./x", "http://h/a/..", "http://h/a/../b", "http://h/%2e%2E/x", "http://h/a/%2E",
+                          "http://h/x\r\n", "http://u@h/", "h:80", "http://h/%G0"}) {
+    EXPECT_THROW(canonicalUrl(bad), std::invalid_argument) << bad;
+  }
+}
+
+TEST(TrustedEndpoint, ChecksAndReturnsTheCanonicalForm) {
+  EXPECT_EQ(trustedEndpoint("HTTPS://Storage.GoogleAPIs.com:443", "GCS", false), "https://storage.googleapis.com/");
+  EXPECT_EQ(trustedEndpoint("http://LOCALHOST:4443/", "GCS", false), "http://localhost:4443/");
+  EXPECT_THROW(trustedEndpoint("http://gcs.internal", "GCS", false), std::invalid_argument);
+  try {
+    trustedEndpoint("https://h/x y", "Vertex endpoint", false);
+    FAIL();
+  } catch (const std::invalid_argument& error) {
+    EXPECT_EQ(std::string(error.what()).rfind("Vertex endpoint: ", 0), 0u) << error.what();
+  }
 }
 
 TEST(UrlBuilder, EncodesEverySegmentSoDataCannotChangeHostPathOrQuery) {

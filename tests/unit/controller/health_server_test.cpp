@@ -78,6 +78,28 @@ TEST(HealthServerTest, IdleConnectionsAreClosedAndDoNotBlockProbes) {
   EXPECT_EQ(testing::statusCodeOf(idle.front()->readResponse(10s)), 408);
 }
 
+// Found by review: 256 idle connections made /healthz answer 503, so anyone who could reach the
+// port could get the pod restarted. The kubelet sends its request as it connects; idle ones make room.
+TEST(HealthServerTest, AFloodOfIdleConnectionsCannotLockTheProbesOut) {
+  HealthServerLimits limits;
+  HealthServer server("127.0.0.1:0", limits);
+  const auto healthz = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+  std::vector<std::unique_ptr<LoopbackConnection>> idle;
+  for (size_t i = 0; i < limits.maxConnections; ++i) {
+    idle.push_back(std::make_unique<LoopbackConnection>(server.port()));
+    ASSERT_GE(idle.back()->fd(), 0);
+  }
+  // The server takes connections in the order they came: these come after all of the idle ones.
+  EXPECT_EQ(requestStatus(server.port(), healthz, 5s), 200) << "at the connection limit";
+  for (size_t i = 0; i < limits.maxConnections; ++i) {
+    idle.push_back(std::make_unique<LoopbackConnection>(server.port()));
+    idle.back()->send("GET /healthz HTTP/1.1\r\n");  // half a request, then nothing
+  }
+  for (int probe = 0; probe < 5; ++probe) EXPECT_EQ(requestStatus(server.port(), healthz, 5s), 200) << "probe " << probe;
+  // The oldest idle connection made room, and was told why.
+  EXPECT_EQ(testing::statusCodeOf(idle.front()->readResponse(5s)), 503);
+}
+
 TEST(HealthServerTest, ABusyPortIsAClearError) {
   HealthServer first("127.0.0.1:0");
   try {
