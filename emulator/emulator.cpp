@@ -59,15 +59,26 @@ Emulator::Emulator(const Clock& clock, EmulatorOptions options, vertex::GcsClien
   capacity_.add(options.capacity);
 }
 
+// Both run inside the lifecycle's tick, on the ticker thread: an exception there would end the
+// process, so a job these cannot read starts and goes unlogged instead (validation makes it rare).
 StartDecision Emulator::Hooks::beforeStart(const json& job, JobKind kind) {
-  return emulator_.capacity_.decide(demandOf(job, kind, vertex::locationOf(job["name"].get<std::string>()).location));
+  try {
+    return emulator_.capacity_.decide(demandOf(job, kind, locationIn(job["name"].get<std::string>()).location));
+  } catch (const std::exception& error) {
+    spdlog::warn("capacity check of {} failed, starting it: {}", job.value("name", std::string()), error.what());
+    return StartDecision::Start;
+  }
 }
 
 void Emulator::Hooks::onEvent(const JobEvent& event) {
-  emulator_.logs_.record(event);
-  if (event.kind == JobEvent::Kind::Ended && event.firstEnd) {
-    auto location = vertex::locationOf(event.job["name"].get<std::string>()).location;
-    emulator_.capacity_.release(demandOf(event.job, event.jobKind, location));
+  try {
+    emulator_.logs_.record(event);
+    if (event.kind == JobEvent::Kind::Ended && event.firstEnd) {
+      auto location = locationIn(event.job["name"].get<std::string>()).location;
+      emulator_.capacity_.release(demandOf(event.job, event.jobKind, location));
+    }
+  } catch (const std::exception& error) {
+    spdlog::warn("following {} failed: {}", event.job.value("name", std::string()), error.what());
   }
 }
 

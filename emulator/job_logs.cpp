@@ -121,7 +121,7 @@ class JobLogs::Fields final : public LogEntryFields {
         if (key == "ml.googleapis.com/trial_id" && entry_.trial > 0) return std::to_string(entry_.trial);
         return std::nullopt;
       case LogField::TextPayload:
-        return entry_.text;
+        return textOf(jobId_, log_, entry_);
       case LogField::InsertId:
         return insertId(entry_.sequence);
       default:
@@ -146,7 +146,14 @@ class JobLogs::Fields final : public LogEntryFields {
 
 JobLogs::JobLogs(const Clock& clock, std::size_t entriesPerJob) : clock_(clock), entriesPerJob_(entriesPerJob) {}
 
-void JobLogs::append(JobLog& log, Clock::time_point at, int pool, int replica, int trial, int severity, std::string text) {
+std::string JobLogs::textOf(const std::string& jobId, const JobLog& log, const Entry& entry) {
+  if (entry.step == 0) return entry.text;
+  auto lossKey = entry.trial == 0 ? jobId : jobId + "/" + std::to_string(entry.trial);
+  return "step " + std::to_string(entry.step) + "/" + std::to_string(log.steps) + " loss=" + lossAt(lossKey, entry.step);
+}
+
+void JobLogs::append(JobLog& log, Clock::time_point at, int pool, int replica, int trial, int severity, std::string text,
+                     int step) {
   Entry entry;
   entry.timestamp = toMillis(at);
   entry.received = std::max(entry.timestamp, toMillis(clock_.now()));
@@ -155,6 +162,7 @@ void JobLogs::append(JobLog& log, Clock::time_point at, int pool, int replica, i
   entry.replica = static_cast<std::uint16_t>(replica);
   entry.trial = static_cast<std::uint32_t>(trial);
   entry.severity = static_cast<std::uint16_t>(severity);
+  entry.step = static_cast<std::uint32_t>(step);
   entry.text = std::move(text);
   log.entries.push_back(std::move(entry));
   ++size_;
@@ -170,7 +178,8 @@ void JobLogs::record(const JobEvent& event) {
   auto jobId = name.substr(name.rfind('/') + 1);
   std::lock_guard lock(mutex_);
   auto& log = jobs_[jobId];
-  if (log.project.empty()) log.project = vertex::locationOf(name).project;
+  if (log.project.empty()) log.project = locationIn(name).project;
+  log.steps = event.steps;
   auto at = event.at;
   auto steps = std::to_string(event.steps);
   switch (event.kind) {
@@ -185,15 +194,13 @@ void JobLogs::record(const JobEvent& event) {
       }
       break;
     case JobEvent::Kind::Step:
-      append(log, at, 0, 0, 0, kInfo,
-             "step " + std::to_string(event.step) + "/" + steps + " loss=" + lossAt(jobId, event.step));
+      append(log, at, 0, 0, 0, kInfo, "", event.step);
       break;
     case JobEvent::Kind::TrialStarted:
       append(log, at, 0, 0, event.trial, kInfo, "Trial " + std::to_string(event.trial) + " started: " + steps + " steps");
       break;
     case JobEvent::Kind::TrialStep:
-      append(log, at, 0, 0, event.trial, kInfo,
-             "step " + std::to_string(event.step) + "/" + steps + " loss=" + lossAt(jobId + "/" + std::to_string(event.trial), event.step));
+      append(log, at, 0, 0, event.trial, kInfo, "", event.step);
       break;
     case JobEvent::Kind::TrialEnded:
       append(log, at, 0, 0, event.trial, kInfo, "Trial " + std::to_string(event.trial) + " finished");
@@ -244,7 +251,7 @@ json JobLogs::render(const std::string& jobId, const JobLog& log, const Entry& e
           {"receiveTimestamp", rfc3339Millis(entry.received)},
           {"severity", logSeverityName(entry.severity)},
           {"labels", labels},
-          {"textPayload", entry.text}};
+          {"textPayload", textOf(jobId, log, entry)}};
 }
 
 json JobLogs::list(const json& request) const {

@@ -43,15 +43,19 @@ class JobLogs {
     std::uint16_t pool = 0, replica = 0;
     std::uint32_t trial = 0;  // 0: not a tuning-job trial
     std::uint16_t severity = 200;
-    std::string text;
+    std::uint32_t step = 0;  // a step line ("step K/N loss=X"), made from the step when read: no text kept
+    std::string text;        // any other line
   };
   struct JobLog {
     std::string project;
+    int steps = 0;              // N of its step lines
     std::deque<Entry> entries;  // at most entriesPerJob_, oldest first
   };
   class Fields;
 
-  void append(JobLog& log, Clock::time_point at, int pool, int replica, int trial, int severity, std::string text);
+  void append(JobLog& log, Clock::time_point at, int pool, int replica, int trial, int severity, std::string text,
+              int step = 0);
+  static std::string textOf(const std::string& jobId, const JobLog& log, const Entry& entry);
   nlohmann::json render(const std::string& jobId, const JobLog& log, const Entry& entry) const;
 
   const Clock& clock_;

@@ -84,6 +84,16 @@ void checkWorkerPools(const json& spec, const std::string& field) {
 
 }  // namespace
 
+vertex::Location locationIn(const std::string& resourceName) {
+  // projects/P/locations/L[/...]
+  auto project = resourceName.find('/') + 1;
+  auto locations = resourceName.find('/', project);
+  auto location = resourceName.find('/', locations + 1) + 1;
+  auto end = resourceName.find('/', location);
+  if (project == 0 || locations == std::string::npos || location == 0) return {};
+  return {resourceName.substr(project, locations - project), resourceName.substr(location, end - location)};
+}
+
 FailureClass parseFailureClass(const std::string& name) {
   if (name == "Preemption") return FailureClass::Preemption;
   if (name == "Stockout") return FailureClass::Stockout;
@@ -212,7 +222,7 @@ json JobStore::remove(const std::string& name) {
     throw failedPrecondition("Cannot delete \"" + name + "\" in state " + std::string(vertex::jobStateName(state)) +
                              "; cancel it and wait until it has stopped.");
   }
-  auto location = vertex::locationOf(name);
+  auto location = locationIn(name);
   auto now = rfc3339Millis(clock_.now());
   auto operationName = location.parent() + "/operations/" + std::to_string(kFirstId + nextId_++);
   json operation = {
@@ -248,7 +258,7 @@ void JobStore::fail(const std::string& name, FailureClass failure) {
       break;
     case FailureClass::Stockout:
       finish(job, JobState::Failed, clock_.now(),
-             std::make_pair(kResourceExhausted, stockoutMessage(vertex::locationOf(name).location)), failure);
+             std::make_pair(kResourceExhausted, stockoutMessage(locationIn(name).location)), failure);
       break;
     case FailureClass::UserError:
       finish(job, JobState::Failed, clock_.now(),
@@ -351,7 +361,7 @@ std::vector<CheckpointWrite> JobStore::advance() {
           break;
         case StartDecision::Fail:
           finish(job, JobState::Failed, at,
-                 std::make_pair(kResourceExhausted, stockoutMessage(vertex::locationOf(name).location)));
+                 std::make_pair(kResourceExhausted, stockoutMessage(locationIn(name).location)));
           continue;
         case StartDecision::Hold:
           job.held = true;

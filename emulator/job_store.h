@@ -41,6 +41,11 @@ struct CheckpointWrite {
   bool completesJob = false;
 };
 
+// The project and location of a name the emulator gave (projects/P/locations/L/...). Unlike
+// vertex::locationOf, which checks untrusted names strictly, it takes any project and location that a
+// request path brought in.
+vertex::Location locationIn(const std::string& resourceName);
+
 // Whether a job that has waited its queue time may start (capacity.h decides).
 enum class StartDecision { Start, Fail, Hold };
 

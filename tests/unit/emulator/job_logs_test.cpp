@@ -167,6 +167,26 @@ TEST_F(JobLogsTest, EntriesAreReadByProjectAndTheRequestIsChecked) {
   EXPECT_EQ(call("GET", "/v2/entries:list").status, 404);
 }
 
+// The emulator takes any project in a request path ("p" is shorter than a GCP project ID may be):
+// its jobs run, log, fail for capacity and are deleted like any other.
+TEST_F(JobLogsTest, JobsOfAnyProjectTheEmulatorAcceptedRunLogAndAreDeleted) {
+  ASSERT_EQ(control("POST", "capacity", {{"location", "l"}, {"acceleratorType", "NVIDIA_L4"}, {"available", false}}).status, 200);
+  auto created = call("POST", "/v1/projects/p/locations/l/customJobs", customJob());
+  ASSERT_EQ(created.status, 200) << created.body.dump();
+  auto gpu = customJob();
+  gpu["jobSpec"]["workerPoolSpecs"][0]["machineSpec"] = {{"machineType", "g2-standard-4"}, {"acceleratorType", "NVIDIA_L4"},
+                                                         {"acceleratorCount", 1}};
+  auto stockedOut = call("POST", "/v1/projects/p/locations/l/customJobs", gpu).body["name"].get<std::string>();
+  advance(2s);
+  advance(30s);
+  std::string name = created.body["name"];
+  ASSERT_EQ(get(name)["state"], "JOB_STATE_SUCCEEDED");
+  EXPECT_EQ(get(stockedOut)["error"]["message"].get<std::string>().rfind("Resources are insufficient in region: l.", 0), 0u);
+  EXPECT_EQ(list({{"resourceNames", {"projects/p"}}}).body["entries"].size(), 5u);
+  auto deleted = call("DELETE", "/v1/" + name);
+  EXPECT_EQ(deleted.status, 200) << deleted.body.dump();
+}
+
 TEST(JobLogsBound, AJobKeepsItsNewestEntries) {
   testing::FakeClock clock;
   EmulatorOptions options;
