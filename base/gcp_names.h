@@ -3,11 +3,22 @@
 // with the same message: the CRD schema (kubectl apply), crd/validation.cpp (vto lint) and inside
 // the Vertex client before any request (defence in depth: these values end up in the host name and
 // path of a request that carries the operator's access token).
+#include <compare>
 #include <optional>
 #include <string>
 #include <string_view>
 
 namespace vto {
+
+// Where a Vertex resource lives: a project (ID or number) and a region. The one type for it: the
+// defaults and a spec's project/location (crd), a job's place read from its name and every request's
+// path (vertex).
+struct Location {
+  std::string project;
+  std::string location;  // e.g. us-central1
+  std::string parent() const { return "projects/" + project + "/locations/" + location; }
+  auto operator<=>(const Location&) const = default;
+};
 
 // ^[a-z][a-z0-9-]{4,28}[a-z0-9]$
 bool isProjectId(std::string_view project);

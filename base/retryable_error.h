@@ -29,6 +29,17 @@ class RetryableError : public std::runtime_error {
   std::optional<std::chrono::milliseconds> retryAfter_;
 };
 
+// An answer from a remote API that is not success (the kube API server's, Vertex's, Cloud Storage's):
+// one interface, so that every client's errors are asked the same questions the same way.
+class RemoteApiError : public RetryableError {
+ public:
+  using RetryableError::RetryableError;
+  // The HTTP status of the answer.
+  virtual int httpStatus() const = 0;
+  bool isNotFound() const { return httpStatus() == 404; }
+  bool isForbidden() const { return httpStatus() == 403; }
+};
+
 // The longest any Retry-After is honoured: a server (or a proxy in front of it) asking for a day
 // must not park a run for a day. Matches the work queue's longest per-key backoff order of magnitude.
 inline constexpr std::chrono::milliseconds kMaxRetryAfter = std::chrono::minutes(5);

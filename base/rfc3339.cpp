@@ -118,4 +118,13 @@ Clock::time_point parseRfc3339(std::string_view text) {
   return std::chrono::time_point_cast<Clock::duration>(local - offset + fraction);
 }
 
+std::optional<Clock::time_point> parseRfc3339OrNone(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  try {
+    return parseRfc3339(text);
+  } catch (const std::invalid_argument&) {
+    return std::nullopt;
+  }
+}
+
 }  // namespace vto

@@ -2,6 +2,7 @@
 // RFC 3339 times, the one text form of a time in every API vto speaks (Kubernetes, Vertex, GCS):
 // one parser and one formatter for all layers. Written in UTC with a `Z`; the precision is the one the
 // receiving field expects.
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -23,5 +24,7 @@ std::string rfc3339Exact(Clock::time_point t);
 // std::invalid_argument saying what is expected. No stream or locale: a cache of 1,000 jobs parses
 // four times each per list.
 Clock::time_point parseRfc3339(std::string_view text);
+// The same for text that may be empty or not a time (an annotation, a field read leniently): nullopt.
+std::optional<Clock::time_point> parseRfc3339OrNone(std::string_view text);
 
 }  // namespace vto

@@ -22,7 +22,8 @@ int lint(const Args& args) {
               "A finding of a file with several documents ends with the document it is about. Exit status: 0\n"
               "when no finding is an error, 1 when one is, 2 on a usage error.",
               {{"filename", 'f', "", "a manifest file, or - for stdin", false, true},
-               {"tenancy", 0, "", "check TrainingRuns against these tenancy rules: the operator's config file or a list of rules"}});
+               {"tenancy", 0, "", "check TrainingRuns and RetrainingPolicies against these tenancy rules (every rule field of "
+                                  "API.md): the operator's config file or a list of rules"}});
   if (!flags.parse(args)) return 0;
   auto files = flags.getAll("filename");
   if (files.empty()) throw UsageError("give the manifests with -f FILE (or -f - for stdin)");

@@ -6,6 +6,7 @@
 #include "cmd/flags.h"
 #include "cmd/manifest_input.h"
 #include "crd/manifest.h"
+#include "crd/placement.h"
 #include "crd/render.h"
 #include "crd/training_run.h"
 
@@ -15,19 +16,32 @@ Flags renderFlags() {
   return Flags("render",
                "Prints the Vertex AI request body (a CustomJob, or a HyperparameterTuningJob when\n"
                "spec.hyperparameterTuning is set) of each TrainingRun in FILE, one JSON document per line,\n"
-               "exactly as the operator would send it. Invalid runs are reported as `vto lint` does and\n"
-               "nothing is printed for them (exit 1).",
+               "exactly as the operator would send it. A run with spec.capacity has one body per placement (the\n"
+               "spec, then each fallback merged over it), in order. Invalid runs are reported as `vto lint` does\n"
+               "and nothing is printed for them (exit 1).",
                {
                    {"filename", 'f', "", "the manifests (YAML or JSON, several documents allowed); - reads stdin"},
                    {"output", 'o', "json",
-                    "json (one body per line), json-array (one JSON array), or request (one {method, url, body} "
-                    "per line; needs project and location)"},
+                    "json (one body per line), json-array (one JSON array), or request (one {placement, method, url, "
+                    "body} per line; needs project and location)"},
                    {"project", 0, "", "project for runs without spec.project (the operator's --default-project)"},
                    {"location", 0, "", "location for runs without spec.location (the operator's --default-location)"},
                    {"namespace", 'n', "default", "namespace for manifests without one"},
                    {"attempt", 0, "1", "the attempt number to render"},
                    {"resume-from", 0, "", "render a resumed attempt that starts from this checkpoint URI"},
                });
+}
+// One placement's job body, or with `request` the POST that creates it there.
+nlohmann::json renderPlacement(const crd::TrainingRun& at, size_t placement, bool request, int attempt,
+                               const std::string& resumeFrom, const Location& defaults) {
+  nlohmann::json body = crd::renderJob(at, attempt, resumeFrom);
+  if (!request) return body;
+  auto where = crd::locationOf(at.spec, defaults);
+  return {{"placement", placement},
+          {"method", "POST"},
+          {"url", "https://" + where.location + "-aiplatform.googleapis.com/v1/" + crd::parentOf(where) + "/" +
+                      std::string(vertex::collectionName(crd::jobKindOf(at.spec)))},
+          {"body", body}};
 }
 }  // namespace
 
@@ -36,7 +50,7 @@ int render(const Args& args) {
   if (!flags.parse(args)) return 0;
   struct {
     std::string file, output, namespace_, resumeFrom;
-    crd::Placement defaults;
+    Location defaults;
     int attempt;
   } o{flags.get("filename"), flags.get("output"), flags.get("namespace"), flags.get("resume-from"),
       {flags.get("project"), flags.get("location")}, flags.getInt("attempt")};
@@ -64,23 +78,23 @@ int render(const Args& args) {
     }
     crd::TrainingRun run = crd::decodeTrainingRun(document.object);
     if (run.metadata.namespace_.empty()) run.metadata.namespace_ = o.namespace_;
-    nlohmann::json body = crd::renderJob(run, o.attempt, o.resumeFrom);
-    if (o.output == "request") {
-      try {
-        auto placement = crd::placementOf(run.spec, o.defaults);
-        body = {{"method", "POST"},
-                {"url", "https://" + placement.location + "-aiplatform.googleapis.com/v1/" + crd::parentOf(placement) +
-                            "/" + std::string(vertex::collectionName(crd::jobKindOf(run.spec)))},
-                {"body", body}};
-      } catch (const std::invalid_argument& e) {
-        std::cerr << "vto render: " << document.label() << ": " << e.what() << "\n";
-        ++failures;
-        continue;
+    std::vector<nlohmann::json> bodies;
+    try {
+      for (size_t placement = 0; placement < crd::placementCount(run.spec); ++placement) {
+        auto at = run;
+        at.spec = crd::specAt(run.spec, placement);
+        bodies.push_back(renderPlacement(at, placement, o.output == "request", o.attempt, o.resumeFrom, o.defaults));
       }
+    } catch (const std::exception& e) {  // a missing project or location (lint passed the rest)
+      std::cerr << "vto render: " << document.label() << ": " << e.what() << "\n";
+      ++failures;
+      continue;
     }
     ++rendered;
-    if (o.output == "json-array") array.push_back(body);
-    else std::cout << body.dump() << "\n";
+    for (auto& body : bodies) {
+      if (o.output == "json-array") array.push_back(std::move(body));
+      else std::cout << body.dump() << "\n";
+    }
   }
   if (o.output == "json-array") std::cout << array.dump(2) << "\n";
   if (rendered == 0 && failures == 0) std::cerr << "vto render: no TrainingRun in " << o.file << "\n";

@@ -4,40 +4,32 @@
 #include <unistd.h>
 
 #include <condition_variable>
-#include <iostream>
 #include <mutex>
+#include <optional>
 #include <random>
-#include <spdlog/spdlog.h>
 #include <stop_token>
 
 #include "cmd/commands.h"
 #include "cmd/file_clock.h"
 #include "cmd/flags.h"
 #include "cmd/logging.h"
+#include "cmd/operator_clients.h"
 #include "cmd/tenancy_config.h"
+#include "cmd/version.h"
 #include "controller/event_recorder.h"
 #include "controller/informer.h"
 #include "controller/kube_client.h"
 #include "controller/manager.h"
-#include "controller/polling_source.h"
 #include "controller/runtime_metrics.h"
 #include "controller/shutdown_signals.h"
-#include "reconcilers/job_poller.h"
-#include "reconcilers/retraining_policy_reconciler.h"
-#include "reconcilers/training_run_reconciler.h"
-#include "metrics/retraining_metrics.h"
 #include "metrics/api_request_metrics.h"
-#include "metrics/trainingrun_metrics.h"
 #include "metrics/process_metrics.h"
+#include "metrics/retraining_metrics.h"
+#include "metrics/trainingrun_metrics.h"
 #include "metrics/trainingrun_observer.h"
-#include "reconcilers/trainingrun_snapshot.h"
-#include "cmd/version.h"
-#include "vertex/request_observer.h"
-#include "vertex/auth.h"
-#include "vertex/gcs_client.h"
-#include "vertex/prometheus_client.h"
-#include "vertex/http_transport.h"
-#include "vertex/vertex_client.h"
+#include "reconcilers/retraining/wiring.h"
+#include "reconcilers/trainingrun/snapshot.h"
+#include "reconcilers/trainingrun/wiring.h"
 
 namespace vto::cmd {
 namespace {
@@ -79,6 +71,60 @@ std::string identity() {
   return std::string(host) + "_" + std::to_string(random() % 1000000);
 }
 
+controller::ManagerOptions managerOptions(const Flags& flags, const controller::RestConfig& restConfig) {
+  controller::ManagerOptions options;
+  options.metricsBindAddress = flags.get("metrics-bind-address");
+  options.healthProbeBindAddress = flags.get("health-probe-bind-address");
+  options.leaderElect = flags.getBool("leader-elect");
+  options.leaderElection.leaseNamespace = flags.get("leader-election-namespace").empty()
+                                              ? restConfig.defaultNamespace
+                                              : flags.get("leader-election-namespace");
+  options.leaderElection.identity = identity();
+  return options;
+}
+
+reconcilers::TrainingRunReconcilerOptions trainingRunOptions(const Flags& flags, const crd::TenancyRules& tenancy) {
+  reconcilers::TrainingRunReconcilerOptions options;
+  options.defaults = {flags.get("default-project"), flags.get("default-location")};
+  options.checkpointPollPeriod = std::chrono::seconds(flags.getInt("checkpoint-poll-interval"));
+  options.checkpointListsPerMinute = flags.getInt("checkpoint-lists-per-minute");
+  // Vertex polling lists every target at once: just after a start, jobs come from those lists.
+  options.awaitFirstPoll = std::chrono::minutes(1);
+  options.tenancy = tenancy;
+  return options;
+}
+
+reconcilers::JobPollerOptions jobPollerOptions(const Flags& flags) {
+  reconcilers::JobPollerOptions options;
+  options.interval = std::chrono::seconds(flags.getInt("vertex-poll-interval"));
+  options.fastInterval = std::chrono::seconds(flags.getInt("vertex-fast-poll-interval"));
+  options.fullListInterval = std::chrono::seconds(flags.getInt("vertex-full-list-interval"));
+  return options;
+}
+
+controller::InformerOptions informerOptions(const Flags& flags, const controller::Resource& resource) {
+  controller::InformerOptions options;
+  options.resource = resource;
+  options.namespaces = flags.getAll("namespace");
+  return options;
+}
+
+// The TrainingRun metrics come from the informer's cache, as kube-state-metrics does, not from the
+// reconciler; the observer exports only while this replica leads.
+std::shared_ptr<metrics::TrainingRunObserver> runObserver(controller::Manager& manager, const Clock& clock) {
+  auto observer = std::make_shared<metrics::TrainingRunObserver>(clock, reconcilers::trainingRunPhases());
+  manager.addCollectable(observer);
+  manager.addLoop([observer = observer.get()](std::stop_token stop) {
+    observer->setActive(true);
+    std::mutex mutex;
+    std::condition_variable_any wake;
+    std::unique_lock lock(mutex);
+    wake.wait(lock, stop, [] { return false; });
+    observer->setActive(false);
+  });
+  return observer;
+}
+
 }  // namespace
 
 int run(const Args& args) {
@@ -87,12 +133,10 @@ int run(const Args& args) {
   if (!flags.parse(args)) return 0;
   setupLogging(flags.get("log-format"), flags.get("log-level"));
   // Parsed before anything starts, so a bad rule stops the operator with the field named.
-  auto tenancy = tenancyRulesFromConfig(flags);  // for the reconciler's tenancy check
+  auto tenancy = tenancyRulesFromConfig(flags);
   controller::ShutdownSignals signals;  // before any thread starts, so only its watcher gets them
   // glibc gives every thread that allocates an arena of its own (up to 8 per core) and keeps what each
-  // frees for that thread: with the workers, the informers and the event and HTTP threads, some of the
-  // peak RSS can be memory free in idle arenas. Two arenas bound that; measured only together with
-  // the checkpoint-slot change (peak RSS 50.5 -> 48.8 MiB at 1,000 runs), not on its own.
+  // frees for that thread: two arenas bound the memory free in idle arenas (docs/benchmarks.md).
   mallopt(M_ARENA_MAX, 2);
 
   RealClock realClock;
@@ -101,177 +145,39 @@ int run(const Args& args) {
   const Clock& clock = fileClock ? static_cast<const Clock&>(*fileClock) : realClock;
   auto registry = std::make_shared<prometheus::Registry>();
   auto restConfig = controller::resolveRestConfig(flags.get("kubeconfig"), flags.getBool("allow-insecure-endpoints"));
-
-  controller::ManagerOptions managerOptions;
-  managerOptions.metricsBindAddress = flags.get("metrics-bind-address");
-  managerOptions.healthProbeBindAddress = flags.get("health-probe-bind-address");
-  managerOptions.leaderElect = flags.getBool("leader-elect");
-  managerOptions.leaderElection.leaseNamespace = flags.get("leader-election-namespace").empty()
-                                                     ? restConfig.defaultNamespace
-                                                     : flags.get("leader-election-namespace");
-  managerOptions.leaderElection.identity = identity();
+  auto options = managerOptions(flags, restConfig);
   auto runtimeMetrics = std::make_shared<controller::RuntimeMetrics>(*registry);
   controller::RestKubeClient kube(restConfig, runtimeMetrics.get(), std::chrono::seconds(30),
                                   controller::ManagedFields::Omit);  // the operator reads none of it
-  controller::Manager manager(kube, clock, managerOptions, registry, runtimeMetrics);
-
-  vertex::CppRestTransport http;
-  auto tokens = vertex::defaultTokenSource(http, clock);
-  vertex::VertexClientOptions vertexOptions;
-  vertexOptions.endpoint = flags.get("vertex-endpoint");
-  vertexOptions.allowInsecure = flags.getBool("allow-insecure-endpoints");
-  vertexOptions.limits.createsPerMinute = flags.getInt("vertex-creates-per-minute");
-  vertexOptions.limits.requestsPerMinute = flags.getInt("vertex-requests-per-minute");
-  if (!vertexOptions.endpoint.empty()) vertex::validateEndpoint(vertexOptions.endpoint, vertexOptions.allowInsecure);
-  // --- Observability (issue 13): request metrics for Vertex AI and Cloud Storage, build info. ---
-  // Each client sends through an ObservedTransport that counts and times every HTTP exchange; the
-  // Vertex client also reports its pacer waits. The token source keeps the bare transport.
+  controller::Manager manager(kube, clock, options, registry, runtimeMetrics);
   metrics::registerBuildInfo(*registry, buildinfo::kVersion, buildinfo::kGitRevision);
-  metrics::ApiRequestMetrics apiMetrics(*registry);
-  struct VertexRequests final : vertex::RequestObserver {
-    metrics::ApiRequestMetrics& to;
-    explicit VertexRequests(metrics::ApiRequestMetrics& m) : to(m) {}
-    void requestDone(const std::string& method, const std::string& code, Clock::duration took) override {
-      to.vertexRequest(method, code, std::chrono::duration<double>(took).count());
-    }
-    void quotaWaited(Clock::duration waited) override {
-      to.vertexQuotaWait(std::chrono::duration<double>(waited).count());
-    }
-  } vertexRequests(apiMetrics);
-  struct GcsRequests final : vertex::RequestObserver {
-    metrics::ApiRequestMetrics& to;
-    explicit GcsRequests(metrics::ApiRequestMetrics& m) : to(m) {}
-    void requestDone(const std::string& method, const std::string& code, Clock::duration) override {
-      to.gcsRequest(method, code);
-    }
-    void quotaWaited(Clock::duration) override {}
-  } gcsRequests(apiMetrics);
-  vertex::ObservedTransport vertexHttp(http, clock, vertexRequests, vertex::vertexMethodOf);
-  vertex::ObservedTransport gcsHttp(http, clock, gcsRequests, vertex::gcsMethodOf);
-  vertexOptions.observer = &vertexRequests;
-  // --- end observability ---
-  vertex::RestVertexClient vertexClient(vertexHttp, *tokens, clock, vertexOptions);
-  auto gcsFlag = flags.get("gcs-endpoint");
-  vertex::RestGcsClient gcs(gcsHttp, vertex::gcsEndpoint(gcsFlag.empty() ? std::nullopt : std::optional(gcsFlag)),
-                            tokens.get(), vertexOptions.allowInsecure);
-  metrics::TrainingRunMetrics trainingRunMetrics(*registry);
-
-  controller::InformerOptions informerOptions;
-  informerOptions.resource = reconcilers::trainingRunResource();
-  informerOptions.namespaces = flags.getAll("namespace");
-  informerOptions.indexedLabel = crd::kRetrainingPolicyLabel;  // a policy's runs, for its reconciler
-  auto& runs = manager.addInformer(informerOptions);
-
-  reconcilers::JobCache jobs;
-  controller::EventRecorderOptions eventOptions;
-  eventOptions.onDropped = [&apiMetrics](uint64_t count) { apiMetrics.eventsDropped(count); };
-  controller::KubeEventRecorder events(kube, clock, "vto", managerOptions.leaderElection.identity, eventOptions);
-  reconcilers::TrainingRunReconcilerOptions reconcilerOptions;
-  reconcilerOptions.defaults = {flags.get("default-project"), flags.get("default-location")};
-  reconcilerOptions.checkpointPollPeriod = std::chrono::seconds(flags.getInt("checkpoint-poll-interval"));
-  reconcilerOptions.checkpointListsPerMinute = flags.getInt("checkpoint-lists-per-minute");
-  // The PollingSource below lists every target at once: just after a start, jobs come from those lists.
-  reconcilerOptions.awaitFirstPoll = std::chrono::minutes(1);
-  reconcilerOptions.tenancy = tenancy;
-  controller::OwnWrites ownWrites;  // their watch events reconcile nothing
-  reconcilerOptions.ownWrites = &ownWrites;
-  reconcilers::TrainingRunReconciler reconciler(runs.cache(), kube, vertexClient, gcs, jobs, events, clock,
-                                                reconcilerOptions, &trainingRunMetrics);
-  manager.addController("trainingrun", reconciler, flags.getInt("max-concurrent-reconciles"));
-  auto& queue = manager.queue("trainingrun");
-
-  // RetrainingPolicies: their own informer; their runs come from the TrainingRun informer's label index,
-  // and any change of a run wakes its policy (a run's end frees a Forbid slot or a pending request).
-  metrics::RetrainingMetrics retrainingMetrics(*registry);
-  controller::InformerOptions policyInformerOptions;
-  policyInformerOptions.resource = reconcilers::retrainingPolicyResource();
-  policyInformerOptions.namespaces = flags.getAll("namespace");
-  auto& policies = manager.addInformer(policyInformerOptions);
-  vertex::PrometheusClient prometheus(http, flags.getBool("allow-insecure-endpoints"));
-  reconcilers::RetrainingPolicyReconciler policyReconciler(policies.cache(), runs.cache(), kube, events, clock,
-                                                           &retrainingMetrics, {&gcs, &prometheus},
-                                                           {tenancy, reconcilerOptions.defaults});
-  manager.addController("retrainingpolicy", policyReconciler, flags.getInt("max-concurrent-policy-reconciles"));
-  auto& policyQueue = manager.queue("retrainingpolicy");
-  policies.addHandler(controller::enqueueKey(policyQueue));
-  runs.addHandler([&policyQueue](const nlohmann::json& run) {
-    const auto& meta = run.value("metadata", nlohmann::json::object());
-    auto policy = meta.value("labels", nlohmann::json::object()).value(crd::kRetrainingPolicyLabel, "");
-    if (!policy.empty()) policyQueue.add({meta.value("namespace", ""), policy});
-  });
-
-  // --- Observability (issue 13): TrainingRun metrics derived from the informer cache, like
-  // kube-state-metrics; the reconciler is not involved. Every change of a run goes to the observer;
-  // a run no longer in the cache (same uid) was deleted (the handler is below, shared with the Vertex
-  // poll targets). Running jobs' accelerator and machine time
-  // is accounted when scraped. The loop runs only on the leader, so only the leader exports them.
-  auto trainingRunObserver = std::make_shared<metrics::TrainingRunObserver>(clock, reconcilers::trainingRunPhases());
-  manager.addCollectable(trainingRunObserver);
+  metrics::ApiRequestMetrics requestMetrics(*registry);
+  OperatorClients clients(flags, clock, requestMetrics);
   auto processMetrics = std::make_shared<metrics::ProcessMetrics>();  // held here: the manager keeps weak_ptrs
   manager.addCollectable(processMetrics);
-  manager.addLoop([observer = trainingRunObserver.get()](std::stop_token stop) {
-    observer->setActive(true);
-    std::mutex mutex;
-    std::condition_variable_any wake;
-    std::unique_lock lock(mutex);
-    wake.wait(lock, stop, [] { return false; });
-    observer->setActive(false);
-  });
-  // --- end observability ---
+  controller::EventRecorderOptions eventOptions;
+  eventOptions.onDropped = [&requestMetrics](uint64_t count) { requestMetrics.eventsDropped(count); };
+  controller::KubeEventRecorder events(kube, clock, "vto", options.leaderElection.identity, eventOptions);
 
-  // Vertex has no watch: a PollingSource polls each (project, location, kind) that unfinished runs
-  // use, on its own schedule and backoff, and wakes the runs whose jobs changed (by uid, an index).
-  reconcilers::PollTargets targets(reconcilerOptions.defaults);
-  // The poll targets, the accelerator ledger and the run metrics read the same decoded run: one
-  // decode per watch event.
-  auto& accelerators = reconciler.accelerators();
-  runs.addHandler([&runs, &targets, &accelerators, &queue, observer = trainingRunObserver.get()](const nlohmann::json& run) {
-    auto key = controller::keyOf(run);
-    auto uid = run["metadata"].value("uid", "");
-    auto wake = [&](const std::vector<controller::ObjectKey>& keys) {
-      for (const auto& waiting : keys) queue.add(waiting);
-    };
-    if (runs.cache().uidAt(key) != uid) {  // gone, or replaced by a namesake
-      targets.update(key, nullptr);
-      wake(accelerators.update(uid, nullptr));
-      observer->forget(uid);
-      return;
-    }
-    std::optional<crd::TrainingRun> decoded;
-    try {
-      decoded = crd::decodeTrainingRun(run);
-    } catch (const std::exception&) {
-      // Undecodable: the reconciler reports it Invalid; it has no job to poll and no machines.
-    }
-    const auto* decodedRun = decoded ? &*decoded : nullptr;
-    targets.update(key, decodedRun);
-    wake(accelerators.update(uid, decodedRun));
-    auto generation = run["metadata"].value("generation", int64_t{0});
-    observer->observe(reconcilers::trainingRunSnapshot(run, decodedRun, !observer->hasPools(uid, generation)));
-  });
-  // After the handler above: a run is reconciled only once its poll target and its accelerator
-  // claim are current (admission must see every older run's claim).
-  runs.addHandler(controller::enqueueUnlessOwnWrite(queue, ownWrites));
-  reconcilers::JobPollerOptions pollerOptions;
-  pollerOptions.interval = std::chrono::seconds(flags.getInt("vertex-poll-interval"));
-  pollerOptions.fastInterval = std::chrono::seconds(flags.getInt("vertex-fast-poll-interval"));
-  pollerOptions.fullListInterval = std::chrono::seconds(flags.getInt("vertex-full-list-interval"));
-  reconcilers::JobPoller poller(vertexClient, jobs, clock, [&](const std::string& uid) {
-    if (auto key = runs.cache().keyByUid(uid)) queue.add(*key);
-  }, pollerOptions);
-  controller::PollingSource polling(
-      clock,
-      [&] {
-        std::vector<std::string> keys;
-        for (const auto& [key, target] : targets.current()) keys.push_back(key);
-        return keys;
-      },
-      [&](const std::string& key) {
-        auto all = targets.current();
-        auto found = all.find(key);
-        return found == all.end() ? pollerOptions.interval : poller.poll(found->second);
-      });
-  manager.addLoop([&](std::stop_token stop) { polling.run(stop); });
+  auto runInformer = informerOptions(flags, reconcilers::trainingRunResource());
+  runInformer.indexedLabel = crd::kRetrainingPolicyLabel;  // a policy's runs, for its reconciler
+  auto& runs = manager.addInformer(runInformer);
+  auto& policies = manager.addInformer(informerOptions(flags, reconcilers::retrainingPolicyResource()));
+  metrics::TrainingRunMetrics trainingRunMetrics(*registry);
+  auto observer = runObserver(manager, clock);
+  auto runOptions = trainingRunOptions(flags, tenancy);
+  reconcilers::TrainingRunController trainingRuns(
+      runs.cache(), {kube, clients.vertex(), clients.gcs(), events, clock, &trainingRunMetrics, observer.get()},
+      runOptions, jobPollerOptions(flags));
+  metrics::RetrainingMetrics retrainingMetrics(*registry);
+  reconcilers::RetrainingController retraining(
+      policies.cache(), runs.cache(),
+      {kube, events, clock, {&clients.gcs(), &clients.prometheus()}, {tenancy, runOptions.defaults}, &retrainingMetrics,
+       &trainingRuns.ownWrites()});
+  // The policies' handler first: it only enqueues, and a run's own handler then reconciles it once its
+  // poll target and accelerator claim are current.
+  reconcilers::wireRetraining(manager, policies, runs, retraining, flags.getInt("max-concurrent-policy-reconciles"));
+  reconcilers::wireTrainingRuns(manager, runs, trainingRuns, flags.getInt("max-concurrent-reconciles"));
   return manager.run(signals.token());
 }
 

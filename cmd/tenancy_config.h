@@ -16,7 +16,7 @@ void allowTenancySection(Flags& flags);
 crd::TenancyRules tenancyRulesFromConfig(const Flags& flags);
 struct TenancyFile {
   crd::TenancyRules rules;
-  crd::Placement defaults;  // default-project/default-location when the file is the operator's config
+  Location defaults;  // default-project/default-location when the file is the operator's config
 };
 // Throws UsageError naming the file and the field.
 TenancyFile readTenancyFile(const std::string& path);

@@ -12,7 +12,7 @@ std::string describe(const Status& status) {
 }  // namespace
 
 ApiError::ApiError(Status status, std::optional<std::chrono::milliseconds> retryAfter)
-    : RetryableError(describe(status), retryAfter), status_(std::move(status)) {}
+    : RemoteApiError(describe(status), retryAfter), status_(std::move(status)) {}
 
 bool ApiError::isRetryable() const {
   int code = status_.code;

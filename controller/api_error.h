@@ -21,12 +21,12 @@ struct Status {
 
 // A RetryableError like the Vertex and GCS clients' errors: the work queue backs off on all of them
 // the same way, honouring retryAfter().
-class ApiError : public RetryableError {
+class ApiError : public RemoteApiError {
  public:
   ApiError(Status status, std::optional<std::chrono::milliseconds> retryAfter = std::nullopt);
   const Status& status() const { return status_; }
 
-  bool isNotFound() const { return status_.code == 404; }
+  int httpStatus() const override { return status_.code; }
   bool isAlreadyExists() const { return status_.code == 409 && status_.reason == "AlreadyExists"; }
   bool isConflict() const { return status_.code == 409 && status_.reason != "AlreadyExists"; }
   // 410 Gone: the resourceVersion a watch or list asked for has been compacted away.

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "base/clock.h"
-#include "base/rfc3339.h"
 
 namespace vto::controller {
 
@@ -30,14 +29,16 @@ bool isStatusConditionTrue(const std::vector<Condition>& conditions, std::string
 template <class Condition>
 bool setStatusCondition(std::vector<Condition>& conditions, Condition condition, Clock::time_point now) {
   auto found = std::find_if(conditions.begin(), conditions.end(), [&](const auto& c) { return c.type == condition.type; });
+  // metav1.Time: whole seconds.
+  auto transition = std::chrono::floor<std::chrono::seconds>(now);
   if (found == conditions.end()) {
-    condition.lastTransitionTime = rfc3339(now);
+    condition.lastTransitionTime = transition;
     conditions.push_back(std::move(condition));
     return true;
   }
-  condition.lastTransitionTime = found->status == condition.status && !found->lastTransitionTime.empty()
+  condition.lastTransitionTime = found->status == condition.status && found->lastTransitionTime
                                      ? found->lastTransitionTime
-                                     : rfc3339(now);
+                                     : transition;
   bool changed = found->status != condition.status || found->reason != condition.reason ||
                  found->message != condition.message || found->lastTransitionTime != condition.lastTransitionTime ||
                  found->observedGeneration != condition.observedGeneration;

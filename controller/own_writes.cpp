@@ -14,12 +14,19 @@ void keepLast(std::vector<std::string>& versions, size_t count) {
 }  // namespace
 
 void OwnWrites::record(const ObjectKey& key, const std::string& replacedVersion, const std::string& resourceVersion) {
+  record(key, std::vector<std::string>{replacedVersion}, resourceVersion);
+}
+
+void OwnWrites::record(const ObjectKey& key, const std::vector<std::string>& replacedVersions,
+                       const std::string& resourceVersion) {
   if (resourceVersion.empty()) return;
   std::lock_guard guard(mutex_);
   auto& writes = writes_[key];
   writes.echoes.push_back(resourceVersion);
   keepLast(writes.echoes, kMaxVersionsPerObject);
-  if (!replacedVersion.empty()) writes.replaced.push_back(replacedVersion);
+  for (const auto& replaced : replacedVersions) {
+    if (!replaced.empty()) writes.replaced.push_back(replaced);
+  }
   keepLast(writes.replaced, kMaxVersionsPerObject);
 }
 
@@ -37,6 +44,15 @@ bool OwnWrites::behind(const nlohmann::json& cached) {
   // the watch was quicker than our record of the answer, is not waited for any longer).
   writes_.erase(found);
   return false;
+}
+
+bool OwnWrites::waitingFor(const nlohmann::json& cached) const {
+  auto version = versionOf(cached);
+  std::lock_guard guard(mutex_);
+  auto found = writes_.find(keyOf(cached));
+  if (found == writes_.end()) return false;
+  const auto& replaced = found->second.replaced;
+  return std::find(replaced.begin(), replaced.end(), version) != replaced.end();
 }
 
 bool OwnWrites::consume(const nlohmann::json& object) {

@@ -27,10 +27,16 @@ class OwnWrites {
  public:
   // Our write, conditional on `replacedVersion`, left the object at `key` at `resourceVersion`.
   void record(const ObjectKey& key, const std::string& replacedVersion, const std::string& resourceVersion);
+  // The same for a write that found the object at several versions before it applied (a conflict,
+  // a fresh read, a write again): none of them may be decided on any more.
+  void record(const ObjectKey& key, const std::vector<std::string>& replacedVersions, const std::string& resourceVersion);
   // True when `cached` is a version our own writes have replaced (the cache is behind them): the
   // caller defers, and the echo of our last write will be reconciled rather than skipped. Once the
   // cache holds our last write or anything newer, the record is dropped and this is false.
   bool behind(const nlohmann::json& cached);
+  // behind() for a reader that does not reconcile the object (a poller, another controller reading it):
+  // the same answer, without marking a pass as waiting for the echo.
+  bool waitingFor(const nlohmann::json& cached) const;
   // True when `object` is exactly a version one of our writes produced and nothing waits for it; that
   // record and the older ones are forgotten.
   bool consume(const nlohmann::json& object);

@@ -2,59 +2,72 @@
 
 #include <algorithm>
 #include <spdlog/spdlog.h>
+#include <thread>
 
 #include "base/retryable_error.h"
 
 namespace vto::controller {
 
 PollingSource::PollingSource(const Clock& clock, Targets targets, Poll poll, PollingSourceOptions options)
-    : clock_(clock), targets_(std::move(targets)), poll_(std::move(poll)), options_(options) {}
+    : clock_(clock), targets_(std::move(targets)), poll_(std::move(poll)), options_(std::move(options)) {}
+
+void PollingSource::refreshTargets(Clock::time_point now) {
+  std::map<std::string, Schedule> current;
+  for (auto& target : targets_()) {
+    auto known = schedules_.find(target);
+    current[target] = known != schedules_.end() ? known->second : Schedule{now, 0, false};
+  }
+  schedules_ = std::move(current);
+}
+
+Clock::time_point PollingSource::nextDue(Clock::time_point now) const {
+  auto next = now + options_.targetRefresh;
+  for (const auto& [target, schedule] : schedules_) {
+    if (!schedule.inFlight) next = std::min(next, schedule.due);
+  }
+  return next;
+}
+
+void PollingSource::pollOne(const std::string& target, Clock::time_point now) {
+  Clock::time_point next;
+  int failures = 0;
+  try {
+    next = now + poll_(target);
+  } catch (const std::exception& e) {
+    std::lock_guard lock(mutex_);
+    auto found = schedules_.find(target);
+    failures = found != schedules_.end() ? found->second.failures + 1 : 1;
+    auto backoff = options_.minBackoff;
+    for (int i = 1; i < failures && backoff < options_.maxBackoff; ++i) backoff *= 2;
+    backoff = std::min(backoff, options_.maxBackoff);
+    // A server's (or the quota pacer's) "not before" wins over our own backoff: clients fail fast.
+    if (const auto* retryable = dynamic_cast<const RetryableError*>(&e); retryable && retryable->retryAfter()) {
+      backoff = std::max<Clock::duration>(backoff, *retryable->retryAfter());
+    }
+    next = now + backoff;
+    spdlog::warn("polling {} failed ({} in a row; next try in {}s): {}", target, failures,
+                 std::chrono::duration_cast<std::chrono::seconds>(next - now).count(), e.what());
+  }
+  std::lock_guard lock(mutex_);
+  auto found = schedules_.find(target);
+  if (found != schedules_.end()) found->second = Schedule{next, failures, false};
+}
 
 Clock::time_point PollingSource::pollDue() {
   auto now = clock_.now();
   std::vector<std::string> due;
   {
     std::lock_guard lock(mutex_);
-    std::map<std::string, Schedule> current;
-    for (auto& target : targets_()) {
-      auto known = schedules_.find(target);
-      current[target] = known != schedules_.end() ? known->second : Schedule{now, 0};
-    }
-    schedules_ = std::move(current);
+    refreshTargets(now);
     for (const auto& [target, schedule] : schedules_) {
       if (schedule.due <= now) due.push_back(target);
     }
   }
   // Polled outside the lock: a slow target delays the others' polls in this round, never their
   // schedules, and a failing one only pushes back its own.
-  for (const auto& target : due) {
-    Clock::time_point next;
-    int failures = 0;
-    try {
-      next = now + poll_(target);
-    } catch (const std::exception& e) {
-      std::lock_guard lock(mutex_);
-      auto found = schedules_.find(target);
-      failures = found != schedules_.end() ? found->second.failures + 1 : 1;
-      auto backoff = options_.minBackoff;
-      for (int i = 1; i < failures && backoff < options_.maxBackoff; ++i) backoff *= 2;
-      backoff = std::min(backoff, options_.maxBackoff);
-      // A server's (or the quota pacer's) "not before" wins over our own backoff: clients fail fast.
-      if (const auto* retryable = dynamic_cast<const RetryableError*>(&e); retryable && retryable->retryAfter()) {
-        backoff = std::max<Clock::duration>(backoff, *retryable->retryAfter());
-      }
-      next = now + backoff;
-      spdlog::warn("polling {} failed ({} in a row; next try in {}s): {}", target, failures,
-                   std::chrono::duration_cast<std::chrono::seconds>(next - now).count(), e.what());
-    }
-    std::lock_guard lock(mutex_);
-    auto found = schedules_.find(target);
-    if (found != schedules_.end()) found->second = Schedule{next, failures};
-  }
+  for (const auto& target : due) pollOne(target, now);
   std::lock_guard lock(mutex_);
-  auto next = now + options_.targetRefresh;
-  for (const auto& [target, schedule] : schedules_) next = std::min(next, schedule.due);
-  return next;
+  return nextDue(now);
 }
 
 void PollingSource::run(std::stop_token stop) {
@@ -62,12 +75,66 @@ void PollingSource::run(std::stop_token stop) {
     std::lock_guard lock(mutex_);
     wake_.notify_all();
   });
+  if (options_.workers > 1) return runWorkers(stop);
   while (!stop.stop_requested()) {
     auto next = pollDue();
     std::unique_lock lock(mutex_);
     if (stop.stop_requested()) break;
     clock_.waitUntil(lock, wake_, next);
   }
+}
+
+void PollingSource::runWorkers(std::stop_token stop) {
+  std::deque<std::string> ready;  // due targets handed to the workers, in the order they fell due
+  std::condition_variable_any work;
+  std::vector<std::jthread> workers;
+  auto groupOf = [this](const std::string& target) { return options_.groupOf ? options_.groupOf(target) : ""; };
+  for (int i = 0; i < options_.workers; ++i) {
+    workers.emplace_back([&, this](std::stop_token) {
+      std::unique_lock lock(mutex_);
+      while (work.wait(lock, stop, [&] { return !ready.empty(); })) {
+        auto target = ready.front();
+        ready.pop_front();
+        lock.unlock();
+        pollOne(target, clock_.now());
+        lock.lock();
+        if (--inFlightPerGroup_[groupOf(target)] == 0) inFlightPerGroup_.erase(groupOf(target));
+        wake_.notify_all();  // the dispatcher: a group may take its next target
+      }
+    });
+  }
+  std::unique_lock lock(mutex_);
+  while (!stop.stop_requested()) {
+    auto now = clock_.now();
+    refreshTargets(now);
+    for (auto& [target, schedule] : schedules_) {
+      if (schedule.inFlight || schedule.due > now) continue;
+      auto& busy = inFlightPerGroup_[groupOf(target)];
+      if (busy >= std::max<size_t>(1, options_.maxPerGroup)) continue;  // its group waits; others go on
+      ++busy;
+      schedule.inFlight = true;
+      ready.push_back(target);
+      work.notify_one();
+    }
+    // Until the next target falls due; a due target whose group is busy waits for a poll of its group
+    // to end, which wakes this loop.
+    auto next = now + options_.targetRefresh;
+    for (const auto& [target, schedule] : schedules_) {
+      if (!schedule.inFlight && schedule.due > now) next = std::min(next, schedule.due);
+    }
+    clock_.waitUntil(lock, wake_, next);
+  }
+  lock.unlock();
+  work.notify_all();
+  workers.clear();  // joins: each stops at its wait, or after its poll in flight
+}
+
+void PollingSource::markDue(const std::string& target) {
+  std::lock_guard lock(mutex_);
+  auto found = schedules_.find(target);
+  if (found == schedules_.end() || found->second.inFlight) return;
+  found->second.due = std::min(found->second.due, clock_.now());
+  wake_.notify_all();
 }
 
 int PollingSource::failures(const std::string& target) const {

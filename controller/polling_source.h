@@ -1,9 +1,15 @@
 #pragma once
-// A source of reconcile work for a system that has no watch (Vertex AI): independent targets polled
-// on the injected clock, each on its own schedule and with its own backoff, so one failing target
-// never delays the others. What one poll does (list, update a cache, enqueue keys) is the caller's;
-// this class only decides when. run() is a Manager loop; tests call pollDue() on a fake clock.
+// A source of reconcile work for what has no watch (Vertex AI jobs, a tenant's bucket or Prometheus):
+// independent targets polled on the injected clock, each on its own schedule and with its own
+// backoff, so one failing target never delays the others' schedules. What one poll does (list,
+// update a cache, enqueue keys) is the caller's; this class only decides when, and on which thread.
+// run() is a Manager loop; tests call pollDue() on a fake clock.
+//
+// With `workers` > 1, run() polls on that many threads, and at most `maxPerGroup` targets of one
+// group (e.g. a namespace) at once: a slow or dead endpoint holds only its own group's share, so
+// other groups' polls go on (fairness between tenants).
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -20,6 +26,11 @@ struct PollingSourceOptions {
   Clock::duration maxBackoff = std::chrono::minutes(5);
   // How often run() asks for the targets again while nothing is due (a new target is polled at once then).
   Clock::duration targetRefresh = std::chrono::seconds(1);
+  // Threads that poll in run(); 1 polls on run()'s own thread, one target after another.
+  int workers = 1;
+  // With workers > 1: a target's group, and how many targets of one group are polled at once.
+  std::function<std::string(const std::string& target)> groupOf;
+  size_t maxPerGroup = 1;
 };
 
 class PollingSource {
@@ -32,10 +43,14 @@ class PollingSource {
 
   PollingSource(const Clock& clock, Targets targets, Poll poll, PollingSourceOptions options = {});
 
-  // Polls every target that is due now, each at most once; returns when the next one is due.
+  // Polls every target that is due now, each at most once, on this thread; returns when the next one
+  // is due.
   Clock::time_point pollDue();
-  // pollDue() in a loop, waiting on the clock in between, until `stop` is requested.
+  // Polls until `stop` is requested, waiting on the clock in between: pollDue() in a loop, or with
+  // workers > 1, due targets handed to the workers within their groups' limits.
   void run(std::stop_token stop);
+  // Makes `target` due now (its subject changed): polled at the next round instead of on schedule.
+  void markDue(const std::string& target);
   // Consecutive failures of `target` (0 when its last poll succeeded or it was never polled).
   int failures(const std::string& target) const;
 
@@ -43,7 +58,15 @@ class PollingSource {
   struct Schedule {
     Clock::time_point due{};
     int failures = 0;
+    bool inFlight = false;  // a worker is polling it
   };
+  // Re-reads the targets (keeping known schedules); with mutex_ held.
+  void refreshTargets(Clock::time_point now);
+  // Polls `target` (without mutex_) and records its next due time and failures.
+  void pollOne(const std::string& target, Clock::time_point now);
+  // The earliest due time, no later than the next target refresh; with mutex_ held.
+  Clock::time_point nextDue(Clock::time_point now) const;
+  void runWorkers(std::stop_token stop);
 
   const Clock& clock_;
   Targets targets_;
@@ -52,6 +75,7 @@ class PollingSource {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::map<std::string, Schedule> schedules_;
+  std::map<std::string, size_t> inFlightPerGroup_;
 };
 
 }  // namespace vto::controller

@@ -1,6 +1,7 @@
 #include "crd/machine_catalog.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "crd/embedded.h"
 
@@ -130,6 +131,65 @@ std::string MachineCatalog::machinesFor(const std::string& acceleratorType) cons
   return fits;
 }
 
+namespace {
+// The number before `unit` at the end of `name` ("ct5lp-hightpu-4t", 't' -> 4), or 0.
+int64_t sizeBefore(const std::string& name, char unit, size_t from) {
+  size_t end = name.size();
+  if (end <= from + 1 || name[end - 1] != unit) return 0;
+  size_t start = end - 1;
+  while (start > from && std::isdigit(static_cast<unsigned char>(name[start - 1]))) --start;
+  if (start == end - 1 || end - 1 - start > 4 || name[start - 1] != '-') return 0;
+  return std::stoll(name.substr(start, end - 1 - start));
+}
+// "a3" / "ct5lp" / "g2": a letter family followed by a generation digit.
+bool isFamily(const std::string& machineType, const std::string& letters) {
+  return machineType.size() > letters.size() && machineType.compare(0, letters.size(), letters) == 0 &&
+         std::isdigit(static_cast<unsigned char>(machineType[letters.size()]));
+}
+}  // namespace
+
+std::optional<int64_t> tpuSliceChips(const std::string& topology) {
+  int64_t chips = 1;
+  size_t dimensions = 0, start = 0;
+  while (start <= topology.size()) {
+    size_t end = std::min(topology.find('x', start), topology.size());
+    auto part = topology.substr(start, end - start);
+    if (part.empty() || part.size() > 4 || part.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+    chips *= std::stoll(part);  // at most 3 parts of 4 digits: no overflow
+    ++dimensions;
+    start = end + 1;
+  }
+  if (dimensions < 2 || dimensions > 3) return std::nullopt;
+  return chips;
+}
+
+std::optional<BuiltInAccelerators> MachineCatalog::builtInAccelerators(const std::string& machineType) const {
+  std::optional<BuiltInAccelerators> out;
+  for (const auto& o : offers_) {
+    if (std::find(o.machineTypes.begin(), o.machineTypes.end(), machineType) == o.machineTypes.end()) continue;
+    out = BuiltInAccelerators{o.acceleratorTypes.size() == 1 ? o.acceleratorTypes[0] : "",
+                              o.counts.size() == 1 ? o.counts[0] : 0};
+    break;
+  }
+  // The family's naming says what the table may not: a*-*gpu-8g[-suffix] carries 8 GPUs, ct*-4t 4 chips.
+  int64_t named = 0;
+  if (isFamily(machineType, "ct")) {
+    named = sizeBefore(machineType, 't', 0);
+  } else if (isFamily(machineType, "a") && machineType.find("gpu-") != std::string::npos) {
+    size_t size = machineType.find("gpu-") + 4;
+    size_t end = machineType.find('-', size);
+    named = sizeBefore(machineType.substr(0, end), 'g', size - 1);
+  }
+  // g1-small is a shared-core machine of old; GPU machines are g2 and later.
+  bool gpuG = isFamily(machineType, "g") && machineType[1] >= '2';
+  bool family = isFamily(machineType, "ct") || gpuG ||
+                (isFamily(machineType, "a") && machineType.find("gpu-") != std::string::npos);
+  if (!out && !family) return std::nullopt;
+  if (!out) out = BuiltInAccelerators{};
+  out->count = std::max(out->count, named);
+  return out;
+}
+
 std::optional<CompatibilityProblem> MachineCatalog::check(const std::string& machineType,
                                                           const std::string& acceleratorType, int count) const {
   std::vector<const Offer*> forMachine;
@@ -144,6 +204,15 @@ std::optional<CompatibilityProblem> MachineCatalog::check(const std::string& mac
                                               " x " + o->acceleratorTypes[0] + "; set acceleratorType: " +
                                               o->acceleratorTypes[0] + " and acceleratorCount: " +
                                               std::to_string(o->counts[0])};
+    // So do TPU machines and machine families the table does not list: without the type, the
+    // tenancy rules could neither check nor count what the machine holds.
+    if (auto builtIn = builtInAccelerators(machineType)) {
+      std::string what = builtIn->count ? std::to_string(builtIn->count) + " x " : "";
+      what += builtIn->acceleratorType.empty() ? "accelerators" : builtIn->acceleratorType;
+      // The CRD's CEL rule for TPU machines says the same up to the parenthesis.
+      return CompatibilityProblem{true, false, "machine type " + machineType + " comes with accelerators (" + what +
+                                               "); set acceleratorType and acceleratorCount to what it carries"};
+    }
     return std::nullopt;
   }
 

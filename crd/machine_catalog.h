@@ -1,6 +1,7 @@
 #pragma once
 // Which accelerators a Vertex machine type can carry, and how many: the table in
 // third_party/vertex-api/machine-accelerators.json (compiled in), read once.
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -21,6 +22,17 @@ struct CompatibilityProblem {
   std::string message;  // says what to use instead
 };
 
+// The accelerators a machine type carries by itself: accelerator-optimized GPU machines (a2-highgpu-8g,
+// g2-standard-8, ...) and TPU machines (cloud-tpu, ct5lp-hightpu-4t, ...).
+struct BuiltInAccelerators {
+  std::string acceleratorType;  // "" when neither the table nor the name says which (cloud-tpu: TPU_V2 or TPU_V3)
+  int64_t count = 0;            // per machine; 0 when neither the table nor the name says
+};
+
+// The chips of a TPU slice topology ("2x2" -> 4, "2x2x4" -> 16), or nullopt when `topology` is not
+// two or three whole numbers joined by 'x'.
+std::optional<int64_t> tpuSliceChips(const std::string& topology);
+
 // One x-kubernetes-validations rule for the CRD's resources object (self = spec.resources).
 struct CelRule {
   std::string rule;
@@ -37,6 +49,11 @@ class MachineCatalog {
   // nullopt when `machineType` can carry `count` x `acceleratorType` ("" and 0 for none).
   std::optional<CompatibilityProblem> check(const std::string& machineType, const std::string& acceleratorType,
                                             int count) const;
+
+  // What `machineType` carries by itself, from the table or, for machine types it does not list, from
+  // the name's family and size (a*-*gpu-Ng: N GPUs; ct*-Nt: N TPU chips; g*-: GPUs, count unknown);
+  // nullopt for machines without accelerators of their own (n1-standard-8, ...).
+  std::optional<BuiltInAccelerators> builtInAccelerators(const std::string& machineType) const;
 
   // check()'s certain problems as CEL rules, so the API server refuses them at `kubectl apply`
   // (see crd_yaml.h). Assumes at most one entry per (machine type, accelerator) pair, as in the table.

@@ -1,5 +1,7 @@
 #include "crd/render.h"
 
+#include "crd/tenancy.h"
+
 #include <stdexcept>
 
 #include "crd/duration.h"
@@ -196,16 +198,16 @@ vertex::JobKind jobKindOf(const TrainingRunSpec& spec) {
   return spec.hyperparameterTuning ? vertex::JobKind::HyperparameterTuning : vertex::JobKind::Custom;
 }
 
-Placement placementOf(const TrainingRunSpec& spec, const Placement& defaults) {
+Location locationOf(const TrainingRunSpec& spec, const Location& defaults) {
   return {spec.project.empty() ? defaults.project : spec.project, spec.location.empty() ? defaults.location : spec.location};
 }
 
-std::string parentOf(const Placement& placement) {
-  if (placement.project.empty())
+std::string parentOf(const Location& where) {
+  if (where.project.empty())
     throw std::invalid_argument("no project: set spec.project or the operator's default project (--project)");
-  if (placement.location.empty())
+  if (where.location.empty())
     throw std::invalid_argument("no location: set spec.location or the operator's default location (--location)");
-  return "projects/" + placement.project + "/locations/" + placement.location;
+  return where.parent();
 }
 
 std::map<std::string, std::string> jobLabels(const TrainingRun& run, int attempt) {
@@ -215,6 +217,11 @@ std::map<std::string, std::string> jobLabels(const TrainingRun& run, int attempt
   labels[kNameLabel] = sanitizeLabelValue(run.metadata.name);
   labels[kAttemptLabel] = std::to_string(attempt);
   labels[kManagedByLabel] = kManagedByValue;
+  if (auto accelerators = acceleratorsOf(run.spec); accelerators > 0) {
+    labels[kAcceleratorsLabel] = std::to_string(accelerators);
+    auto types = acceleratorTypesOf(run.spec);
+    if (!types.empty()) labels[kAcceleratorTypeLabel] = sanitizeLabelValue(types.front().second);
+  }
   return labels;
 }
 

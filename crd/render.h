@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/gcp_names.h"
 #include "crd/training_run.h"
 #include "vertex/job_kind.h"
 
@@ -26,18 +27,20 @@ inline constexpr const char* kNameLabel = "vto-name";
 inline constexpr const char* kAttemptLabel = "vto-attempt";
 inline constexpr const char* kManagedByLabel = "managed-by";
 inline constexpr const char* kManagedByValue = "vto";
+// What the job holds, for the accelerator caps (which count what Vertex runs, whatever becomes of
+// the run): its accelerators in all (every pool's count x replicas x parallel trials) and the type
+// of its first pool that has any.
+inline constexpr const char* kAcceleratorsLabel = "vto-accelerators";
+inline constexpr const char* kAcceleratorTypeLabel = "vto-accelerator-type";
 
 // Which kind of Vertex job the run becomes (vertex::collectionName and kindName give its names).
 vertex::JobKind jobKindOf(const TrainingRunSpec& spec);
 
-// Where a job goes: the spec's project/location, else the operator's configured defaults.
-struct Placement {
-  std::string project;
-  std::string location;
-};
-Placement placementOf(const TrainingRunSpec& spec, const Placement& defaults);
+// Where the run's next job goes: the spec's project/location, else the operator's configured defaults.
+// (Where a job already runs is read from its name: vertex::locationOf.)
+Location locationOf(const TrainingRunSpec& spec, const Location& defaults);
 // "projects/P/locations/L"; throws std::invalid_argument naming the missing field.
-std::string parentOf(const Placement& placement);
+std::string parentOf(const Location& where);
 
 // attempt >= 1; resumeFrom is the checkpoint URI to resume from, "" on a fresh start.
 nlohmann::json renderCustomJob(const TrainingRun& run, int attempt, const std::string& resumeFrom);

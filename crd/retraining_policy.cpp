@@ -37,10 +37,6 @@ void duration(ObjectReader& r, const std::string& key, std::chrono::seconds& out
   r.with(key, [&](const json& v, const std::string& p) { out = std::chrono::seconds(readDuration(v, p)); });
 }
 
-void timestamp(ObjectReader& r, const std::string& key, std::optional<Clock::time_point>& out) {
-  r.with(key, [&](const json& v, const std::string& p) { out = readTimestamp(v, p); });
-}
-
 std::string durationText(std::chrono::seconds d) { return formatDuration(d.count()); }
 
 ScheduleTrigger readSchedule(const json& value, const std::string& path) {
@@ -142,10 +138,6 @@ json encodeTriggers(const Triggers& t) {
   return out;
 }
 
-void putTime(json& out, const char* key, const std::optional<Clock::time_point>& t) {
-  if (t) out[key] = rfc3339Exact(*t);
-}
-
 }  // namespace
 
 RetrainingPolicySpec decodeRetrainingPolicySpec(const json& value, const std::string& path) {
@@ -191,48 +183,48 @@ RetrainingPolicyStatus decodeRetrainingPolicyStatus(const json& value, const std
     rec.time = readTimestamp(*time, joinPath(p, "time"));
     t.with("reason", [&](const json& x, const std::string& xp) { rec.reason = readEnum(x, xp, triggerReasonNames()); });
     t.finish();
-    s.lastTrigger = rec;
+    s.history.lastTrigger = rec;
   });
-  timestamp(r, "lastScheduleTime", s.lastScheduleTime);
-  timestamp(r, "nextScheduleTime", s.nextScheduleTime);
-  timestamp(r, "lastSuccessfulTime", s.lastSuccessfulTime);
+  readTime(r, "lastScheduleTime", s.history.lastScheduleTime);
+  readTime(r, "nextScheduleTime", s.nextScheduleTime);
+  readTime(r, "lastSuccessfulTime", s.history.lastSuccessfulTime);
   r.with("lastSuccessfulRun", [&](const json& v, const std::string& p) {
     ObjectReader o(v, p);
     SuccessfulRun run;
     o.string("name", run.name);
-    timestamp(o, "completionTime", run.completionTime);
+    readTime(o, "completionTime", run.completionTime);
     o.string("modelUri", run.modelUri);
     o.finish();
-    s.lastSuccessfulRun = run;
+    s.history.lastSuccessfulRun = run;
   });
-  r.string("lastHandledRetrainRequest", s.lastHandledRetrainRequest);
-  r.integer("missedSchedules", s.missedSchedules, 0);
+  r.string("lastHandledRetrainRequest", s.history.lastHandledRetrainRequest);
+  r.integer("missedSchedules", s.history.missedSchedules, 0);
   r.with("counts", [&](const json& v, const std::string& p) {
     ObjectReader c(v, p);
-    c.integer("succeeded", s.counts.succeeded, 0);
-    c.integer("failed", s.counts.failed, 0);
+    c.integer("succeeded", s.history.counts.succeeded, 0);
+    c.integer("failed", s.history.counts.failed, 0);
     c.finish();
   });
   r.with("dataWatermark", [&](const json& v, const std::string& p) {
     ObjectReader w(v, p);
     DataWatermark dw;
-    timestamp(w, "timeCreated", dw.timeCreated);
+    readTime(w, "timeCreated", dw.timeCreated);
     w.string("name", dw.name);
     w.integer("pendingObjects", dw.pendingObjects, 0);
     w.integer("pendingBytes", dw.pendingBytes, 0);
-    timestamp(w, "lastPollTime", dw.lastPollTime);
+    readTime(w, "lastPollTime", dw.lastPollTime);
     w.finish();
-    s.dataWatermark = dw;
+    s.history.dataWatermark = dw;
   });
   r.with("metric", [&](const json& v, const std::string& p) {
     ObjectReader m(v, p);
     MetricStatus ms;
     m.number("lastValue", ms.lastValue);
-    timestamp(m, "lastEvalTime", ms.lastEvalTime);
-    timestamp(m, "breachingSince", ms.breachingSince);
+    readTime(m, "lastEvalTime", ms.lastEvalTime);
+    readTime(m, "breachingSince", ms.breachingSince);
     m.integer("consecutiveErrors", ms.consecutiveErrors, 0, kMaxInt32);
     m.finish();
-    s.metric = ms;
+    s.history.metric = ms;
   });
   r.with("conditions", [&](const json& v, const std::string& p) { s.conditions = readList<Condition>(v, p, decodeCondition); });
   r.finish();
@@ -259,31 +251,31 @@ RetrainingPolicy decodeRetrainingPolicy(const json& object) {
 json encodeRetrainingPolicyStatus(const RetrainingPolicyStatus& s) {
   json out = {{"observedGeneration", s.observedGeneration}, {"active", json::array()}, {"conditions", json::array()}};
   for (const auto& name : s.active) out["active"].push_back({{"name", name}});
-  if (s.lastTrigger)
-    out["lastTrigger"] = {{"time", rfc3339Exact(s.lastTrigger->time)}, {"reason", enumName(s.lastTrigger->reason, triggerReasonNames())}};
-  putTime(out, "lastScheduleTime", s.lastScheduleTime);
-  putTime(out, "nextScheduleTime", s.nextScheduleTime);
-  putTime(out, "lastSuccessfulTime", s.lastSuccessfulTime);
-  if (const auto& run = s.lastSuccessfulRun) {
+  if (s.history.lastTrigger)
+    out["lastTrigger"] = {{"time", rfc3339Exact(s.history.lastTrigger->time)}, {"reason", enumName(s.history.lastTrigger->reason, triggerReasonNames())}};
+  writeTime(out, "lastScheduleTime", s.history.lastScheduleTime);
+  writeTime(out, "nextScheduleTime", s.nextScheduleTime);
+  writeTime(out, "lastSuccessfulTime", s.history.lastSuccessfulTime);
+  if (const auto& run = s.history.lastSuccessfulRun) {
     json r = {{"name", run->name}, {"modelUri", run->modelUri}};
-    putTime(r, "completionTime", run->completionTime);
+    writeTime(r, "completionTime", run->completionTime);
     out["lastSuccessfulRun"] = r;
   }
-  if (!s.lastHandledRetrainRequest.empty()) out["lastHandledRetrainRequest"] = s.lastHandledRetrainRequest;
-  out["missedSchedules"] = s.missedSchedules;
-  out["counts"] = {{"succeeded", s.counts.succeeded}, {"failed", s.counts.failed}};
-  if (const auto& w = s.dataWatermark) {
+  if (!s.history.lastHandledRetrainRequest.empty()) out["lastHandledRetrainRequest"] = s.history.lastHandledRetrainRequest;
+  out["missedSchedules"] = s.history.missedSchedules;
+  out["counts"] = {{"succeeded", s.history.counts.succeeded}, {"failed", s.history.counts.failed}};
+  if (const auto& w = s.history.dataWatermark) {
     json dw = {{"name", w->name}, {"pendingObjects", w->pendingObjects}, {"pendingBytes", w->pendingBytes}};
-    putTime(dw, "timeCreated", w->timeCreated);
-    putTime(dw, "lastPollTime", w->lastPollTime);
+    writeTime(dw, "timeCreated", w->timeCreated);
+    writeTime(dw, "lastPollTime", w->lastPollTime);
     out["dataWatermark"] = dw;
   }
-  if (const auto& m = s.metric) {
+  if (const auto& m = s.history.metric) {
     json metric = {{"consecutiveErrors", m->consecutiveErrors}};
     // JSON has no NaN or infinity; such a value is "no data" and is left out.
     if (m->lastValue && std::isfinite(*m->lastValue)) metric["lastValue"] = *m->lastValue;
-    putTime(metric, "lastEvalTime", m->lastEvalTime);
-    putTime(metric, "breachingSince", m->breachingSince);
+    writeTime(metric, "lastEvalTime", m->lastEvalTime);
+    writeTime(metric, "breachingSince", m->breachingSince);
     out["metric"] = metric;
   }
   for (const auto& c : s.conditions) out["conditions"].push_back(encodeCondition(c));

@@ -96,6 +96,7 @@ struct RetrainingPolicySpec {
 struct TriggerRecord {
   Clock::time_point time;
   TriggerReason reason = TriggerReason::Schedule;
+  bool operator==(const TriggerRecord&) const = default;
 };
 
 // The newest run that succeeded; kept after the run itself is deleted (warm start, rule 10).
@@ -103,11 +104,13 @@ struct SuccessfulRun {
   std::string name;
   std::optional<Clock::time_point> completionTime;
   std::string modelUri;  // "<that run's baseOutputDirectory>/model/"
+  bool operator==(const SuccessfulRun&) const = default;
 };
 
 struct RunCounts {
   int64_t succeeded = 0;
   int64_t failed = 0;
+  bool operator==(const RunCounts&) const = default;
 };
 
 // What the newData trigger has seen: objects past (timeCreated, name) are new.
@@ -117,6 +120,7 @@ struct DataWatermark {
   int64_t pendingObjects = 0;
   int64_t pendingBytes = 0;
   std::optional<Clock::time_point> lastPollTime;
+  bool operator==(const DataWatermark&) const = default;
 };
 
 struct MetricStatus {
@@ -124,14 +128,15 @@ struct MetricStatus {
   std::optional<Clock::time_point> lastEvalTime;
   std::optional<Clock::time_point> breachingSince;
   int32_t consecutiveErrors = 0;
+  bool operator==(const MetricStatus&) const = default;
 };
 
-struct RetrainingPolicyStatus {
-  int64_t observedGeneration = 0;
-  std::vector<std::string> active;  // names of running TrainingRuns (manifest: [{name: ...}])
+// What status carries from pass to pass (docs/retraining.md, rule 2): where each trigger stands and
+// what the runs left, which deleting history must never make vto forget. Everything else in status is
+// rebuilt from what a pass observes.
+struct PolicyHistory {
   std::optional<TriggerRecord> lastTrigger;
   std::optional<Clock::time_point> lastScheduleTime;  // nominal slot of the last scheduled run
-  std::optional<Clock::time_point> nextScheduleTime;  // jittered
   std::optional<Clock::time_point> lastSuccessfulTime;
   std::optional<SuccessfulRun> lastSuccessfulRun;
   std::string lastHandledRetrainRequest;
@@ -139,7 +144,16 @@ struct RetrainingPolicyStatus {
   RunCounts counts;
   std::optional<DataWatermark> dataWatermark;
   std::optional<MetricStatus> metric;
+  bool operator==(const PolicyHistory&) const = default;
+};
+
+struct RetrainingPolicyStatus {
+  int64_t observedGeneration = 0;
+  std::vector<std::string> active;  // names of running TrainingRuns (manifest: [{name: ...}])
+  std::optional<Clock::time_point> nextScheduleTime;  // jittered
+  PolicyHistory history;
   std::vector<Condition> conditions;
+  bool operator==(const RetrainingPolicyStatus&) const = default;
 };
 
 struct RetrainingPolicy {

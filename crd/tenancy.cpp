@@ -1,11 +1,17 @@
 #include "crd/tenancy.h"
 
 #include <algorithm>
+#include <limits>
+#include <stdexcept>
 
+#include "base/url.h"
+#include "crd/machine_catalog.h"
 #include "crd/strict_json.h"
 
 namespace vto::crd {
 namespace {
+
+using FieldValues = std::vector<std::pair<std::string, std::string>>;
 
 std::string joined(const std::vector<std::string>& items) {
   std::string out;
@@ -17,14 +23,8 @@ bool listed(const std::vector<std::string>& allowed, const std::string& value) {
   return std::find(allowed.begin(), allowed.end(), value) != allowed.end();
 }
 
-// A prefix is a directory: "gs://b/dir" governs gs://b/dir and gs://b/dir/..., never gs://b/dirx.
-std::string asDirectory(std::string prefix) {
-  if (prefix.back() != '/') prefix += '/';
-  return prefix;
-}
-
-bool underPrefix(const std::string& uri, const std::string& directory) {
-  return uri.rfind(directory, 0) == 0 || uri + "/" == directory;
+bool underPrefix(const std::string& uri, const std::string& prefix) {
+  return directoryPrefix(uri).rfind(directoryPrefix(prefix), 0) == 0;
 }
 
 // GCS names are literal, but a container reading them through a FUSE mount resolves "..": a URI
@@ -36,6 +36,27 @@ bool hasDotSegment(const std::string& uri) {
   return uri.ends_with("/..") || uri.ends_with("/.");
 }
 
+// "projects/P/locations/L/tensorboards/T" against "projects/*/locations/*/tensorboards/*": P, or
+// nullopt when `name` does not have that shape (each * one non-empty segment).
+std::optional<std::string> projectOfResource(const std::string& name, const std::string& pattern) {
+  auto segments = [](const std::string& text) {
+    std::vector<std::string> out;
+    size_t start = 0;
+    while (true) {
+      size_t slash = text.find('/', start);
+      out.push_back(text.substr(start, slash == std::string::npos ? std::string::npos : slash - start));
+      if (slash == std::string::npos) return out;
+      start = slash + 1;
+    }
+  };
+  auto have = segments(name), want = segments(pattern);
+  if (have.size() != want.size()) return std::nullopt;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (have[i].empty() || (want[i] != "*" && have[i] != want[i])) return std::nullopt;
+  }
+  return have[1];
+}
+
 std::vector<std::string> nonEmptyStrings(ObjectReader& reader, const std::string& key) {
   std::vector<std::string> out;
   reader.stringList(key, out);
@@ -44,6 +65,14 @@ std::vector<std::string> nonEmptyStrings(ObjectReader& reader, const std::string
       throw DecodeError(indexPath(reader.pathOf(key), i), "must not be empty; remove the entry or write a value");
   }
   return out;
+}
+
+// Every entry of rule field `key` must satisfy `ok`; else the entry is named with `expected`.
+template <typename Check>
+void requireEach(const std::vector<std::string>& values, const std::string& path, Check&& ok, const std::string& expected) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!ok(values[i])) throw DecodeError(indexPath(path, i), "\"" + values[i] + "\" " + expected);
+  }
 }
 
 TenancyRule parseRule(const json& value, const std::string& path) {
@@ -63,20 +92,33 @@ TenancyRule parseRule(const json& value, const std::string& path) {
   rule.bucketPrefixes = nonEmptyStrings(reader, "bucketPrefixes");
   rule.acceleratorTypes = nonEmptyStrings(reader, "acceleratorTypes");
   reader.integer("maxAccelerators", rule.maxAccelerators, 0, 1'000'000);
+  rule.prometheusUrls = nonEmptyStrings(reader, "prometheusUrls");
+  rule.networks = nonEmptyStrings(reader, "networks");
+  bool listsModels = reader.has("models");  // even [] (no model), unlike absent (any)
+  auto models = nonEmptyStrings(reader, "models");
+  if (listsModels) rule.models = std::move(models);
+  rule.nfsServers = nonEmptyStrings(reader, "nfsServers");
+  rule.reservations = nonEmptyStrings(reader, "reservations");
+  reader.boolean("interactiveShell", rule.interactiveShell);
   reader.finish();
   if (rule.namespaces.empty() && !rule.matchLabels) {
     throw DecodeError(path, "selects no namespace; give namespaces: [NAME, ...] and/or "
                             "namespaceSelector: {matchLabels: {KEY: VALUE}}");
   }
-  for (size_t i = 0; i < rule.bucketPrefixes.size(); ++i) {
-    const auto& prefix = rule.bucketPrefixes[i];
-    // "gs://" plus a bucket name: a bare "gs://" or "gs://a" prefix-matching "gs://ab" would give
-    // away other buckets.
-    if (prefix.rfind("gs://", 0) != 0 || prefix.size() <= 5 || prefix[5] == '/' || hasDotSegment(prefix)) {
-      throw DecodeError(indexPath(path + ".bucketPrefixes", i),
-                        "\"" + prefix + "\" is not a gs://BUCKET/ or gs://BUCKET/DIR/ prefix; write e.g. gs://acme-ml-out/");
-    }
-  }
+  // "gs://" plus a bucket name: a bare "gs://" or "gs://a" prefix-matching "gs://ab" would give
+  // away other buckets.
+  requireEach(rule.bucketPrefixes, path + ".bucketPrefixes",
+              [](const std::string& p) { return p.rfind("gs://", 0) == 0 && p.size() > 5 && p[5] != '/' && !hasDotSegment(p); },
+              "is not a gs://BUCKET/ or gs://BUCKET/DIR/ prefix; write e.g. gs://acme-ml-out/");
+  requireEach(rule.prometheusUrls, path + ".prometheusUrls",
+              [](const std::string& url) { return canonicalPrometheusUrl(url).has_value(); },
+              "is not an http(s) base URL; write e.g. https://prometheus.monitoring:9090");
+  requireEach(rule.networks, path + ".networks",
+              [](const std::string& n) { return projectOfResource(n, "projects/*/global/networks/*").has_value(); },
+              "is not a VPC network name; write projects/PROJECT_NUMBER/global/networks/NAME, as spec.network does");
+  requireEach(rule.reservations, path + ".reservations",
+              [](const std::string& r) { return projectOfResource(r, "projects/*/zones/*/reservations/*").has_value(); },
+              "is not a reservation name; write projects/PROJECT/zones/ZONE/reservations/NAME");
   return rule;
 }
 
@@ -88,58 +130,220 @@ bool labelsMatch(const std::map<std::string, std::string>& want, const std::map<
   return true;
 }
 
+// What a RetrainingPolicy adds to its template's spec: more bucket locations, and the Prometheus
+// endpoint of its metric trigger.
+struct Extras {
+  FieldValues bucketUris;
+  std::optional<std::pair<std::string, std::string>> prometheusUrl;  // (field, URL)
+};
+
+const char* kReservationNameKey = "compute.googleapis.com/reservation-name";
+
+class RuleCheck {
+ public:
+  RuleCheck(const TenancyRule& rule, size_t index) : rule_(rule), index_(index) {}
+
+  // "FIELD: WHAT "VALUE" is not allowed for this namespace by RULE; allowed: ...".
+  TenancyViolation rejected(std::string field, const std::string& what, const std::string& value,
+                            const std::vector<std::string>& allowed, const std::string& ruleField) const {
+    return violation(std::move(field), what + " \"" + value + "\" is not allowed for this namespace by " + describe() +
+                                           "; allowed: " + (allowed.empty() ? "none (the rule lists no " + ruleField + ")" : joined(allowed)));
+  }
+  TenancyViolation violation(std::string field, const std::string& message) const {
+    TenancyViolation out{std::move(field), index_, describe(), ""};
+    out.message = out.field + ": " + message;
+    return out;
+  }
+  std::string describe() const { return rule_.describe(index_); }
+
+ private:
+  const TenancyRule& rule_;
+  size_t index_;
+};
+
+std::optional<TenancyViolation> rawPoolViolation(const TenancyRule& rule, const RuleCheck& check, const RawPool& pool,
+                                                 const std::string& at) {
+  // Fail closed: a pool the rules cannot read completely is not allowed, whatever validation says.
+  if (!pool.unreadable.empty()) {
+    const auto& first = pool.unreadable.front();
+    return check.violation(at + "." + first.field, first.expected + " (the tenancy rules of " + check.describe() +
+                                                       " check only what they can read)");
+  }
+  for (size_t j = 0; j < pool.nfsMounts.size(); ++j) {
+    const auto& server = pool.nfsMounts[j].server;
+    if (!listed(rule.nfsServers, server))
+      return check.rejected(indexPath(at + ".nfsMounts", j) + ".server", "NFS server", server, rule.nfsServers, "nfsServers");
+  }
+  if (pool.lustreMounts > 0) {
+    return check.violation(at + ".lustreMounts", "Lustre mounts are not allowed while tenancy rules exist (" + check.describe() +
+                                                     " has no field that could allow one); remove lustreMounts");
+  }
+  if (const auto& affinity = pool.reservationAffinity) {
+    const std::string field = at + ".machineSpec.reservationAffinity";
+    if (affinity->type == "NO_RESERVATION") return std::nullopt;  // on-demand capacity only: nobody's reservation
+    if (affinity->type != "SPECIFIC_RESERVATION") {
+      return check.violation(field + ".reservationAffinityType",
+                             "\"" + affinity->type + "\" is not allowed for this namespace by " + check.describe() +
+                                 ": it may consume any reservation of the project, another team's too; use "
+                                 "SPECIFIC_RESERVATION with a reservation the rule lists (" +
+                                 (rule.reservations.empty() ? "none" : joined(rule.reservations)) + "), or NO_RESERVATION");
+    }
+    if (affinity->key != kReservationNameKey || affinity->values.empty()) {
+      return check.violation(field + ".key", std::string("the rules allow reservations by name: set key: ") + kReservationNameKey +
+                                                 " and values: [projects/PROJECT/zones/ZONE/reservations/NAME]");
+    }
+    for (size_t k = 0; k < affinity->values.size(); ++k) {
+      if (!listed(rule.reservations, affinity->values[k]))
+        return check.rejected(indexPath(field + ".values", k), "reservation", affinity->values[k], rule.reservations,
+                              "reservations");
+    }
+  }
+  return std::nullopt;
+}
+
+// A resource of the run (a TensorBoard, a KMS key) must be in one of the rule's projects.
+std::optional<TenancyViolation> resourceViolation(const TenancyRule& rule, const RuleCheck& check, const std::string& field,
+                                                  const std::string& what, const std::string& name,
+                                                  const std::string& pattern) {
+  if (name.empty()) return std::nullopt;
+  auto project = projectOfResource(name, pattern);
+  if (!project) {
+    return check.violation(field, "\"" + name + "\" is not a " + what + " name; write " + pattern +
+                                      " (PROJECT by its ID), so that " + check.describe() + " can check its project");
+  }
+  if (rule.projects.empty() || listed(rule.projects, *project)) return std::nullopt;
+  return check.violation(field, what + " \"" + name + "\" is in project \"" + *project +
+                                    "\", which is not allowed for this namespace by " + check.describe() +
+                                    "; allowed: a " + what + " in " + joined(rule.projects) + " (by project ID)");
+}
+
 // The first thing `rule` does not allow, or nullopt.
 std::optional<TenancyViolation> violationOf(const TenancyRule& rule, size_t index, const TrainingRunSpec& spec,
-                                            const Placement& placement,
-                                            const std::vector<std::pair<std::string, std::string>>& extraBucketUris) {
+                                            const Location& placement, const Extras& extras) {
+  RuleCheck check(rule, index);
   auto rejected = [&](std::string field, const std::string& what, const std::string& value,
-                      const std::vector<std::string>& allowed) {
-    TenancyViolation violation{std::move(field), index, rule.describe(index), ""};
-    violation.message = violation.field + ": " + what + " \"" + value + "\" is not allowed for this namespace by " +
-                        violation.rule + "; allowed: " + joined(allowed);
-    return violation;
+                      const std::vector<std::string>& allowed, const std::string& ruleField) {
+    return check.rejected(std::move(field), what, value, allowed, ruleField);
   };
   if (!rule.projects.empty() && !listed(rule.projects, placement.project))
     return rejected(spec.project.empty() ? "spec.project (the operator's default)" : "spec.project", "project",
-                    placement.project, rule.projects);
+                    placement.project, rule.projects, "projects");
   if (!rule.locations.empty() && !listed(rule.locations, placement.location))
     return rejected(spec.location.empty() ? "spec.location (the operator's default)" : "spec.location", "location",
-                    placement.location, rule.locations);
+                    placement.location, rule.locations, "locations");
   if (!rule.serviceAccounts.empty() && !listed(rule.serviceAccounts, spec.serviceAccount)) {
     // No service account means Vertex's default one for the project, which the rule does not name.
     return rejected("spec.serviceAccount", "service account",
                     spec.serviceAccount.empty() ? "(none: the project's default)" : spec.serviceAccount,
-                    rule.serviceAccounts);
+                    rule.serviceAccounts, "serviceAccounts");
+  }
+  std::vector<RawPool> pools;
+  for (const auto& pool : spec.workerPoolSpecs) pools.push_back(readRawPool(pool));
+  for (size_t i = 0; i < pools.size(); ++i) {
+    if (auto violation = rawPoolViolation(rule, check, pools[i], indexPath("spec.workerPoolSpecs", i))) return violation;
   }
   if (!rule.bucketPrefixes.empty()) {
     auto uris = bucketUrisOf(spec);
-    uris.insert(uris.end(), extraBucketUris.begin(), extraBucketUris.end());
+    uris.insert(uris.end(), extras.bucketUris.begin(), extras.bucketUris.end());
     for (const auto& [field, uri] : uris) {
       const std::string& location = uri;  // clang 15 cannot capture a structured binding
       bool allowed = !hasDotSegment(location) &&
                      std::any_of(rule.bucketPrefixes.begin(), rule.bucketPrefixes.end(),
-                                 [&](const auto& p) { return underPrefix(location, asDirectory(p)); });
-      if (!allowed) return rejected(field, "location", uri, rule.bucketPrefixes);
+                                 [&](const auto& p) { return underPrefix(location, p); });
+      if (!allowed) return rejected(field, "location", uri, rule.bucketPrefixes, "bucketPrefixes");
     }
   }
   if (!rule.acceleratorTypes.empty()) {
     for (const auto& [field, type] : acceleratorTypesOf(spec)) {
-      if (!listed(rule.acceleratorTypes, type)) return rejected(field, "accelerator type", type, rule.acceleratorTypes);
+      if (!listed(rule.acceleratorTypes, type))
+        return rejected(field, "accelerator type", type, rule.acceleratorTypes, "acceleratorTypes");
     }
   }
   if (auto needed = acceleratorsOf(spec); rule.maxAccelerators && needed > *rule.maxAccelerators) {
-    TenancyViolation violation{spec.workerPoolSpecs.empty() ? "spec.resources.acceleratorCount" : "spec.workerPoolSpecs",
-                               index, rule.describe(index), ""};
-    violation.message = violation.field + ": the run needs " + std::to_string(needed) +
-                        (spec.workerPoolSpecs.empty() ? " accelerators at once (per machine x machines x parallel trials)"
-                                                      : " accelerators at once (each pool's acceleratorCount x "
-                                                        "replicaCount, x parallel trials)") +
-                        ", more than the " +
-                        std::to_string(*rule.maxAccelerators) + " that " + violation.rule +
-                        " allows in total; ask for fewer";
+    auto violation = check.violation(
+        spec.workerPoolSpecs.empty() ? "spec.resources.acceleratorCount" : "spec.workerPoolSpecs",
+        "the run needs " + std::to_string(needed) +
+            (spec.workerPoolSpecs.empty() ? " accelerators at once (per machine x machines x parallel trials)"
+                                          : " accelerators at once (each pool's acceleratorCount x replicaCount, x parallel trials)") +
+            ", more than the " + std::to_string(*rule.maxAccelerators) + " that " + check.describe() +
+            " allows in total; ask for fewer");
     return violation;
   }
+  if (!spec.network.empty() && !listed(rule.networks, spec.network))
+    return rejected("spec.network", "network", spec.network, rule.networks, "networks");
+  if (!spec.reservedIpRanges.empty() && spec.network.empty()) {
+    return check.violation("spec.reservedIpRanges", "reserved IP ranges belong to a network: set spec.network to one " +
+                                                        check.describe() + " allows (" +
+                                                        (rule.networks.empty() ? "it lists none" : joined(rule.networks)) +
+                                                        "), or remove reservedIpRanges");
+  }
+  if (auto violation = resourceViolation(rule, check, "spec.tensorboard", "TensorBoard", spec.tensorboard,
+                                         "projects/*/locations/*/tensorboards/*"))
+    return violation;
+  if (auto violation = resourceViolation(rule, check, "spec.encryptionKmsKeyName", "KMS key", spec.encryptionKmsKeyName,
+                                         "projects/*/locations/*/keyRings/*/cryptoKeys/*"))
+    return violation;
+  if (!rule.interactiveShell && (spec.enableWebAccess || spec.enableDashboardAccess)) {
+    const char* field = spec.enableWebAccess ? "enableWebAccess" : "enableDashboardAccess";
+    return check.violation(std::string("spec.") + field,
+                           std::string("interactive access to the training containers (") + field +
+                               ") is not allowed for this namespace by " + check.describe() +
+                               "; set it to false, or ask the platform team for interactiveShell: true");
+  }
+  if (const auto& prometheus = extras.prometheusUrl) {
+    auto canonical = canonicalPrometheusUrl(prometheus->second);
+    bool allowed = canonical && std::any_of(rule.prometheusUrls.begin(), rule.prometheusUrls.end(), [&](const auto& url) {
+                     return canonicalPrometheusUrl(url) == canonical;
+                   });
+    if (!allowed) return rejected(prometheus->first, "Prometheus URL", prometheus->second, rule.prometheusUrls, "prometheusUrls");
+  }
+  // Once spec.model exists: if (auto violation = checkModelAllowed(rule, index, spec.model->model)) return violation;
   return std::nullopt;
+}
+
+TenancyDecision decide(const TrainingRunSpec& spec, const Location& defaults, const NamespaceInfo& ns,
+                       const TenancyRules& rules, const Extras& extras) {
+  TenancyDecision decision;
+  if (rules.empty()) return decision;
+  auto placement = locationOf(spec, defaults);
+  std::optional<TenancyViolation> first;
+  for (size_t i = 0; i < rules.size(); ++i) {
+    const auto& rule = rules[i];
+    if (!ruleSelects(rule, ns)) continue;
+    if (!listed(rule.namespaces, ns.name) && !ns.labels) decision.assumedSelectorRules.push_back(i);
+    auto violation = violationOf(rule, i, spec, placement, extras);
+    if (!violation) {
+      decision.governingRule = i;
+      return decision;
+    }
+    if (!first) first = std::move(violation);
+  }
+  if (!first) {
+    first = TenancyViolation{"metadata.namespace", std::nullopt, "",
+                             "metadata.namespace: no tenancy rule matches namespace \"" + ns.name +
+                                 "\", so runs there may use no project; ask the platform team to add it to a rule"};
+  }
+  decision.violation = std::move(first);
+  return decision;
+}
+
+// What one machine of a pool holds: the most of its declared count, what its machine type carries
+// by itself, and its TPU slice's chips.
+int64_t acceleratorsPerMachine(const std::string& machineType, int64_t declared, const std::string& tpuTopology) {
+  int64_t count = std::max<int64_t>(declared, 0);
+  if (auto builtIn = MachineCatalog::builtIn().builtInAccelerators(machineType)) count = std::max(count, builtIn->count);
+  if (!tpuTopology.empty()) {
+    if (auto chips = tpuSliceChips(tpuTopology)) count = std::max(count, *chips);
+  }
+  return count;
+}
+
+// (field, type) for a machine that names no accelerator type but carries some by itself.
+std::optional<std::pair<std::string, std::string>> builtInTypeOf(const std::string& field, const std::string& machineType) {
+  auto builtIn = MachineCatalog::builtIn().builtInAccelerators(machineType);
+  if (!builtIn) return std::nullopt;
+  return std::make_pair(field, builtIn->acceleratorType.empty() ? "accelerators of machine type " + machineType
+                                                               : builtIn->acceleratorType);
 }
 
 }  // namespace
@@ -160,29 +364,54 @@ TenancyRules parseTenancyRules(const json& value, const std::string& path) {
   return readList<TenancyRule>(value, path, parseRule);
 }
 
+int64_t saturatingAdd(int64_t a, int64_t b) {
+  int64_t sum = 0;
+  return __builtin_add_overflow(a, b, &sum) ? std::numeric_limits<int64_t>::max() : sum;
+}
+
+int64_t saturatingMultiply(int64_t a, int64_t b) {
+  int64_t product = 0;
+  return __builtin_mul_overflow(a, b, &product) ? std::numeric_limits<int64_t>::max() : product;
+}
+
 int64_t acceleratorsOf(const TrainingRunSpec& spec) {
-  int64_t trials = spec.hyperparameterTuning ? std::max<int32_t>(spec.hyperparameterTuning->parallelTrialCount, 1) : 1;
-  if (!spec.workerPoolSpecs.empty()) {  // the expert form: every pool's machines count
-    int64_t total = 0;
-    for (const auto& pool : spec.workerPoolSpecs) {
-      auto read = readRawPool(pool);
-      if (!read.acceleratorType.empty()) total += read.acceleratorCount * read.replicaCount;
-    }
-    return total * trials;
+  int64_t trials = spec.hyperparameterTuning ? std::max<int64_t>(spec.hyperparameterTuning->parallelTrialCount, 1) : 1;
+  int64_t total = 0;
+  for (const auto& pool : spec.workerPoolSpecs) {  // the expert form: every pool's machines count
+    auto read = readRawPool(pool);
+    total = saturatingAdd(total, saturatingMultiply(acceleratorsPerMachine(read.machineType, read.acceleratorCount,
+                                                                           read.tpuTopology),
+                                                    std::max<int64_t>(read.replicaCount, 0)));
   }
-  if (!spec.resources || spec.resources->acceleratorType.empty()) return 0;
-  int64_t machines = spec.distribution ? std::max<int32_t>(spec.distribution->workerCount, 1) : 1;
-  return int64_t{spec.resources->acceleratorCount} * machines * trials;
+  if (const auto& r = spec.resources) {
+    int64_t machines = spec.distribution ? std::max<int64_t>(spec.distribution->workerCount, 1) : 1;
+    total = saturatingAdd(total, saturatingMultiply(acceleratorsPerMachine(r->machineType, r->acceleratorCount, r->tpuTopology),
+                                                    machines));
+  }
+  if (const auto& d = spec.distribution) {  // CPU pools, unless their machine type carries accelerators
+    for (const auto* pool : {d->parameterServers ? &*d->parameterServers : nullptr, d->evaluator ? &*d->evaluator : nullptr}) {
+      if (pool)
+        total = saturatingAdd(total, saturatingMultiply(acceleratorsPerMachine(pool->machineType, 0, ""),
+                                                        std::max<int64_t>(pool->replicaCount, 0)));
+    }
+  }
+  return saturatingMultiply(total, trials);
 }
 
 std::vector<std::pair<std::string, std::string>> acceleratorTypesOf(const TrainingRunSpec& spec) {
   std::vector<std::pair<std::string, std::string>> out;
-  if (spec.resources && !spec.resources->acceleratorType.empty())
-    out.emplace_back("spec.resources.acceleratorType", spec.resources->acceleratorType);
+  auto add = [&](const std::string& at, const std::string& type, const std::string& machineType) {
+    if (!type.empty()) out.emplace_back(at + ".acceleratorType", type);
+    else if (auto builtIn = builtInTypeOf(at + ".machineType", machineType)) out.push_back(std::move(*builtIn));
+  };
+  if (const auto& r = spec.resources) add("spec.resources", r->acceleratorType, r->machineType);
+  if (const auto& d = spec.distribution) {
+    if (d->parameterServers) add("spec.distribution.parameterServers", "", d->parameterServers->machineType);
+    if (d->evaluator) add("spec.distribution.evaluator", "", d->evaluator->machineType);
+  }
   for (size_t i = 0; i < spec.workerPoolSpecs.size(); ++i) {
     auto read = readRawPool(spec.workerPoolSpecs[i]);
-    if (!read.acceleratorType.empty())
-      out.emplace_back(indexPath("spec.workerPoolSpecs", i) + ".machineSpec.acceleratorType", read.acceleratorType);
+    add(indexPath("spec.workerPoolSpecs", i) + ".machineSpec", read.acceleratorType, read.machineType);
   }
   return out;
 }
@@ -210,41 +439,48 @@ std::vector<std::pair<std::string, std::string>> bucketUrisOf(const TrainingRunS
   return out;
 }
 
-TenancyDecision decideTenancy(const TrainingRunSpec& spec, const Placement& defaults, const NamespaceInfo& ns,
-                              const TenancyRules& rules,
-                              const std::vector<std::pair<std::string, std::string>>& extraBucketUris) {
-  TenancyDecision decision;
-  if (rules.empty()) return decision;
-  auto placement = placementOf(spec, defaults);
-  std::optional<TenancyViolation> first;
-  for (size_t i = 0; i < rules.size(); ++i) {
-    const auto& rule = rules[i];
-    if (!ruleSelects(rule, ns)) continue;
-    if (!listed(rule.namespaces, ns.name) && !ns.labels) decision.assumedSelectorRules.push_back(i);
-    auto violation = violationOf(rule, i, spec, placement, extraBucketUris);
-    if (!violation) {
-      decision.governingRule = i;
-      return decision;
-    }
-    if (!first) first = std::move(violation);
-  }
-  if (!first) {
-    first = TenancyViolation{"metadata.namespace", std::nullopt, "",
-                             "metadata.namespace: no tenancy rule matches namespace \"" + ns.name +
-                                 "\", so runs there may use no project; ask the platform team to add it to a rule"};
-  }
-  decision.violation = std::move(first);
-  return decision;
+std::string directoryPrefix(const std::string& uri) {
+  if (uri.empty() || uri.back() == '/') return uri;
+  return uri + "/";
 }
 
-TenancyDecision decidePolicyTenancy(const RetrainingPolicySpec& spec, const Placement& defaults,
+std::optional<std::string> canonicalPrometheusUrl(const std::string& url) {
+  ParsedUrl parsed;
+  try {
+    parsed = parseUrl(url);
+  } catch (const std::invalid_argument&) {
+    return std::nullopt;
+  }
+  if ((parsed.scheme != "http" && parsed.scheme != "https") || parsed.path.find_first_of("?#") != std::string::npos)
+    return std::nullopt;
+  if (parsed.port == (parsed.scheme == "https" ? 443 : 80)) parsed.port = 0;
+  std::string path = parsed.path;
+  while (!path.empty() && path.back() == '/') path.pop_back();
+  return parsed.scheme + "://" + authorityOf(parsed) + path;
+}
+
+std::optional<TenancyViolation> checkModelAllowed(const TenancyRule& rule, size_t ruleIndex, const std::string& modelId,
+                                                  const std::string& field) {
+  if (!rule.models || listed(*rule.models, modelId)) return std::nullopt;
+  return RuleCheck(rule, ruleIndex).rejected(field, "model", modelId, *rule.models, "models");
+}
+
+TenancyDecision decideTenancy(const TrainingRunSpec& spec, const Location& defaults, const NamespaceInfo& ns,
+                              const TenancyRules& rules, const FieldValues& extraBucketUris) {
+  return decide(spec, defaults, ns, rules, Extras{extraBucketUris, std::nullopt});
+}
+
+TenancyDecision decidePolicyTenancy(const RetrainingPolicySpec& spec, const Location& defaults,
                                     const NamespaceInfo& ns, const TenancyRules& rules) {
-  static const std::string kDataPrefix = "spec.triggers.newData.gcsPrefix";
-  std::vector<std::pair<std::string, std::string>> extra;
-  if (spec.triggers.newData) extra.emplace_back(kDataPrefix, spec.triggers.newData->gcsPrefix);
-  auto decision = decideTenancy(spec.templ.spec, defaults, ns, rules, extra);
+  Extras extras;
+  // Checked as the directory the operator lists (directoryPrefix), not as written.
+  if (spec.triggers.newData)
+    extras.bucketUris.emplace_back("spec.triggers.newData.gcsPrefix", directoryPrefix(spec.triggers.newData->gcsPrefix));
+  if (spec.triggers.metric) extras.prometheusUrl.emplace("spec.triggers.metric.prometheusUrl", spec.triggers.metric->prometheusUrl);
+  auto decision = decide(spec.templ.spec, defaults, ns, rules, extras);
   auto& violation = decision.violation;
-  if (violation && violation->field != kDataPrefix && violation->field.rfind("spec.", 0) == 0) {
+  // The template's fields are named under spec.template; the policy's own (spec.triggers...) as they are.
+  if (violation && violation->field.rfind("spec.", 0) == 0 && violation->field.rfind("spec.triggers.", 0) != 0) {
     std::string field = "spec.template." + violation->field;
     if (violation->message.rfind(violation->field, 0) == 0) violation->message.replace(0, violation->field.size(), field);
     violation->field = std::move(field);
@@ -258,16 +494,16 @@ bool ruleSelects(const TenancyRule& rule, const NamespaceInfo& ns) {
   return !ns.labels || labelsMatch(*rule.matchLabels, *ns.labels);
 }
 
-std::vector<bool> rulesAllowing(const TrainingRunSpec& spec, const Placement& defaults, const TenancyRules& rules) {
-  auto placement = placementOf(spec, defaults);
+std::vector<bool> rulesAllowing(const TrainingRunSpec& spec, const Location& defaults, const TenancyRules& rules) {
+  auto placement = locationOf(spec, defaults);
   std::vector<bool> allowed(rules.size());
   for (size_t i = 0; i < rules.size(); ++i) allowed[i] = !violationOf(rules[i], i, spec, placement, {});
   return allowed;
 }
 
-std::optional<TenancyViolation> checkTenancy(const TrainingRunSpec& spec, const Placement& defaults,
+std::optional<TenancyViolation> checkTenancy(const TrainingRunSpec& spec, const Location& defaults,
                                              const NamespaceInfo& ns, const TenancyRules& rules,
-                                             const std::vector<std::pair<std::string, std::string>>& extraBucketUris) {
+                                             const FieldValues& extraBucketUris) {
   return decideTenancy(spec, defaults, ns, rules, extraBucketUris).violation;
 }
 
@@ -279,7 +515,7 @@ AcceleratorClaim claimOf(const TrainingRun& run, bool holding) {
 int64_t acceleratorsInUse(const std::vector<AcceleratorClaim>& claims) {
   int64_t total = 0;
   for (const auto& claim : claims) {
-    if (claim.holding) total += claim.accelerators;
+    if (claim.holding) total = saturatingAdd(total, claim.accelerators);
   }
   return total;
 }
@@ -294,12 +530,12 @@ AdmitDecision admit(const AcceleratorClaim& candidate, const std::vector<Acceler
   for (const auto& claim : claims) {
     if (claim.key == candidate.key) continue;
     if (claim.holding) {
-      decision.inUse += claim.accelerators;
+      decision.inUse = saturatingAdd(decision.inUse, claim.accelerators);
     } else if (olderThan(claim, candidate)) {
-      decision.aheadInLine += claim.accelerators;
+      decision.aheadInLine = saturatingAdd(decision.aheadInLine, claim.accelerators);
     }
   }
-  decision.admitted = decision.inUse + decision.aheadInLine + candidate.accelerators <= cap;
+  decision.admitted = saturatingAdd(saturatingAdd(decision.inUse, decision.aheadInLine), candidate.accelerators) <= cap;
   if (!decision.admitted) {
     decision.message = "waiting for accelerators: " + std::to_string(decision.inUse) + " of " + std::to_string(cap) +
                        " allowed by " + ruleDescription + " are in use and older runs wait for " +

@@ -1,14 +1,20 @@
 #pragma once
-// Tenancy rules: which namespaces may use which projects, locations, service accounts, buckets and
-// accelerators (contract: "Tenancy rules" in API.md). Pure: parsing and decisions over plain
-// inputs, no I/O, so the reconciler's `decide` and `vto lint --tenancy` share one implementation.
+// Tenancy rules: which namespaces may use which projects, locations, service accounts, buckets,
+// accelerators, networks, reservations, NFS servers, metric endpoints and models (contract: "Tenancy
+// rules" in API.md). Pure: parsing and decisions over plain inputs, no I/O, so the reconciler's
+// `decide` and `vto lint --tenancy` share one implementation.
 //
 // Semantics:
 // - A rule matches a namespace listed in `namespaces` or whose labels include every pair of
 //   `namespaceSelector.matchLabels` (an empty matchLabels matches every namespace).
 // - A run is allowed when one rule that matches its namespace allows all of it; that rule governs
-//   the run (its maxAccelerators is the cap the run counts against). An absent or empty list
-//   allows anything for that field.
+//   the run (its maxAccelerators is the cap the run counts against).
+// - projects, locations, serviceAccounts, bucketPrefixes, acceleratorTypes: an absent or empty
+//   list allows anything for that field. models: absent allows any, a list (even empty) only those.
+// - Every other field that reaches Vertex is closed unless the rule opens it: networks,
+//   nfsServers, reservations and prometheusUrls allow none when absent or empty, interactiveShell
+//   is false unless set; tensorboard and encryptionKmsKeyName must name a resource in one of the
+//   rule's projects. Raw workerPoolSpecs hold only fields vto reads (see raw_pool.h).
 // - No rules at all: everything is allowed. Rules, but none matches the namespace: nothing is.
 #include <cstdint>
 #include <map>
@@ -33,6 +39,13 @@ struct TenancyRule {
   std::vector<std::string> bucketPrefixes;  // gs://bucket/ or gs://bucket/dir/
   std::vector<std::string> acceleratorTypes;
   std::optional<int64_t> maxAccelerators;  // at once, over every run this rule governs
+  std::vector<std::string> prometheusUrls;  // metric triggers' base URLs, compared canonically; empty: none
+  std::vector<std::string> networks;        // spec.network values allowed; empty: none may be set
+  // Model Registry IDs a run may register versions of (spec.model.model); nullopt: any.
+  std::optional<std::vector<std::string>> models;
+  std::vector<std::string> nfsServers;    // raw pools' nfsMounts[].server allowed; empty: none
+  std::vector<std::string> reservations;  // raw pools' SPECIFIC_RESERVATION names allowed; empty: none
+  bool interactiveShell = false;          // enableWebAccess / enableDashboardAccess allowed
 
   // "tenancy[0] (namespaces team-a, team-b)": how messages name the rule.
   std::string describe(size_t index) const;
@@ -64,35 +77,70 @@ struct TenancyDecision {
   std::vector<size_t> assumedSelectorRules;   // rules assumed to match because labels were unknown
 };
 
+// The most accelerators one run may hold at once: the largest slice Vertex's accelerator types can
+// name (a TPU v4 pod, 4096 chips). Validation refuses a run that needs more, so no count computed
+// from a valid spec comes near overflowing; the sums below saturate anyway.
+inline constexpr int64_t kMaxAcceleratorsPerRun = 4096;
+
+// a + b and a * b for non-negative counts, saturating at INT64_MAX instead of wrapping negative.
+int64_t saturatingAdd(int64_t a, int64_t b);
+int64_t saturatingMultiply(int64_t a, int64_t b);
+
 // Accelerators a run holds while its job runs: per machine x machines x parallel trials (with
-// workerPoolSpecs, each pool's acceleratorCount x replicaCount, summed).
+// workerPoolSpecs, each pool's per-machine count x replicaCount, summed). A machine holds the most
+// of: its acceleratorCount, what its machine type carries by itself (MachineCatalog::
+// builtInAccelerators: ct5lp-hightpu-4t holds 4 chips even with no acceleratorType), and the
+// chips of its tpuTopology. Saturates at INT64_MAX.
 int64_t acceleratorsOf(const TrainingRunSpec& spec);
 
-// The accelerator types the run asks for, as (field path, type): resources or every raw pool.
+// The accelerator types the run asks for, as (field path, type): resources or every raw pool. A
+// machine type that carries accelerators by itself but names none contributes the type it carries
+// (or "accelerators of machine type X" when the catalog cannot say which).
 std::vector<std::pair<std::string, std::string>> acceleratorTypesOf(const TrainingRunSpec& spec);
 
 // GCS locations the run writes or reads that bucket prefixes govern, as (field path, URI).
 std::vector<std::pair<std::string, std::string>> bucketUrisOf(const TrainingRunSpec& spec);
 
+// A GCS prefix as a directory: "/" appended where missing ("gs://b/team-a" -> "gs://b/team-a/",
+// "gs://b" -> "gs://b/"). The bucket check compares these, and whoever lists a prefix the check
+// allowed (a newData trigger's gcsPrefix) must list exactly this value, or "gs://b/team-a" would
+// pass a rule for gs://b/team-a/ and list gs://b/team-ab/ too.
+std::string directoryPrefix(const std::string& uri);
+
+// A metric trigger's Prometheus base URL in the form rules compare: scheme and host lower case, the
+// scheme's default port dropped, trailing "/" trimmed ("HTTPS://Prom.Monitoring:443/" ->
+// "https://prom.monitoring"). nullopt when it is not an http(s) base URL (vto::parseUrl refuses
+// it, or it has a query or fragment). The one place URLs are canonicalised for the rules.
+std::optional<std::string> canonicalPrometheusUrl(const std::string& url);
+
+// Whether rule `ruleIndex` lets a run register versions of Model Registry model `modelId`: any
+// model when the rule has no `models`, else only those listed. `field` names the run's field in
+// the violation. Waiting for spec.model (not in TrainingRunSpec yet): once it exists, violationOf
+// in tenancy.cpp calls this with spec.model.model, so decideTenancy and lint check it.
+std::optional<TenancyViolation> checkModelAllowed(const TenancyRule& rule, size_t ruleIndex, const std::string& modelId,
+                                                  const std::string& field = "spec.model.model");
+
 // The full decision: which rule governs the run, or why it is refused. `defaults` are the
 // operator's --default-project/--default-location, applied first as the reconciler does.
 // `extraBucketUris` are further (field, URI) pairs the bucket prefixes govern, e.g. a
 // RetrainingPolicy's ("spec.triggers.newData.gcsPrefix", "gs://...") beside its template's spec.
-TenancyDecision decideTenancy(const TrainingRunSpec& spec, const Placement& defaults, const NamespaceInfo& ns,
+TenancyDecision decideTenancy(const TrainingRunSpec& spec, const Location& defaults, const NamespaceInfo& ns,
                               const TenancyRules& rules,
                               const std::vector<std::pair<std::string, std::string>>& extraBucketUris = {});
 // A RetrainingPolicy's decision: its template's spec (a violation's field is named under
-// spec.template.spec) and its newData.gcsPrefix, which the operator lists with its own identity.
-TenancyDecision decidePolicyTenancy(const RetrainingPolicySpec& spec, const Placement& defaults,
+// spec.template.spec), its newData.gcsPrefix, which the operator lists with its own identity (as
+// directoryPrefix(gcsPrefix)), and its metric trigger's prometheusUrl, which the operator queries
+// (one of the rule's prometheusUrls).
+TenancyDecision decidePolicyTenancy(const RetrainingPolicySpec& spec, const Location& defaults,
                                     const NamespaceInfo& ns, const TenancyRules& rules);
 // decideTenancy in two halves, for callers that meet one spec in many namespaces or the reverse
 // (the accelerator ledger): whether rule i's fields other than the namespace allow the spec (entry
 // i), and whether a rule selects a namespace (labels unknown: a label selector is assumed to match).
 // The governing rule is the first that does both.
-std::vector<bool> rulesAllowing(const TrainingRunSpec& spec, const Placement& defaults, const TenancyRules& rules);
+std::vector<bool> rulesAllowing(const TrainingRunSpec& spec, const Location& defaults, const TenancyRules& rules);
 bool ruleSelects(const TenancyRule& rule, const NamespaceInfo& ns);
 // The refusal alone, for callers that only need to know whether the run may go ahead.
-std::optional<TenancyViolation> checkTenancy(const TrainingRunSpec& spec, const Placement& defaults,
+std::optional<TenancyViolation> checkTenancy(const TrainingRunSpec& spec, const Location& defaults,
                                              const NamespaceInfo& ns, const TenancyRules& rules,
                                              const std::vector<std::pair<std::string, std::string>>& extraBucketUris = {});
 

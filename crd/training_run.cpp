@@ -2,6 +2,7 @@
 
 #include "crd/duration.h"
 #include "crd/strict_json.h"
+#include "crd/timestamp.h"
 
 namespace vto::crd {
 
@@ -27,6 +28,13 @@ const EnumNames<SchedulingStrategy>& schedulingStrategyNames() {
   return names;
 }
 const EnumNames<FailureClass>& failureClassNames() {
+  static const EnumNames<FailureClass> names = {
+      {FailureClass::Preemption, "Preemption"}, {FailureClass::Stockout, "Stockout"},
+      {FailureClass::InternalError, "InternalError"}, {FailureClass::UserError, "UserError"},
+      {FailureClass::Timeout, "Timeout"}, {FailureClass::Unknown, "Unknown"}, {FailureClass::AnyFailure, "AnyFailure"}};
+  return names;
+}
+const EnumNames<FailureClass>& resumeOnNames() {
   static const EnumNames<FailureClass> names = {{FailureClass::Preemption, "Preemption"},
                                                 {FailureClass::Stockout, "Stockout"},
                                                 {FailureClass::InternalError, "InternalError"},
@@ -173,10 +181,44 @@ Checkpointing readCheckpointing(const json& value, const std::string& path) {
   });
   r.with("resumeOn", [&](const json& v, const std::string& p) {
     c.resumeOn = readList<FailureClass>(v, p, [](const json& item, const std::string& ip) {
-      return readEnum(item, ip, failureClassNames());
+      return readEnum(item, ip, resumeOnNames());
     });
   });
   r.string("directory", c.directory);
+  r.finish();
+  return c;
+}
+
+Capacity readCapacity(const json& value, const std::string& path) {
+  ObjectReader r(value, path);
+  Capacity c;
+  r.with("fallbacks", [&](const json& v, const std::string& p) {
+    c.fallbacks = readList<Fallback>(v, p, [](const json& item, const std::string& ip) {
+      ObjectReader f(item, ip);
+      Fallback fallback;
+      f.with("location", [&](const json& l, const std::string& lp) { fallback.location = readString(l, lp); });
+      // Read as the spec's own would be (unknown fields, types, ranges), kept as written for the merge.
+      f.with("resources", [&](const json& x, const std::string& xp) {
+        readResources(x, xp);
+        fallback.resources = x;
+      });
+      f.with("scheduling", [&](const json& x, const std::string& xp) {
+        readScheduling(x, xp);
+        fallback.scheduling = x;
+      });
+      f.finish();
+      return fallback;
+    });
+  });
+  auto duration = [&](const char* key, int64_t& out) {
+    r.with(key, [&](const json& v, const std::string& p) {
+      out = readDuration(v, p);
+      if (out < 0) throw DecodeError(p, "must not be negative");
+    });
+  };
+  duration("maxQueueTime", c.maxQueueSeconds);
+  duration("blockFor", c.blockForSeconds);
+  duration("giveUpAfter", c.giveUpAfterSeconds);
   r.finish();
   return c;
 }
@@ -295,6 +337,7 @@ TrainingRunSpec decodeTrainingRunSpec(const json& value, const std::string& path
   r.boolean("suspend", s.suspend);
   r.with("deletionPolicy", [&](const json& v, const std::string& p) { s.deletionPolicy = readEnum(v, p, deletionPolicyNames()); });
   r.integer("ttlSecondsAfterFinished", s.ttlSecondsAfterFinished, 0);
+  r.with("capacity", [&](const json& v, const std::string& p) { s.capacity = readCapacity(v, p); });
   r.finish();
   return s;
 }
@@ -306,7 +349,7 @@ Condition decodeCondition(const json& value, const std::string& path) {
   r.string("status", c.status);
   r.string("reason", c.reason);
   r.string("message", c.message);
-  r.string("lastTransitionTime", c.lastTransitionTime);
+  readTime(r, "lastTransitionTime", c.lastTransitionTime);
   r.integer("observedGeneration", c.observedGeneration, 0);
   r.finish();
   return c;
@@ -314,7 +357,7 @@ Condition decodeCondition(const json& value, const std::string& path) {
 
 json encodeCondition(const Condition& c) {
   json out = {{"type", c.type}, {"status", c.status}, {"reason", c.reason}, {"message", c.message}};
-  if (!c.lastTransitionTime.empty()) out["lastTransitionTime"] = c.lastTransitionTime;
+  writeTime(out, "lastTransitionTime", c.lastTransitionTime);
   if (c.observedGeneration) out["observedGeneration"] = c.observedGeneration;
   return out;
 }
@@ -334,38 +377,79 @@ TrainingRunStatus decodeTrainingRunStatus(const json& value, const std::string& 
     j.string("kind", job.kind);
     j.string("state", job.state);
     j.string("consoleUrl", job.consoleUrl);
-    j.string("createTime", job.createTime);
-    j.string("startTime", job.startTime);
-    j.string("endTime", job.endTime);
+    readTime(j, "createTime", job.createTime);
+    readTime(j, "startTime", job.startTime);
+    readTime(j, "endTime", job.endTime);
     j.stringMap("webAccessUris", job.webAccessUris);
     j.finish();
     s.job = job;
   });
+  r.with("placement", [&](const json& v, const std::string& p) {
+    ObjectReader pr(v, p);
+    PlacementRef ref;
+    pr.integer("index", ref.index, 0, 100);
+    pr.string("location", ref.location);
+    pr.string("machineType", ref.machineType);
+    pr.string("acceleratorType", ref.acceleratorType);
+    pr.integer("acceleratorCount", ref.acceleratorCount, 0);
+    pr.string("strategy", ref.strategy);
+    pr.finish();
+    s.placement = ref;
+  });
+  r.with("capacity", [&](const json& v, const std::string& p) {
+    ObjectReader c(v, p);
+    CapacityHistory capacity;
+    c.with("blocked", [&](const json& b, const std::string& bp) {
+      capacity.blocked = readList<BlockedPlacement>(b, bp, [](const json& item, const std::string& ip) {
+        ObjectReader e(item, ip);
+        BlockedPlacement blocked;
+        e.integer("index", blocked.index, 0, 100);
+        e.string("location", blocked.location);
+        e.string("reason", blocked.reason);
+        readTime(e, "until", blocked.until);
+        e.string("message", blocked.message);
+        e.finish();
+        return blocked;
+      });
+    });
+    readTime(c, "waitingSince", capacity.waitingSince);
+    readTime(c, "failingSince", capacity.failingSince);
+    c.finish();
+    s.history.capacity = capacity;
+  });
   r.with("attempts", [&](const json& v, const std::string& p) {
-    s.attempts = readList<Attempt>(v, p, [](const json& item, const std::string& ip) {
+    s.history.attempts = readList<Attempt>(v, p, [](const json& item, const std::string& ip) {
       ObjectReader a(item, ip);
       Attempt at;
       a.integer("attempt", at.attempt, 0);
+      a.integer("placement", at.placement, 0, 100);
+      a.string("location", at.location);
       a.string("jobName", at.jobName);
       a.string("state", at.state);
-      a.string("startTime", at.startTime);
-      a.string("endTime", at.endTime);
-      a.string("failureClass", at.failureClass);
+      readTime(a, "startTime", at.startTime);
+      readTime(a, "endTime", at.endTime);
+      // Written by vto; an unknown name (an edit by hand) reads as Unknown instead of breaking the run.
+      a.with("failureClass", [&](const json& fc, const std::string& fp) {
+        auto name = readString(fc, fp);
+        at.failureClass = FailureClass::Unknown;
+        for (const auto& [value, known] : failureClassNames())
+          if (name == known && value != FailureClass::AnyFailure) at.failureClass = value;
+      });
       a.string("message", at.message);
       a.string("resumedFrom", at.resumedFrom);
       a.finish();
       return at;
     });
   });
-  r.integer("attemptCount", s.attemptCount, 0);
-  r.integer("resumes", s.resumes, 0);
+  r.integer("attemptCount", s.history.attemptCount, 0);
+  r.integer("resumes", s.history.resumes, 0);
   r.with("lastCheckpoint", [&](const json& v, const std::string& p) {
     ObjectReader c(v, p);
     CheckpointRef ref;
     c.string("uri", ref.uri);
-    c.string("updateTime", ref.updateTime);
+    readTime(c, "updateTime", ref.updateTime);
     c.finish();
-    s.lastCheckpoint = ref;
+    s.history.lastCheckpoint = ref;
   });
   r.with("bestTrial", [&](const json& v, const std::string& p) {
     ObjectReader b(v, p);
@@ -378,10 +462,10 @@ TrainingRunStatus decodeTrainingRunStatus(const json& value, const std::string& 
         decodeField([&, &k = k, &n = n] { t.metrics[k] = readNumber(n, joinPath(mp, k)); });
     });
     b.finish();
-    s.bestTrial = t;
+    s.history.bestTrial = t;
   });
-  r.string("startTime", s.startTime);
-  r.string("completionTime", s.completionTime);
+  readTime(r, "startTime", s.history.startTime);
+  readTime(r, "completionTime", s.completionTime);
   r.finish();
   return s;
 }
@@ -458,7 +542,7 @@ json encodeTrainingRunSpec(const TrainingRunSpec& s) {
   if (s.scheduling.maxWaitSeconds) sched["maxWaitDuration"] = formatDuration(*s.scheduling.maxWaitSeconds);
   out["scheduling"] = sched;
   json resumeOn = json::array();
-  for (auto c : s.checkpointing.resumeOn) resumeOn.push_back(enumName(c, failureClassNames()));
+  for (auto c : s.checkpointing.resumeOn) resumeOn.push_back(enumName(c, resumeOnNames()));
   out["checkpointing"] = {{"resumeOnFailure", s.checkpointing.resumeOnFailure},
                           {"maxResumes", s.checkpointing.maxResumes},
                           {"resumeBackoff", formatDuration(s.checkpointing.resumeBackoffSeconds)},
@@ -486,6 +570,20 @@ json encodeTrainingRunSpec(const TrainingRunSpec& s) {
   out["suspend"] = s.suspend;
   out["deletionPolicy"] = enumName(s.deletionPolicy, deletionPolicyNames());
   if (s.ttlSecondsAfterFinished) out["ttlSecondsAfterFinished"] = *s.ttlSecondsAfterFinished;
+  if (const auto& c = s.capacity) {
+    json fallbacks = json::array();
+    for (const auto& f : c->fallbacks) {
+      json entry = json::object();
+      if (f.location) entry["location"] = *f.location;
+      if (f.resources.is_object()) entry["resources"] = f.resources;
+      if (f.scheduling.is_object()) entry["scheduling"] = f.scheduling;
+      fallbacks.push_back(entry);
+    }
+    out["capacity"] = {{"fallbacks", fallbacks},
+                       {"maxQueueTime", formatDuration(c->maxQueueSeconds)},
+                       {"blockFor", formatDuration(c->blockForSeconds)},
+                       {"giveUpAfter", formatDuration(c->giveUpAfterSeconds)}};
+  }
   return out;
 }
 
@@ -506,33 +604,52 @@ json encodeTrainingRunStatus(const TrainingRunStatus& s) {
     putString(job, "kind", j->kind);
     putString(job, "state", j->state);
     putString(job, "consoleUrl", j->consoleUrl);
-    putString(job, "createTime", j->createTime);
-    putString(job, "startTime", j->startTime);
-    putString(job, "endTime", j->endTime);
+    writeTime(job, "createTime", j->createTime);
+    writeTime(job, "startTime", j->startTime);
+    writeTime(job, "endTime", j->endTime);
     if (!j->webAccessUris.empty()) job["webAccessUris"] = j->webAccessUris;
     out["job"] = job;
   }
   out["attempts"] = json::array();
-  for (const auto& a : s.attempts) {
+  const auto& h = s.history;
+  for (const auto& a : h.attempts) {
     json at = {{"attempt", a.attempt}};
+    if (a.placement) at["placement"] = *a.placement;
+    putString(at, "location", a.location);
     putString(at, "jobName", a.jobName);
     putString(at, "state", a.state);
-    putString(at, "startTime", a.startTime);
-    putString(at, "endTime", a.endTime);
-    putString(at, "failureClass", a.failureClass);
+    writeTime(at, "startTime", a.startTime);
+    writeTime(at, "endTime", a.endTime);
+    if (a.failureClass) at["failureClass"] = enumName(*a.failureClass, failureClassNames());
     putString(at, "message", a.message);
     putString(at, "resumedFrom", a.resumedFrom);
     out["attempts"].push_back(at);
   }
-  out["attemptCount"] = s.attemptCount;
-  out["resumes"] = s.resumes;
-  if (s.lastCheckpoint) {
-    out["lastCheckpoint"] = {{"uri", s.lastCheckpoint->uri}};
-    putString(out["lastCheckpoint"], "updateTime", s.lastCheckpoint->updateTime);
+  if (const auto& p = s.placement) {
+    out["placement"] = {{"index", p->index}, {"location", p->location}, {"machineType", p->machineType},
+                        {"acceleratorType", p->acceleratorType}, {"acceleratorCount", p->acceleratorCount},
+                        {"strategy", p->strategy}};
   }
-  if (s.bestTrial) out["bestTrial"] = {{"id", s.bestTrial->id}, {"parameters", s.bestTrial->parameters}, {"metrics", s.bestTrial->metrics}};
-  putString(out, "startTime", s.startTime);
-  putString(out, "completionTime", s.completionTime);
+  if (const auto& c = h.capacity) {
+    json blocked = json::array();
+    for (const auto& b : c->blocked) {
+      json entry = {{"index", b.index}, {"location", b.location}, {"reason", b.reason}, {"message", b.message}};
+      writeTime(entry, "until", b.until);
+      blocked.push_back(entry);
+    }
+    out["capacity"] = {{"blocked", blocked}};
+    writeTime(out["capacity"], "waitingSince", c->waitingSince);
+    writeTime(out["capacity"], "failingSince", c->failingSince);
+  }
+  out["attemptCount"] = h.attemptCount;
+  out["resumes"] = h.resumes;
+  if (h.lastCheckpoint) {
+    out["lastCheckpoint"] = {{"uri", h.lastCheckpoint->uri}};
+    writeTime(out["lastCheckpoint"], "updateTime", h.lastCheckpoint->updateTime);
+  }
+  if (h.bestTrial) out["bestTrial"] = {{"id", h.bestTrial->id}, {"parameters", h.bestTrial->parameters}, {"metrics", h.bestTrial->metrics}};
+  writeTime(out, "startTime", h.startTime);
+  writeTime(out, "completionTime", s.completionTime);
   return out;
 }
 
@@ -542,6 +659,10 @@ json encodeTrainingRun(const TrainingRun& run) {
           {"metadata", encodeObjectMeta(run.metadata)},
           {"spec", encodeTrainingRunSpec(run.spec)},
           {"status", encodeTrainingRunStatus(run.status)}};
+}
+
+bool isFinished(std::optional<Phase> phase) {
+  return phase == Phase::Succeeded || phase == Phase::Failed || phase == Phase::Cancelled;
 }
 
 std::string displayNameOf(const TrainingRun& run) {
@@ -559,67 +680,6 @@ std::string checkpointDirectoryOf(const TrainingRunSpec& spec) {
 bool usesTpu(const TrainingRunSpec& spec) {
   if (spec.distribution && spec.distribution->strategy == Strategy::TPU) return true;
   return spec.resources && spec.resources->acceleratorType.rfind("TPU_", 0) == 0;
-}
-
-namespace {
-// A whole number as proto3 JSON writes one (a number, or digits in a string), within [0, 1e6].
-std::optional<int64_t> wholeNumber(const json& value) {
-  double number = 0;
-  if (value.is_number()) {
-    number = value.get<double>();
-  } else if (value.is_string()) {
-    const auto& text = value.get_ref<const std::string&>();
-    if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
-    number = static_cast<double>(std::stoll(text));
-  } else {
-    return std::nullopt;
-  }
-  if (!(number >= 0 && number <= 1e6) || number != static_cast<double>(static_cast<int64_t>(number))) return std::nullopt;
-  return static_cast<int64_t>(number);
-}
-}  // namespace
-
-RawPool readRawPool(const json& pool) {
-  RawPool out;
-  if (!pool.is_object()) return out;
-  auto count = [&](const json& where, const char* key, const std::string& field, int64_t& into) {
-    auto found = where.find(key);
-    if (found == where.end() || found->is_null()) return;
-    if (auto value = wholeNumber(*found)) {
-      into = *value;
-    } else {
-      out.unreadable.push_back({field, "must be a whole number from 0 to 1000000, e.g. 1"});
-    }
-  };
-  if (auto machine = pool.find("machineSpec"); machine != pool.end() && machine->is_object()) {
-    if (auto type = machine->find("acceleratorType"); type != machine->end() && !type->is_null()) {
-      if (type->is_string()) {
-        out.acceleratorType = type->get<std::string>();
-        if (out.acceleratorType == "ACCELERATOR_TYPE_UNSPECIFIED") out.acceleratorType.clear();
-      } else {
-        out.unreadable.push_back({"machineSpec.acceleratorType", "must be a string such as NVIDIA_TESLA_T4"});
-      }
-    }
-    count(*machine, "acceleratorCount", "machineSpec.acceleratorCount", out.acceleratorCount);
-  }
-  count(pool, "replicaCount", "replicaCount", out.replicaCount);
-  static const RawPool::Unreadable kNotUriList{"pythonPackageSpec.packageUris", "must be a list of gs:// strings"};
-  if (auto package = pool.find("pythonPackageSpec"); package != pool.end() && package->is_object()) {
-    if (auto uris = package->find("packageUris"); uris != package->end() && !uris->is_null()) {
-      if (!uris->is_array()) {
-        out.unreadable.push_back(kNotUriList);
-      } else {
-        for (const auto& uri : *uris) {
-          if (uri.is_string()) {
-            out.packageUris.push_back(uri.get<std::string>());
-          } else {
-            out.unreadable.push_back(kNotUriList);
-          }
-        }
-      }
-    }
-  }
-  return out;
 }
 
 }  // namespace vto::crd

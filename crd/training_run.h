@@ -10,8 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/clock.h"
 #include "crd/enum_names.h"
 #include "crd/object_meta.h"
+#include "crd/raw_pool.h"  // readRawPool: what a raw workerPoolSpecs entry asks for
 
 namespace vto::crd {
 
@@ -20,7 +22,9 @@ inline constexpr const char* kTrainingRunKind = "TrainingRun";
 enum class Framework { TensorFlow, PyTorch, Jax, XGBoost, SKLearn, Other };
 enum class Strategy { None, Mirrored, MultiWorkerMirrored, ParameterServer, PyTorchDDP, TPU };
 enum class SchedulingStrategy { Standard, Spot, FlexStart };
-enum class FailureClass { Preemption, Stockout, InternalError, AnyFailure };
+// Why an attempt failed, as vto classifies its job's error (the first six); AnyFailure is only for
+// spec.checkpointing.resumeOn, where it means every class.
+enum class FailureClass { Preemption, Stockout, InternalError, UserError, Timeout, Unknown, AnyFailure };
 enum class SearchAlgorithm { Bayesian, Grid, Random };
 enum class MetricGoal { Maximize, Minimize };
 enum class ParameterScale { Unspecified, Linear, Log, ReverseLog };
@@ -30,7 +34,8 @@ enum class Phase { Pending, Submitted, Queued, Running, Resuming, Succeeded, Fai
 const EnumNames<Framework>& frameworkNames();
 const EnumNames<Strategy>& strategyNames();
 const EnumNames<SchedulingStrategy>& schedulingStrategyNames();
-const EnumNames<FailureClass>& failureClassNames();
+const EnumNames<FailureClass>& failureClassNames();  // every class: status.attempts[].failureClass
+const EnumNames<FailureClass>& resumeOnNames();      // what spec.checkpointing.resumeOn may name
 const EnumNames<SearchAlgorithm>& searchAlgorithmNames();
 const EnumNames<MetricGoal>& metricGoalNames();
 const EnumNames<ParameterScale>& parameterScaleNames();
@@ -145,6 +150,23 @@ struct HyperparameterTuning {
   std::vector<TuningParameter> parameters;
 };
 
+// spec.capacity.fallbacks[i] (crd/placement.h): where else the run may go when Vertex has no capacity.
+// resources and scheduling hold the fields as written (decoded and checked like the spec's), merged
+// over the spec's own by crd::specAt.
+struct Fallback {
+  std::optional<std::string> location;
+  nlohmann::json resources = nullptr;
+  nlohmann::json scheduling = nullptr;
+};
+
+// spec.capacity: capacity failover (API.md "Capacity failover").
+struct Capacity {
+  std::vector<Fallback> fallbacks;
+  int64_t maxQueueSeconds = 0;         // a job QUEUED/PENDING this long is a stockout; 0: never
+  int64_t blockForSeconds = 1800;      // a placement that had no capacity is skipped this long
+  int64_t giveUpAfterSeconds = 86400;  // no placement had capacity this long: the run fails
+};
+
 struct TrainingRunSpec {
   std::string project;
   std::string location;
@@ -169,6 +191,7 @@ struct TrainingRunSpec {
   bool suspend = false;
   DeletionPolicy deletionPolicy = DeletionPolicy::Cancel;
   std::optional<int64_t> ttlSecondsAfterFinished;
+  std::optional<Capacity> capacity;
 };
 
 // metav1.Condition.
@@ -177,10 +200,13 @@ struct Condition {
   std::string status;  // "True" | "False" | "Unknown"
   std::string reason;
   std::string message;
-  std::string lastTransitionTime;
+  std::optional<Clock::time_point> lastTransitionTime;  // whole seconds
   int64_t observedGeneration = 0;
   bool operator==(const Condition&) const = default;
 };
+
+// Status times are time points, written as RFC 3339 only when encoded. Times vto takes from Vertex or
+// its own clock are kept to whole seconds (metav1.Time), so a pass that sees nothing new writes nothing.
 
 struct JobRef {
   std::string name;  // projects/P/locations/L/customJobs/ID
@@ -188,17 +214,19 @@ struct JobRef {
   std::string kind;  // CustomJob | HyperparameterTuningJob
   std::string state;  // JOB_STATE_*
   std::string consoleUrl;
-  std::string createTime, startTime, endTime;
+  std::optional<Clock::time_point> createTime, startTime, endTime;
   std::map<std::string, std::string> webAccessUris;
   bool operator==(const JobRef&) const = default;
 };
 
 struct Attempt {
   int32_t attempt = 0;
+  std::optional<int32_t> placement;  // with spec.capacity: the placement it was created on
+  std::string location;              // with spec.capacity: where its job runs (from the job's name)
   std::string jobName;
   std::string state;
-  std::string startTime, endTime;
-  std::string failureClass;
+  std::optional<Clock::time_point> startTime, endTime;
+  std::optional<FailureClass> failureClass;
   std::string message;
   std::string resumedFrom;
   bool operator==(const Attempt&) const = default;
@@ -206,7 +234,7 @@ struct Attempt {
 
 struct CheckpointRef {
   std::string uri;
-  std::string updateTime;
+  std::optional<Clock::time_point> updateTime;  // as GCS gave it (its fraction kept)
   bool operator==(const CheckpointRef&) const = default;
 };
 
@@ -219,21 +247,63 @@ struct BestTrial {
 
 inline constexpr size_t kMaxAttemptsInStatus = 20;
 
+// status.placement: where the current attempt runs (with spec.capacity).
+struct PlacementRef {
+  int32_t index = 0;
+  std::string location;
+  std::string machineType;
+  std::string acceleratorType;
+  int32_t acceleratorCount = 0;
+  std::string strategy;
+  bool operator==(const PlacementRef&) const = default;
+};
+
+// A placement skipped for now because Vertex had no capacity there.
+struct BlockedPlacement {
+  int32_t index = 0;
+  std::string location;
+  std::string reason;  // Stockout | QuotaExceeded | QueueTimeout
+  std::optional<Clock::time_point> until;
+  std::string message;
+  bool operator==(const BlockedPlacement&) const = default;
+};
+
+// status.capacity: what capacity failover remembers.
+struct CapacityHistory {
+  std::vector<BlockedPlacement> blocked;
+  std::optional<Clock::time_point> waitingSince;  // every placement is blocked since then
+  std::optional<Clock::time_point> failingSince;  // the first capacity failure since a job last ran
+  bool operator==(const CapacityHistory&) const = default;
+};
+
+// What status carries from pass to pass because Vertex cannot tell it again cheaply: the attempts
+// and what they left. Everything else in status is rebuilt from what a pass observes.
+struct RunHistory {
+  std::vector<Attempt> attempts;  // the newest kMaxAttemptsInStatus, oldest first
+  int32_t attemptCount = 0;       // all attempts so far (the Attempts printer column)
+  int32_t resumes = 0;
+  std::optional<CheckpointRef> lastCheckpoint;  // the newest checkpoint any listing found
+  std::optional<BestTrial> bestTrial;           // from the last job that reported one
+  std::optional<Clock::time_point> startTime;   // the first pass that saw the run
+  std::optional<CapacityHistory> capacity;      // with spec.capacity
+  bool operator==(const RunHistory&) const = default;
+};
+
 struct TrainingRunStatus {
   int64_t observedGeneration = 0;
   std::optional<Phase> phase;
   std::string message;
   std::vector<Condition> conditions;
   std::optional<JobRef> job;
-  std::vector<Attempt> attempts;  // the newest kMaxAttemptsInStatus, oldest first
-  int32_t attemptCount = 0;       // all attempts so far (the Attempts printer column)
-  int32_t resumes = 0;
-  std::optional<CheckpointRef> lastCheckpoint;
-  std::optional<BestTrial> bestTrial;
-  std::string startTime;
-  std::string completionTime;
+  std::optional<PlacementRef> placement;  // with spec.capacity
+  RunHistory history;
+  std::optional<Clock::time_point> completionTime;
   bool operator==(const TrainingRunStatus&) const = default;
 };
+
+// Succeeded, Failed or Cancelled: the run has ended and nothing is left to follow. (Invalid is not:
+// it waits for an edit of the spec.)
+bool isFinished(std::optional<Phase> phase);
 
 struct TrainingRun {
   ObjectMeta metadata;
@@ -257,21 +327,5 @@ std::string displayNameOf(const TrainingRun& run);          // spec.displayName 
 std::string checkpointDirectoryOf(const TrainingRunSpec& spec);  // checkpointing.directory or "<base>/checkpoints"
 // Whether the run uses TPUs (strategy TPU or a TPU_* accelerator).
 bool usesTpu(const TrainingRunSpec& spec);
-
-// What one raw workerPoolSpecs entry asks for, read as Vertex reads it: counts may be JSON numbers or
-// (proto3 JSON's int64) strings of digits. Tenancy counts and checks these; validate refuses the
-// fields in `unreadable` (present, but not of the form Vertex reads).
-struct RawPool {
-  struct Unreadable {
-    std::string field;     // e.g. "machineSpec.acceleratorCount"
-    std::string expected;  // e.g. "must be a whole number from 0 to 1000000, e.g. 1"
-  };
-  std::string acceleratorType;           // machineSpec.acceleratorType; "" for none
-  int64_t acceleratorCount = 0;          // machineSpec.acceleratorCount
-  int64_t replicaCount = 1;              // replicaCount (absent: 1)
-  std::vector<std::string> packageUris;  // pythonPackageSpec.packageUris
-  std::vector<Unreadable> unreadable;
-};
-RawPool readRawPool(const nlohmann::json& pool);
 
 }  // namespace vto::crd

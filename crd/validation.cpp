@@ -1,7 +1,10 @@
 #include "crd/validation.h"
 
+#include "crd/placement.h"
+
 #include <algorithm>
 #include <cctype>
+#include <limits>
 #include <stdexcept>
 
 #include "base/gcp_names.h"
@@ -9,12 +12,15 @@
 #include "crd/machine_catalog.h"
 #include "crd/schedule.h"
 #include "crd/strict_json.h"
+#include "crd/tenancy.h"
 
 namespace vto::crd {
 namespace {
 
 // Labels the operator writes on every Vertex job (see render.h); users cannot set them.
-constexpr size_t kOperatorLabelCount = 5;
+constexpr size_t kOperatorLabelCount = 7;
+// Trials at the same time (the CRD's maximum): a count that multiplies every accelerator of the run.
+constexpr int32_t kMaxParallelTrials = 4096;
 
 class Findings {
  public:
@@ -106,6 +112,12 @@ void checkTrainer(Findings& f, const TrainingRunSpec& spec) {
   if (!spec.resources) f.error("resources", "required with trainer: set resources.machineType, e.g. n1-standard-8");
 }
 
+// The tenancy rules count a slice's chips by its topology (tenancy.h, acceleratorsOf).
+void checkTpuTopology(Findings& f, const std::string& field, const std::string& topology) {
+  if (!topology.empty() && !tpuSliceChips(topology))
+    f.error(field, "\"" + topology.substr(0, 32) + "\" is not a TPU topology; write the slice's chips per dimension, e.g. 2x2 or 2x2x1");
+}
+
 void checkResources(Findings& f, const TrainingRunSpec& spec) {
   if (!spec.resources) return;
   const auto& r = *spec.resources;
@@ -130,6 +142,7 @@ void checkResources(Findings& f, const TrainingRunSpec& spec) {
     f.error("resources.acceleratorType", "set acceleratorType and acceleratorCount together (e.g. NVIDIA_TESLA_T4 and 1), or neither");
   if (!r.tpuTopology.empty() && r.acceleratorType.rfind("TPU_", 0) != 0)
     f.error("resources.tpuTopology", "only TPU slices have a topology; remove it or set a TPU_* acceleratorType");
+  checkTpuTopology(f, "resources.tpuTopology", r.tpuTopology);
   if (!r.bootDiskType.empty() && r.bootDiskType != "pd-ssd" && r.bootDiskType != "pd-standard" &&
       r.bootDiskType != "hyperdisk-balanced")
     f.error("resources.bootDiskType", "use pd-ssd, pd-standard or hyperdisk-balanced");
@@ -240,6 +253,10 @@ void checkTuning(Findings& f, const TrainingRunSpec& spec) {
     f.error(base + ".metrics", "hyperparameterTuning needs at least one metric to optimise, e.g. metrics: [{metricId: accuracy, goal: Maximize}]");
   if (h.parallelTrialCount > h.maxTrialCount)
     f.error(base + ".parallelTrialCount", "parallelTrialCount must be <= maxTrialCount (" + std::to_string(h.maxTrialCount) + ")");
+  if (h.parallelTrialCount > kMaxParallelTrials)
+    f.error(base + ".parallelTrialCount", "should be less than or equal to " + std::to_string(kMaxParallelTrials) +
+                                              " (as the API server says): each parallel trial holds its own machines; "
+                                              "run fewer in parallel");
   if (h.parameters.empty())
     f.error(base + ".parameters", "required: at least one parameter to tune");
   for (size_t i = 0; i < h.parameters.size(); ++i) {
@@ -263,6 +280,42 @@ void checkTuning(Findings& f, const TrainingRunSpec& spec) {
     for (size_t j = 0; j < i; ++j)
       if (h.metrics[i].metricId == h.metrics[j].metricId)
         f.error(indexPath(base + ".metrics", i) + ".metricId", "duplicate metric; list each metricId once");
+}
+
+// Raw workerPoolSpecs reach Vertex as written: what tenancy counts (accelerators) and checks (package
+// locations, NFS servers, reservations) must be all there is, read as Vertex reads it (raw_pool.h).
+void checkRawPools(Findings& f, const TrainingRunSpec& spec) {
+  for (size_t i = 0; i < spec.workerPoolSpecs.size(); ++i) {
+    const auto& pool = spec.workerPoolSpecs[i];
+    std::string at = indexPath("workerPoolSpecs", i);
+    if (auto it = pool.find("containerSpec"); it != pool.end() && it->is_object() && it->contains("imageUri") &&
+                                              (*it)["imageUri"].is_string())
+      checkImage(f, at + ".containerSpec.imageUri", (*it)["imageUri"].get<std::string>());
+    auto read = readRawPool(pool);
+    for (const auto& unreadable : read.unreadable) f.error(at + "." + unreadable.field, unreadable.expected);
+    // A machine that carries accelerators by itself names them, so the rules can check their type.
+    if (read.acceleratorType.empty() && !read.machineType.empty()) {
+      if (auto problem = MachineCatalog::builtIn().check(read.machineType, "", 0))
+        f.error(at + ".machineSpec.acceleratorType", problem->message);
+    }
+    checkTpuTopology(f, at + ".machineSpec.tpuTopology", read.tpuTopology);
+  }
+  if (!spec.workerPoolSpecs.empty() && spec.workerPoolSpecs[0].empty())
+    f.error("workerPoolSpecs[0]", "the primary pool is required; only later pools may be {}");
+}
+
+// One run may hold at most kMaxAcceleratorsPerRun accelerators at once (the CRD says the same for
+// the trainer form).
+void checkAcceleratorTotal(Findings& f, const TrainingRunSpec& spec) {
+  int64_t needed = acceleratorsOf(spec);
+  if (needed <= kMaxAcceleratorsPerRun) return;
+  bool raw = !spec.workerPoolSpecs.empty();
+  f.error(raw ? "workerPoolSpecs" : "resources.acceleratorCount",
+          "the run needs " + (needed == std::numeric_limits<int64_t>::max() ? std::string("too many") : std::to_string(needed)) +
+              " accelerators at once (" +
+              (raw ? "each pool's accelerators per machine x replicaCount" : "accelerators per machine x workerCount") +
+              ", x parallelTrialCount), more than the " + std::to_string(kMaxAcceleratorsPerRun) +
+              " accelerators one run may hold; ask for fewer");
 }
 
 // --- RetrainingPolicy rules (the CRD's CEL rules say the same where CEL can check them) ---
@@ -354,18 +407,13 @@ std::vector<Finding> validateTrainingRunSpec(const TrainingRunSpec& spec, const 
   checkLabels(f, spec);
   checkTuning(f, spec);
   checkPlacement(f, spec);
-  for (size_t i = 0; i < spec.workerPoolSpecs.size(); ++i) {
-    const auto& pool = spec.workerPoolSpecs[i];
-    std::string at = indexPath("workerPoolSpecs", i);
-    if (auto it = pool.find("containerSpec"); it != pool.end() && it->is_object() && it->contains("imageUri") &&
-                                              (*it)["imageUri"].is_string())
-      checkImage(f, at + ".containerSpec.imageUri", (*it)["imageUri"].get<std::string>());
-    // What tenancy counts (accelerators) and checks (package locations) must read as Vertex does.
-    for (const auto& unreadable : readRawPool(pool).unreadable) f.error(at + "." + unreadable.field, unreadable.expected);
-  }
-  if (!spec.workerPoolSpecs.empty() && spec.workerPoolSpecs[0].empty())
-    f.error("workerPoolSpecs[0]", "the primary pool is required; only later pools may be {}");
-  return f.take();
+  checkRawPools(f, spec);
+  checkAcceleratorTotal(f, spec);
+  auto own = f.take();
+  // Every placement a run may move to is held to the same rules (a resolved one has no fallbacks).
+  auto placements = validatePlacements(spec, path, own);
+  own.insert(own.end(), placements.begin(), placements.end());
+  return own;
 }
 
 std::vector<Finding> validate(const TrainingRun& run) { return validateTrainingRunSpec(run.spec, "spec"); }

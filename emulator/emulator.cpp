@@ -145,7 +145,7 @@ bool Emulator::overCreateQuota() {
   return true;
 }
 
-Response Emulator::createJob(const vertex::Location& where, JobKind kind, const std::string& body) {
+Response Emulator::createJob(const vto::Location& where, JobKind kind, const std::string& body) {
   auto canonical = parseRequestBody(body, schemaIdOf(kind));
   if (overCreateQuota()) {
     json quotaFailure = {{"@type", "type.googleapis.com/google.rpc.QuotaFailure"},
@@ -202,7 +202,7 @@ Response Emulator::handleVertex(const Request& request) {
   if (segments.size() < 6 || segments[1] != "projects" || segments[3] != "locations") {
     throw ApiError(404, "NOT_FOUND", "No such path: " + request.path);
   }
-  vertex::Location where{segments[2], segments[4]};
+  vto::Location where{segments[2], segments[4]};
   const auto& collection = segments[5];
   if (collection == "operations" && segments.size() == 7 && request.method == "GET") {
     return {200, jobs_.operation(where.parent() + "/operations/" + segments[6])};
@@ -418,13 +418,13 @@ void Emulator::writeCheckpoint(const CheckpointWrite& write, std::set<std::strin
     try {
       checkpoints_->upload(write.bucket, write.object, write.content, "application/json");
     } catch (const ApiError& error) {
-      if (!error.notFound() || !options_.createMissingBuckets) throw;
+      if (!error.isNotFound() || !options_.createMissingBuckets) throw;
       checkpoints_->ensureBucket(write.bucket);
       checkpoints_->upload(write.bucket, write.object, write.content, "application/json");
     }
   } catch (const ApiError& error) {
     // Real training code crashes when its output bucket is missing; so does the emulated job.
-    if (error.notFound()) {
+    if (error.isNotFound()) {
       crashed.insert(write.jobName);
       spdlog::warn("job {} fails: its {} bucket gs://{} does not exist", write.jobName, what, write.bucket);
       // Model files overtake the job's own checkpoints on the writer; with its bucket missing, the real

@@ -72,7 +72,7 @@ class Emulator {
   Response handleControl(const Request& request);
   Response handleCapacity(const Request& request);
   bool authorized(const Request& request);
-  Response createJob(const vertex::Location& where, vertex::JobKind kind, const std::string& body);
+  Response createJob(const vto::Location& where, vertex::JobKind kind, const std::string& body);
   bool injectFault(Response& response);
   bool overCreateQuota();
   // Uploads one checkpoint or model file; a job whose bucket is missing crashes there (recorded in

@@ -84,7 +84,7 @@ void checkWorkerPools(const json& spec, const std::string& field) {
 
 }  // namespace
 
-vertex::Location locationIn(const std::string& resourceName) {
+vto::Location locationIn(const std::string& resourceName) {
   // projects/P/locations/L[/...]
   auto project = resourceName.find('/') + 1;
   auto locations = resourceName.find('/', project);
@@ -115,7 +115,7 @@ void JobStore::notify(const Job& job, JobEvent::Kind kind, Clock::time_point at,
   hooks_->onEvent(event);
 }
 
-json JobStore::create(const vertex::Location& where, JobKind kind, json resource) {
+json JobStore::create(const vto::Location& where, JobKind kind, json resource) {
   checkWorkerPools(resource.value(kind == JobKind::Custom ? "jobSpec" : "trialJobSpec", json::object()),
                    kind == JobKind::Custom ? "jobSpec" : "trialJobSpec");
   if (kind == JobKind::HyperparameterTuning &&
@@ -168,7 +168,7 @@ json JobStore::get(const std::string& name) const {
   return find(name).resource;
 }
 
-ListResult JobStore::list(const vertex::Location& where, JobKind kind, const std::string& filterText, int pageSize,
+ListResult JobStore::list(const vto::Location& where, JobKind kind, const std::string& filterText, int pageSize,
                           const std::string& token, const std::vector<std::vector<std::string>>& readMask) const {
   ListFilter filter;
   try {

@@ -44,7 +44,7 @@ struct CheckpointWrite {
 // The project and location of a name the emulator gave (projects/P/locations/L/...). Unlike
 // vertex::locationOf, which checks untrusted names strictly, it takes any project and location that a
 // request path brought in.
-vertex::Location locationIn(const std::string& resourceName);
+vto::Location locationIn(const std::string& resourceName);
 
 // Whether a job that has waited its queue time may start (capacity.h decides).
 enum class StartDecision { Start, Fail, Hold };
@@ -89,10 +89,10 @@ class JobStore {
   JobStore(const Clock& clock, SimulationSettings settings, LifecycleHooks* hooks = nullptr);
 
   // `resource` is validated and canonical; returns it with the output-only fields set.
-  nlohmann::json create(const vertex::Location& where, vertex::JobKind kind, nlohmann::json resource);
+  nlohmann::json create(const vto::Location& where, vertex::JobKind kind, nlohmann::json resource);
   nlohmann::json get(const std::string& name) const;
   // `readMask`: the fields each job keeps (paths of lowerCamelCase names); empty: every field.
-  ListResult list(const vertex::Location& where, vertex::JobKind kind, const std::string& filter, int pageSize,
+  ListResult list(const vto::Location& where, vertex::JobKind kind, const std::string& filter, int pageSize,
                   const std::string& pageToken, const std::vector<std::vector<std::string>>& readMask = {}) const;
   void cancel(const std::string& name);
   nlohmann::json remove(const std::string& name);  // the delete Operation

@@ -68,7 +68,7 @@ json page(const std::vector<const json*>& items, const char* collection, const s
 ModelRegistry::ModelRegistry(const Clock& clock, std::chrono::milliseconds uploadTime)
     : clock_(clock), uploadTime_(uploadTime) {}
 
-Response ModelRegistry::handle(const Request& request, const vertex::Location& where, const std::vector<std::string>& rest) {
+Response ModelRegistry::handle(const Request& request, const vto::Location& where, const std::vector<std::string>& rest) {
   std::lock_guard lock(mutex_);
   completeDue(clock_.now());  // so that a request sees what the clock says, ticked or not
 
@@ -114,7 +114,7 @@ void ModelRegistry::completeDue(Clock::time_point now) {
   std::erase_if(pending_, [&](const PendingUpload& upload) { return upload.doneAt <= now; });
 }
 
-json ModelRegistry::upload(const vertex::Location& where, const std::string& body) {
+json ModelRegistry::upload(const vto::Location& where, const std::string& body) {
   auto request = parseRequestBody(body, "GoogleCloudAiplatformV1UploadModelRequest");
   auto resource = request["model"];
   resource.erase("name");  // the name comes from modelId or parentModel

@@ -30,7 +30,7 @@ class ModelRegistry {
 
   // A request under /v1/projects/P/locations/L/ whose collection is "models" or "models:upload":
   // `rest` holds the path segments from that collection on. Throws vertex::ApiError.
-  Response handle(const Request& request, const vertex::Location& where, const std::vector<std::string>& rest);
+  Response handle(const Request& request, const vto::Location& where, const std::vector<std::string>& rest);
   // Completes the uploads whose time has come.
   void advance();
 
@@ -51,7 +51,7 @@ class ModelRegistry {
     Clock::time_point doneAt;
   };
 
-  nlohmann::json upload(const vertex::Location& where, const std::string& body);
+  nlohmann::json upload(const vto::Location& where, const std::string& body);
   nlohmann::json listVersions(const std::string& model, const std::map<std::string, std::string>& query) const;
   nlohmann::json mergeVersionAliases(const std::string& model, const std::string& version, const std::string& body);
   nlohmann::json importEvaluation(const std::string& model, const std::string& version, const std::string& body);

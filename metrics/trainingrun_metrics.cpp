@@ -11,6 +11,11 @@ TrainingRunMetrics::TrainingRunMetrics(prometheus::Registry& registry)
                    .Name("vto_trainingrun_resumes_total")
                    .Help("TrainingRun attempts resumed from a checkpoint, by the failure class of the attempt before")
                    .Register(registry)),
+      failovers_(prometheus::BuildCounter()
+                     .Name("vto_trainingrun_capacity_failovers_total")
+                     .Help("TrainingRun attempts moved to another placement because Vertex had no capacity where the "
+                           "attempt before ran, by region pair, accelerator and reason")
+                     .Register(registry)),
       checkpointAge_(prometheus::BuildGauge()
                          .Name("vto_checkpoint_age_seconds")
                          .Help("Age of the newest checkpoint of each running TrainingRun")
@@ -20,6 +25,15 @@ void TrainingRunMetrics::jobCreated(const std::string& kind) { jobsCreated_.Add(
 
 void TrainingRunMetrics::resumed(const std::string& failureClass) {
   resumes_.Add({{"failure_class", failureClass}}).Increment();
+}
+
+void TrainingRunMetrics::capacityFailover(const std::string& ns, const std::string& fromLocation,
+                                          const std::string& toLocation, const std::string& acceleratorType,
+                                          const std::string& reason) {
+  failovers_
+      .Add({{"namespace", ns}, {"from_location", fromLocation}, {"to_location", toLocation},
+            {"accelerator_type", acceleratorType}, {"reason", reason}})
+      .Increment();
 }
 
 void TrainingRunMetrics::checkpointAge(const std::string& ns, const std::string& name, double seconds) {

@@ -17,6 +17,10 @@ class TrainingRunMetrics {
   void jobCreated(const std::string& kind);
   // vto_trainingrun_resumes_total{failure_class}: attempts started after a failure of that class.
   void resumed(const std::string& failureClass);
+  // vto_trainingrun_capacity_failovers_total{namespace,from_location,to_location,accelerator_type,reason}:
+  // attempts moved to another placement because the one before had no capacity.
+  void capacityFailover(const std::string& ns, const std::string& fromLocation, const std::string& toLocation,
+                        const std::string& acceleratorType, const std::string& reason);
   // vto_checkpoint_age_seconds{namespace,name}: how old the newest checkpoint of a running run is.
   void checkpointAge(const std::string& ns, const std::string& name, double seconds);
   // Drops a run's per-run series once it is no longer running.
@@ -25,6 +29,7 @@ class TrainingRunMetrics {
  private:
   prometheus::Family<prometheus::Counter>& jobsCreated_;
   prometheus::Family<prometheus::Counter>& resumes_;
+  prometheus::Family<prometheus::Counter>& failovers_;
   prometheus::Family<prometheus::Gauge>& checkpointAge_;
 };
 

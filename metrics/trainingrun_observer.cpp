@@ -31,6 +31,10 @@ TrainingRunObserver::TrainingRunObserver(const Clock& clock, std::vector<std::st
                 .Name("vto_trainingruns")
                 .Help("TrainingRuns in each phase now, by namespace")
                 .Register(*registry_)),
+      waiting_(prometheus::BuildGauge()
+                   .Name("vto_trainingruns_waiting_for_capacity")
+                   .Help("TrainingRuns waiting now because every placement they may use has no capacity, by namespace")
+                   .Register(*registry_)),
       queueSeconds_(prometheus::BuildHistogram()
                         .Name("vto_trainingrun_queue_seconds")
                         .Help("Time from a TrainingRun's creation to its first job running")
@@ -179,11 +183,26 @@ std::vector<prometheus::MetricFamily> TrainingRunObserver::Collect() const {
 void TrainingRunObserver::recomputeGaugeLocked() const {
   gaugeStale_ = false;
   std::map<std::pair<std::string, std::string>, int> counts;
+  std::map<std::string, int> waiting;
   std::set<std::string> namespaces;
   if (active_) {
     for (const auto& [uid, record] : records_) {
       namespaces.insert(record.run.ns);
       ++counts[{record.run.ns, record.run.phase}];
+      if (record.run.waitingForCapacity) ++waiting[record.run.ns];
+    }
+  }
+  for (const auto& ns : namespaces) {
+    auto& gauge = waitingGauges_[ns];
+    if (gauge == nullptr) gauge = &waiting_.Add({{"namespace", ns}});
+    gauge->Set(waiting.count(ns) ? waiting[ns] : 0);
+  }
+  for (auto it = waitingGauges_.begin(); it != waitingGauges_.end();) {
+    if (namespaces.count(it->first) == 0) {
+      waiting_.Remove(it->second);
+      it = waitingGauges_.erase(it);
+    } else {
+      ++it;
     }
   }
   // Every phase of a namespace that has runs (0 included, so graphs drop to zero); none for others.

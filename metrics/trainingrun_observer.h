@@ -50,6 +50,7 @@ struct RunSnapshot {
   std::optional<Clock::time_point> firstRunning;  // attempt 1's job startTime
   std::optional<Clock::time_point> completed;
   std::map<int, std::string> failedAttempts;      // attempt number -> failure class
+  bool waitingForCapacity = false;                // every placement of spec.capacity is blocked
 };
 
 class TrainingRunObserver final : public prometheus::Collectable {
@@ -92,6 +93,7 @@ class TrainingRunObserver final : public prometheus::Collectable {
   const std::vector<std::string> phases_;
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Gauge>& runs_;
+  prometheus::Family<prometheus::Gauge>& waiting_;
   prometheus::Family<prometheus::Histogram>& queueSeconds_;
   prometheus::Family<prometheus::Histogram>& durationSeconds_;
   prometheus::Family<prometheus::Counter>& finished_;
@@ -103,6 +105,7 @@ class TrainingRunObserver final : public prometheus::Collectable {
   bool active_ = false;
   mutable std::map<std::string, Record> records_;  // by uid; accounting at scrape time moves accountedUntil
   mutable std::map<std::pair<std::string, std::string>, prometheus::Gauge*> gauges_;  // (namespace, phase)
+  mutable std::map<std::string, prometheus::Gauge*> waitingGauges_;                   // by namespace
   mutable bool gaugeStale_ = false;
 };
 

@@ -202,6 +202,13 @@ def trainingruns_dashboard():
                                            "failed {{failure_class}}"),
                                     target("sum by (failure_class) (increase(vto_trainingrun_resumes_total{job=\"vto\"}[$__rate_interval]))",
                                            "resumed {{failure_class}}", "B")]), 16, 8))
+    p.append(L.place(panel("timeseries", "Capacity failovers by region pair",
+                           "Attempts moved to another placement per hour because Vertex had no capacity where the attempt before ran (spec.capacity), by region pair, accelerator and reason (Stockout, QuotaExceeded, QueueTimeout).",
+                           "none", [target(f"sum by (from_location, to_location, accelerator_type, reason) (increase(vto_trainingrun_capacity_failovers_total{{{sel}}}[$__rate_interval]))",
+                                           "{{from_location}} → {{to_location}} {{accelerator_type}} {{reason}}")]), 12, 8))
+    p.append(L.place(panel("timeseries", "Runs waiting for capacity",
+                           "TrainingRuns whose every placement is out of capacity now, by namespace; VtoTrainingRunsWaitingForCapacity fires after an hour.",
+                           "none", [target(f"sum by (namespace) (vto_trainingruns_waiting_for_capacity{{{sel}}})", "{{namespace}}")]), 12, 8))
     p.append(L.place(panel("bargauge", "Accelerator hours by namespace", "Accelerator hours consumed in the time range (accelerators x replicas x running time), by namespace and accelerator type.",
                            "h", [target(f"sum by (namespace, accelerator_type) (increase(vto_trainingrun_accelerator_seconds_total{{{sel}}}[$__range])) / 3600",
                                         "{{namespace}} {{accelerator_type}}", instant=True)]), 8, 8))

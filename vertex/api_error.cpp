@@ -62,7 +62,7 @@ std::string excerpt(std::string_view body) {
 }  // namespace
 
 ApiError::ApiError(int httpStatus, std::string status, std::string message, nlohmann::json details)
-    : RetryableError("HTTP " + std::to_string(httpStatus) + " " + status + ": " + message),
+    : RemoteApiError("HTTP " + std::to_string(httpStatus) + " " + status + ": " + message),
       httpStatus_(httpStatus),
       retryable_(httpStatus == 429 || httpStatus == 500 || httpStatus == 503 || httpStatus == 504),
       status_(std::move(status)),

@@ -17,7 +17,7 @@ namespace vto::vertex {
 // An answer from Vertex or Cloud Storage that is not success. Like every remote error it is a
 // RetryableError: the client does not retry on its own (one backoff layer: the work queue's), it
 // hands the server's Retry-After (clamped) to the queue.
-class ApiError : public RetryableError {
+class ApiError : public RemoteApiError {
  public:
   ApiError(int httpStatus, std::string status, std::string message, nlohmann::json details = nlohmann::json::array());
   // A success status whose body is not what the API returns (an HTML page from a proxy, a JSON
@@ -26,14 +26,13 @@ class ApiError : public RetryableError {
   // vto refused to send the request at all (a field that would change where it goes). Not retryable.
   static ApiError refusedRequest(std::string message);
 
-  int httpStatus() const { return httpStatus_; }
+  int httpStatus() const override { return httpStatus_; }
   const std::string& status() const { return status_; }  // e.g. "RESOURCE_EXHAUSTED"
   const std::string& message() const { return message_; }
   const nlohmann::json& details() const { return details_; }
   // 429, 500, 503 (and 504), or an unexpected response: worth trying again after a pause.
   bool retryable() const { return retryable_; }
   bool isRetryable() const override { return retryable_; }
-  bool notFound() const { return httpStatus_ == 404; }
 
  private:
   int httpStatus_;

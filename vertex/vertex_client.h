@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/clock.h"
+#include "base/gcp_names.h"
 #include "base/url.h"
 #include "vertex/auth.h"
 #include "vertex/http_transport.h"
@@ -21,13 +22,6 @@
 #include "vertex/sleeper.h"
 
 namespace vto::vertex {
-
-
-struct Location {
-  std::string project;
-  std::string location;  // e.g. us-central1
-  std::string parent() const { return "projects/" + project + "/locations/" + location; }
-};
 
 // A Vertex resource name, parsed with one strict pattern (names come back from Vertex and are
 // stored in status, which anyone with status write access can change, so they are untrusted):

@@ -31,7 +31,7 @@
 #include "controller/kube_client.h"
 #include "controller/rest_config.h"
 #include "crd/yaml_json.h"
-#include "reconcilers/training_run_reconciler.h"
+#include "reconcilers/trainingrun/reconciler.h"
 #include "tests/support/operator_stack.h"
 #include "tests/support/prometheus_text.h"
 #include "tests/support/wait.h"

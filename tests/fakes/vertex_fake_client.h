@@ -20,7 +20,7 @@ namespace vto::testing {
 
 class FakeVertexClient final : public vertex::VertexClient {
  public:
-  vertex::Job createJob(const vertex::Location& where, vertex::JobKind kind, const nlohmann::json& resource) override {
+  vertex::Job createJob(const vto::Location& where, vertex::JobKind kind, const nlohmann::json& resource) override {
     std::lock_guard lock(mutex_);
     throwQueuedError();
     if (createError_) {
@@ -47,7 +47,7 @@ class FakeVertexClient final : public vertex::VertexClient {
     return vertex::decodeJob(vertex::jobKindOf(name), find(name));
   }
 
-  vertex::JobPage listJobs(const vertex::Location& where, vertex::JobKind kind,
+  vertex::JobPage listJobs(const vto::Location& where, vertex::JobKind kind,
                            const vertex::ListOptions& options) override {
     std::lock_guard lock(mutex_);
     throwQueuedError();

@@ -150,6 +150,9 @@ TEST(Guardrails, ARunOutsideItsTenantsRuleIsRefusedBeforeAnyVertexCall) {
       {"other-bucket", ownAccount + "  checkpointing:\n    directory: gs://team-b-bucket/ckpt\n",
        "spec.checkpointing.directory"},
       {"other-sa", "  serviceAccount: trainer@team-b.iam.gserviceaccount.com\n", "spec.serviceAccount"},
+      // Closed unless the rule opens them: a network (the rule lists none) and the interactive shell.
+      {"other-network", ownAccount + "  network: projects/999/global/networks/team-b-vpc\n", "spec.network"},
+      {"web-shell", ownAccount + "  enableWebAccess: true\n", "spec.enableWebAccess"},
   };
   for (const auto& c : cases) apply(simpleRunManifest(ns, c.name, c.extraSpec));
   for (const auto& c : cases) {

@@ -89,6 +89,38 @@ TEST_F(LintAgreesWithTheApiServer, MaxLength) {
              "ERROR spec.displayName: is 129 characters long; the API server refuses more than 128");
 }
 
+std::string rawRun(const std::string& name, const std::string& pool) {
+  return "apiVersion: vto.dev/v1alpha1\nkind: TrainingRun\nmetadata: {name: " + name +
+         "}\nspec:\n  baseOutputDirectory: gs://b/out\n  workerPoolSpecs:\n    - " + pool + "\n";
+}
+
+// Raw pools: Vertex's camelCase names only (Vertex would also read snake_case ones, which the tenancy
+// rules would not), counts within the CRD's maximums; a valid pool in every form Vertex reads passes.
+TEST_F(LintAgreesWithTheApiServer, RawPoolKeys) {
+  auto valid = writeFile("raw-valid.yaml",
+                         rawRun("raw-ok", "{machineSpec: {machineType: n1-standard-8, acceleratorType: NVIDIA_TESLA_T4, "
+                                          "acceleratorCount: \"2\"}, replicaCount: \"2\", diskSpec: {bootDiskSizeGb: 200}, "
+                                          "nfsMounts: [{server: 10.0.0.2, path: /a, mountPoint: a}], "
+                                          "containerSpec: {imageUri: us-docker.pkg.dev/p/r/i:1, env: [{name: A, value: b}]}}"));
+  auto lint = runShell(vto("lint -f " + quote(valid)));
+  EXPECT_EQ(lint.exitCode, 0) << lint.output;
+  auto server = sharedCluster().kubectl("apply --dry-run=server --validate=strict -n default -f " + quote(valid));
+  EXPECT_EQ(server.exitCode, 0) << server.output;
+
+  bothRefuse("raw-snake", rawRun("raw-snake", "{machine_spec: {machine_type: a3-highgpu-8g, accelerator_count: 8}, "
+                                              "replica_count: \"64\", containerSpec: {imageUri: us-docker.pkg.dev/p/r/i:1}}"),
+             "ERROR spec.workerPoolSpecs[0].machine_spec: unknown field; write it as machineSpec");
+  bothRefuse("raw-nested", rawRun("raw-nested", "{machineSpec: {machineType: n1-standard-8, accelerator_count: 8}, "
+                                                "containerSpec: {imageUri: us-docker.pkg.dev/p/r/i:1}}"),
+             "ERROR spec.workerPoolSpecs[0].machineSpec.accelerator_count: unknown field; write it as acceleratorCount");
+  bothRefuse("raw-replicas", rawRun("raw-replicas", "{machineSpec: {machineType: n1-standard-8}, replicaCount: 20000, "
+                                                    "containerSpec: {imageUri: us-docker.pkg.dev/p/r/i:1}}"),
+             "ERROR spec.workerPoolSpecs[0].replicaCount: must be a whole number from 0 to 10000");
+  bothRefuse("raw-enum-number", rawRun("raw-enum-number", "{machineSpec: {machineType: n1-standard-8, acceleratorType: 5, "
+                                                          "acceleratorCount: 1}, containerSpec: {imageUri: us-docker.pkg.dev/p/r/i:1}}"),
+             "ERROR spec.workerPoolSpecs[0].machineSpec.acceleratorType: must be a string");
+}
+
 TEST(LintHostileYaml, AliasBombAndCycleAreRefusedWithAClearError) {
   auto bomb = runShell(vto("lint -f " + quote((fs::path(sourceDir()) / "tests/fuzz/corpus/yaml-alias-billion-laughs.yaml").string())));
   EXPECT_EQ(bomb.exitCode, 1);
@@ -156,6 +188,103 @@ tenancy:
   EXPECT_NE(usage.output.find("tenancy[0].project: unknown field"), std::string::npos) << usage.output;
 }
 
+// Every rule field of API.md's contract, offline: what each closed field refuses, and what it allows.
+TEST(LintTenancy, KnowsEveryRuleField) {
+  auto config = writeFile("config-all.yaml", R"(default-project: acme-ml
+default-location: us-central1
+tenancy:
+  - namespaces: [team-a]
+    projects: [acme-ml]
+    locations: [us-central1]
+    serviceAccounts: [trainer@acme-ml.iam.gserviceaccount.com]
+    bucketPrefixes: [gs://acme-ml-out/]
+    acceleratorTypes: [NVIDIA_TESLA_T4]
+    maxAccelerators: 16
+    prometheusUrls: [https://prometheus.monitoring:9090]
+    networks: [projects/123456/global/networks/team-a-vpc]
+    models: [fraud]
+    nfsServers: [10.0.0.2]
+    reservations: [projects/acme-ml/zones/us-central1-a/reservations/team-a]
+    interactiveShell: false
+)");
+  const std::string base = "  serviceAccount: trainer@acme-ml.iam.gserviceaccount.com\n  baseOutputDirectory: gs://acme-ml-out/x\n";
+  auto lintRun = [&](const std::string& name, const std::string& extra) {
+    auto file = writeFile(name + ".yaml", run("{name: " + name + ", namespace: team-a}", base + extra));
+    return runShell(vto("lint --tenancy " + quote(config) + " -f " + quote(file)));
+  };
+  auto ok = lintRun("all-ok", "  network: projects/123456/global/networks/team-a-vpc\n"
+                              "  tensorboard: projects/acme-ml/locations/us-central1/tensorboards/1\n");
+  EXPECT_EQ(ok.exitCode, 0) << ok.output;
+  struct Case {
+    std::string name, extra, finding;
+  };
+  for (const auto& c : {Case{"net", "  network: projects/999/global/networks/team-b-vpc\n",
+                             "ERROR spec.network: network \"projects/999/global/networks/team-b-vpc\" is not allowed"},
+                        Case{"ranges", "  reservedIpRanges: [team-b-range]\n", "ERROR spec.reservedIpRanges: reserved IP ranges belong to a network"},
+                        Case{"tb", "  tensorboard: projects/research/locations/us-central1/tensorboards/1\n",
+                             "ERROR spec.tensorboard: TensorBoard \"projects/research/locations/us-central1/tensorboards/1\" is in project \"research\""},
+                        Case{"kms", "  encryptionKmsKeyName: projects/research/locations/us/keyRings/r/cryptoKeys/k\n",
+                             "ERROR spec.encryptionKmsKeyName: KMS key"},
+                        Case{"shell", "  enableWebAccess: true\n", "ERROR spec.enableWebAccess: interactive access"}}) {
+    auto refused = lintRun(c.name, c.extra);
+    EXPECT_EQ(refused.exitCode, 1) << c.name << ": " << refused.output;
+    EXPECT_NE(refused.output.find(c.finding), std::string::npos) << c.name << ": " << refused.output;
+  }
+
+  auto pool = [&](const std::string& name, const std::string& extra) {
+    auto file = writeFile(name + ".yaml",
+                          "apiVersion: vto.dev/v1alpha1\nkind: TrainingRun\nmetadata: {name: " + name +
+                              ", namespace: team-a}\nspec:\n" + base +
+                              "  workerPoolSpecs:\n    - {machineSpec: {" + extra +
+                              ", containerSpec: {imageUri: us-docker.pkg.dev/p/r/i:1}}\n");
+    return runShell(vto("lint --tenancy " + quote(config) + " -f " + quote(file)));
+  };
+  auto nfs = pool("nfs-ok", "machineType: n1-standard-8}, nfsMounts: [{server: 10.0.0.2, path: /a, mountPoint: a}]");
+  EXPECT_EQ(nfs.exitCode, 0) << nfs.output;
+  auto otherNfs = pool("nfs-bad", "machineType: n1-standard-8}, nfsMounts: [{server: 10.9.9.9, path: /a, mountPoint: a}]");
+  EXPECT_NE(otherNfs.output.find("ERROR spec.workerPoolSpecs[0].nfsMounts[0].server: NFS server \"10.9.9.9\" is not allowed"),
+            std::string::npos)
+      << otherNfs.output;
+  auto anyReservation = pool("rsv-any", "machineType: n1-standard-8, reservationAffinity: {reservationAffinityType: ANY_RESERVATION}}");
+  EXPECT_NE(anyReservation.output.find("ERROR spec.workerPoolSpecs[0].machineSpec.reservationAffinity.reservationAffinityType"),
+            std::string::npos)
+      << anyReservation.output;
+  auto cpu = pool("cpu", "machineType: n1-standard-8}, replicaCount: 8");
+  EXPECT_EQ(cpu.exitCode, 0) << "n1-standard-8 holds no accelerators: " << cpu.output;
+  auto chips = pool("tpu-chips", "machineType: ct5lp-hightpu-4t, acceleratorType: TPU_V5_LITEPOD, acceleratorCount: 4}, "
+                                 "replicaCount: 8");
+  EXPECT_NE(chips.output.find("ERROR spec.workerPoolSpecs[0].machineSpec.acceleratorType: accelerator type \"TPU_V5_LITEPOD\""),
+            std::string::npos)
+      << chips.output;
+
+  auto policy = [&](const std::string& name, const std::string& url) {
+    auto file = writeFile(name + ".yaml",
+                          "apiVersion: vto.dev/v1alpha1\nkind: RetrainingPolicy\nmetadata: {name: p, namespace: team-a}\n"
+                          "spec:\n  template:\n    spec:\n      trainer:\n        container:\n"
+                          "          imageUri: us-central1-docker.pkg.dev/acme-ml/r/img:1\n"
+                          "      resources: {machineType: n1-standard-4}\n"
+                          "      serviceAccount: trainer@acme-ml.iam.gserviceaccount.com\n"
+                          "      baseOutputDirectory: gs://acme-ml-out/p\n"
+                          "  triggers:\n    metric: {prometheusUrl: \"" + url + "\", query: up, below: 1}\n");
+    return runShell(vto("lint --tenancy " + quote(config) + " -f " + quote(file)));
+  };
+  auto listed = policy("prom-ok", "https://Prometheus.Monitoring:9090/");
+  EXPECT_EQ(listed.exitCode, 0) << listed.output;
+  auto other = policy("prom-bad", "http://team-b-api.team-b:8080");
+  EXPECT_EQ(other.exitCode, 1) << other.output;
+  EXPECT_NE(other.output.find("ERROR spec.triggers.metric.prometheusUrl: Prometheus URL \"http://team-b-api.team-b:8080\" "
+                              "is not allowed for this namespace by tenancy[0] (namespaces team-a); allowed: "
+                              "https://prometheus.monitoring:9090"),
+            std::string::npos)
+      << other.output;
+
+  auto badNetwork = writeFile("bad-network.yaml", "tenancy:\n  - namespaces: [a]\n    networks: [team-a-vpc]\n");
+  auto usage = runShell(vto("lint --tenancy " + quote(badNetwork) + " -f " + quote(writeFile("any.yaml", run("{name: x}", base)))));
+  EXPECT_EQ(usage.exitCode, 2) << usage.output;
+  EXPECT_NE(usage.output.find("tenancy[0].networks[0]: \"team-a-vpc\" is not a VPC network name"), std::string::npos)
+      << usage.output;
+}
+
 // `vto run --config`: the tenancy rules are read strictly before anything starts, and no rules is a
 // warning. (It stops at the missing kubeconfig right after, so no cluster is needed.)
 TEST(RunConfig, TenancyIsParsedStrictlyAndNoRulesIsAWarning) {
@@ -210,6 +339,32 @@ TEST(Chart, NetworkPolicyAndTenancyRender) {
   auto refusedValues = writeFile("bad-values.yaml", "tenancy:\n  - projects: [p]\n");
   auto schema = runShell(quote(binDir() + "/helm") + " template t " + chart + " -f " + quote(refusedValues));
   EXPECT_NE(schema.exitCode, 0) << "values.schema.json accepted a rule that selects no namespace";
+}
+
+// The chart's values schema knows every rule field, and the rendered config keeps them for the operator.
+TEST(Chart, TenancyValuesKnowEveryRuleField) {
+  auto chart = quote((fs::path(sourceDir()) / "helm/vto").string());
+  auto values = writeFile("values-all.yaml", R"(tenancy:
+  - namespaces: [team-a]
+    projects: [acme-ml]
+    prometheusUrls: [https://prometheus.monitoring:9090]
+    networks: [projects/123456/global/networks/team-a-vpc]
+    models: [fraud]
+    nfsServers: [10.0.0.2]
+    reservations: [projects/acme-ml/zones/us-central1-a/reservations/team-a]
+    interactiveShell: true
+)");
+  auto config = runShell(quote(binDir() + "/helm") + " template t " + chart + " -f " + quote(values) +
+                         " --show-only templates/configmap.yaml");
+  ASSERT_EQ(config.exitCode, 0) << config.output;
+  for (const char* field : {"prometheusUrls:", "networks:", "models:", "nfsServers:", "reservations:", "interactiveShell: true"})
+    EXPECT_NE(config.output.find(field), std::string::npos) << field << " missing from:\n" << config.output;
+  for (const char* bad : {"    networks: [team-a-vpc]\n", "    prometheusUrls: [prometheus:9090]\n", "    interactiveShell: \"yes\"\n",
+                          "    reservations: [team-a]\n", "    nfsServers: [\"\"]\n", "    interactiveshell: true\n"}) {
+    auto refused = writeFile("values-bad.yaml", std::string("tenancy:\n  - namespaces: [team-a]\n") + bad);
+    auto schema = runShell(quote(binDir() + "/helm") + " template t " + chart + " -f " + quote(refused));
+    EXPECT_NE(schema.exitCode, 0) << "values.schema.json accepted " << bad;
+  }
 }
 
 // image.digest pins what runs: the Deployment names repository@digest; a tag in its place is refused.

@@ -36,6 +36,8 @@ const std::map<std::string, std::string> kAbsentMetrics = {
     {"vto_retrainingpolicy_last_schedule_time_seconds",
      "the scenario's nightly policy runs on a manual request and reaches no slot; "
      "retrainingpolicy_test checks this gauge on a simulated clock"},
+    {"vto_trainingrun_capacity_failovers_total",
+     "no run here fails over (a counter appears at its first increment); trainingrun_capacity_test scrapes it"},
 };
 bool absentHere(const std::string& text) {
   for (const auto& [metric, why] : kAbsentMetrics) {
@@ -53,6 +55,7 @@ const std::map<std::string, std::string> kQuietAlerts = {
     {"VtoTrainingRunsFailing", "one failed run of four is below the alert's floor of three"},
     {"VtoVertexThrottling", "the emulator's quota is not exceeded"},
     {"VtoCheckpointStale", "checkpoints are seconds old"},
+    {"VtoTrainingRunsWaitingForCapacity", "no run waits for capacity"},
     {"VtoRetrainingScheduleLate", "the policy's runs start on their slots"},
     {"VtoRetrainingStale", "the policy succeeded minutes ago"},
     {"VtoRetrainingTriggerBlind", "the policy's new-data and metric triggers read their sources"},

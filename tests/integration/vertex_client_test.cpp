@@ -8,7 +8,7 @@
 
 #include "tests/support/emulator_processes.h"
 #include "tests/fakes/vertex_test_keys.h"
-#include "reconcilers/checkpoints.h"
+#include "reconcilers/jobs/checkpoints.h"
 #include "vertex/api_error.h"
 #include "vertex/auth.h"
 #include "vertex/gcs_client.h"
@@ -188,7 +188,7 @@ TEST_F(VertexAgainstEmulator, CheckpointSearchInABigDirectoryIsBounded) {
   auto found = reconcilers::findLatestCheckpoint(gcs, "gs://vto-it/big/checkpoints", clock_, limits);
   ASSERT_TRUE(found.latest);
   EXPECT_EQ(found.latest->uri, "gs://vto-it/big/checkpoints/step-120");
-  EXPECT_FALSE(found.latest->updateTime.empty());
+  EXPECT_TRUE(found.latest->updateTime.has_value());
   EXPECT_TRUE(found.complete) << found.stoppedBecause;
   // At most: 121 prefixes at 50 a page (3), the unnumbered notes/ (1), the winner's 5 files (1).
   // Every object one by one would be 13 pages (fake-gcs-server may also answer in one page).
@@ -231,7 +231,7 @@ TEST_F(VertexAgainstEmulator, CancelThenDeleteThroughAnOperation) {
     vertex->getJob(job.name);
     ADD_FAILURE() << "the deleted job is still there";
   } catch (const ApiError& error) {
-    EXPECT_TRUE(error.notFound());
+    EXPECT_TRUE(error.isNotFound());
   }
 }
 

@@ -7,8 +7,10 @@
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <thread>
 
 #include "tests/fakes/clock_fake.h"
+#include "tests/support/wait.h"
 
 namespace vto::controller {
 namespace {
@@ -81,6 +83,53 @@ TEST(PollingSourceTest, NewTargetsArePolledAtOnceAndGoneOnesDropped) {
   EXPECT_EQ(f.polls["c"], 1);
   f.runFor(seconds(30));
   EXPECT_EQ(f.polls["a"], 1) << "a is no longer a target";
+}
+
+// With workers, a group whose polls hang (a tenant's dead endpoint) holds at most maxPerGroup of
+// them: the other groups' targets are polled meanwhile, and no second target of the hung group starts.
+TEST(PollingSourceTest, AGroupThatHangsHoldsOnlyItsShareOfTheWorkers) {
+  testing::FakeClock clock;
+  std::mutex mutex;
+  std::condition_variable released;
+  bool release = false;
+  std::map<std::string, int> polls;
+  int hungAtOnce = 0, mostHungAtOnce = 0;
+  PollingSourceOptions options{seconds(1), seconds(8), seconds(1)};
+  options.workers = 3;
+  options.groupOf = [](const std::string& target) { return target.substr(0, target.find('/')); };
+  options.maxPerGroup = 1;
+  PollingSource source(
+      clock, [] { return std::vector<std::string>{"slow/1", "slow/2", "slow/3", "slow/4", "fast/1", "fast/2"}; },
+      [&](const std::string& target) -> Clock::duration {
+        std::unique_lock lock(mutex);
+        ++polls[target];
+        if (target.rfind("slow/", 0) == 0) {
+          mostHungAtOnce = std::max(mostHungAtOnce, ++hungAtOnce);
+          released.wait(lock, [&] { return release; });
+          --hungAtOnce;
+        }
+        return seconds(10);
+      },
+      options);
+  std::jthread loop([&](std::stop_token stop) { source.run(stop); });
+  auto polled = [&](const std::string& target) {
+    std::lock_guard lock(mutex);
+    return polls[target];
+  };
+  EXPECT_TRUE(testing::waitFor([&] { return polled("fast/1") == 1 && polled("fast/2") == 1; }, std::chrono::seconds(10)))
+      << "the other group is polled while one of its workers hangs";
+  clock.advance(seconds(10));
+  EXPECT_TRUE(testing::waitFor([&] { return polled("fast/1") == 2; }, std::chrono::seconds(10)))
+      << "and polled again on schedule";
+  {
+    std::lock_guard lock(mutex);
+    EXPECT_EQ(mostHungAtOnce, 1) << "one hung target per group at a time";
+    release = true;
+  }
+  released.notify_all();
+  EXPECT_TRUE(testing::waitFor([&] { return polled("slow/4") >= 1; }, std::chrono::seconds(10)))
+      << "the group's other targets follow once it is free";
+  loop.request_stop();
 }
 
 }  // namespace

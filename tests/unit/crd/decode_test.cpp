@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "base/rfc3339.h"
+
 #include "crd/duration.h"
 #include "crd/retraining_policy.h"
 #include "crd/training_run.h"
@@ -171,12 +173,18 @@ TEST(Encode, StatusRoundTripsThroughJson) {
   status.observedGeneration = 3;
   status.phase = Phase::Running;
   status.message = "attempt 2 running";
-  status.conditions.push_back({"Running", "True", "JobRunning", "", "2026-01-01T00:00:00Z", 3});
-  status.job = JobRef{"projects/p/locations/l/customJobs/42", "42", "CustomJob", "JOB_STATE_RUNNING", "", "", "", "", {}};
-  status.attempts.push_back({1, "projects/p/locations/l/customJobs/41", "JOB_STATE_FAILED", "", "", "Preemption", "preempted", ""});
-  status.attemptCount = 2;
-  status.resumes = 1;
-  status.lastCheckpoint = CheckpointRef{"gs://b/ckpt-7", ""};
+  status.conditions.push_back({"Running", "True", "JobRunning", "", parseRfc3339("2026-01-01T00:00:00Z"), 3});
+  status.job = JobRef{"projects/p/locations/l/customJobs/42", "42", "CustomJob", "JOB_STATE_RUNNING", "", {}, {}, {}, {}};
+  Attempt failed;
+  failed.attempt = 1;
+  failed.jobName = "projects/p/locations/l/customJobs/41";
+  failed.state = "JOB_STATE_FAILED";
+  failed.failureClass = FailureClass::Preemption;
+  failed.message = "preempted";
+  status.history.attempts.push_back(failed);
+  status.history.attemptCount = 2;
+  status.history.resumes = 1;
+  status.history.lastCheckpoint = CheckpointRef{"gs://b/ckpt-7", std::nullopt};
   json encoded = encodeTrainingRunStatus(status);
   EXPECT_EQ(encoded["phase"], "Running");
   EXPECT_EQ(encodeTrainingRunStatus(decodeTrainingRunStatus(encoded, "status")), encoded);
@@ -272,13 +280,13 @@ TEST(RetrainingPolicy, StatusRoundTripsWithTimesAsTimePoints) {
   })");
   auto decoded = decodeRetrainingPolicyStatus(status, "status");
   EXPECT_EQ(decoded.active, std::vector<std::string>{"fraud-weekly-1764640800"});
-  EXPECT_EQ(decoded.lastTrigger->reason, TriggerReason::NewData);
-  EXPECT_EQ(std::chrono::duration_cast<std::chrono::seconds>(decoded.lastScheduleTime->time_since_epoch()).count(), 1764554400);
-  EXPECT_EQ(decoded.lastSuccessfulRun->modelUri, "gs://risk-models/fraud/fraud-weekly-1764036000/model/");
-  EXPECT_EQ(decoded.counts.succeeded, 12);
-  EXPECT_EQ(decoded.dataWatermark->pendingBytes, 4096);
-  EXPECT_EQ(decoded.metric->lastValue, 0.91);
-  EXPECT_FALSE(decoded.metric->breachingSince);
+  EXPECT_EQ(decoded.history.lastTrigger->reason, TriggerReason::NewData);
+  EXPECT_EQ(std::chrono::duration_cast<std::chrono::seconds>(decoded.history.lastScheduleTime->time_since_epoch()).count(), 1764554400);
+  EXPECT_EQ(decoded.history.lastSuccessfulRun->modelUri, "gs://risk-models/fraud/fraud-weekly-1764036000/model/");
+  EXPECT_EQ(decoded.history.counts.succeeded, 12);
+  EXPECT_EQ(decoded.history.dataWatermark->pendingBytes, 4096);
+  EXPECT_EQ(decoded.history.metric->lastValue, 0.91);
+  EXPECT_FALSE(decoded.history.metric->breachingSince);
   // A GCS creation time keeps its fraction: the watermark compares (timeCreated, name) exactly.
   EXPECT_EQ(encodeRetrainingPolicyStatus(decoded), status);
 }

@@ -117,7 +117,11 @@ TEST(Render, LabelsCarryTheRunAndTheUsersLabels) {
   run.metadata.name = "ResNet.v2";
   json labels = renderCustomJob(run, 2, "")["labels"];
   EXPECT_EQ(labels, json::parse(R"({"team": "vision", "vto-run-uid": "0b6c1f4e-1111-2222-3333-444455556666",
-      "vto-namespace": "team-a", "vto-name": "resnet-v2", "vto-attempt": "2", "managed-by": "vto"})"));
+      "vto-namespace": "team-a", "vto-name": "resnet-v2", "vto-attempt": "2", "managed-by": "vto",
+      "vto-accelerators": "1", "vto-accelerator-type": "nvidia_tesla_t4"})"))
+      << "what the job holds is on it, for the accelerator caps";
+  EXPECT_FALSE(renderCustomJob(withSpec("  resources: {machineType: n1-standard-4}\n"), 1, "")["labels"].contains("vto-accelerators"))
+      << "a job without accelerators has no such label";
 }
 
 TEST(Render, SchedulingUsesProtoDurationsAndEnumNames) {
@@ -193,11 +197,11 @@ TEST(Render, HyperparameterTuningJob) {
   EXPECT_FALSE(body.contains("jobSpec"));
 }
 
-TEST(Render, PlacementComesFromTheSpecOrTheDefaults) {
+TEST(Render, TheLocationComesFromTheSpecOrTheDefaults) {
   auto run = withSpec("  location: europe-west4\n");
-  auto placement = placementOf(run.spec, {"default-project", "us-central1"});
+  auto placement = locationOf(run.spec, {"default-project", "us-central1"});
   EXPECT_EQ(parentOf(placement), "projects/default-project/locations/europe-west4");
-  EXPECT_THROW(parentOf(placementOf(run.spec, {})), std::invalid_argument);
+  EXPECT_THROW(parentOf(locationOf(run.spec, {})), std::invalid_argument);
 }
 
 }  // namespace

@@ -2,6 +2,9 @@
 // accelerator cap's first-created-first-served admission.
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <limits>
+
 #include "crd/strict_json.h"
 #include "crd/tenancy.h"
 #include "crd/yaml_json.h"
@@ -166,7 +169,7 @@ TEST(Tenancy, RawWorkerPoolsAreCountedAndCheckedToo) {
   spec.trainer.reset();
   spec.resources.reset();
   spec.workerPoolSpecs = nlohmann::json::parse(R"([
-    {"machineSpec": {"machineType": "a3-highgpu-8g", "acceleratorType": "NVIDIA_L4", "acceleratorCount": 4},
+    {"machineSpec": {"machineType": "g2-standard-48", "acceleratorType": "NVIDIA_L4", "acceleratorCount": 4},
      "replicaCount": "2", "containerSpec": {"imageUri": "us-docker.pkg.dev/p/r/i:1"}},
     {},
     {"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": 1,
@@ -194,6 +197,9 @@ TEST(Tenancy, RawWorkerPoolsAreCountedAndCheckedToo) {
   for (const auto& each : unreadable.unreadable) fields.push_back(each.field);
   EXPECT_EQ(fields, (std::vector<std::string>{"machineSpec.acceleratorType", "machineSpec.acceleratorCount",
                                               "replicaCount", "pythonPackageSpec.packageUris"}));
+  // The rules refuse what they cannot read, whatever validation says (fail closed).
+  EXPECT_EQ(fieldOf([](auto& pools) { pools[0]["machineSpec"]["acceleratorCount"] = "four"; }),
+            "spec.workerPoolSpecs[0].machineSpec.acceleratorCount");
 }
 
 TEST(Tenancy, AClaimComesFromTheRunsMetadataAndSpec) {
@@ -237,6 +243,7 @@ TEST(Tenancy, AcceleratorsCountMachinesAndParallelTrials) {
   spec.hyperparameterTuning->parallelTrialCount = 2;
   EXPECT_EQ(acceleratorsOf(spec), 12);
   spec.resources->acceleratorType.clear();
+  spec.resources->acceleratorCount = 0;
   EXPECT_EQ(acceleratorsOf(spec), 0);
 }
 
@@ -261,6 +268,262 @@ TEST(TenancyAdmit, FirstCreatedFirstServed) {
   std::vector<AcceleratorClaim> tied = {{"a/x", "t", 10, false}, {"a/y", "t", 10, false}};
   EXPECT_TRUE(admit(tied[0], tied, 16, "r").admitted);
   EXPECT_FALSE(admit(tied[1], tied, 16, "r").admitted);
+}
+
+
+// --- Every field that reaches Vertex is governed (API.md "Tenancy rules") ---
+
+const char* kClosedRules = R"(
+- namespaces: [team-a]
+  projects: [acme-ml]
+  bucketPrefixes: [gs://acme-ml-out/, gs://shared/team-a/]
+  acceleratorTypes: [NVIDIA_TESLA_T4, NVIDIA_L4]
+  maxAccelerators: 16
+  prometheusUrls: [https://prometheus.monitoring:9090]
+  networks: [projects/123456/global/networks/team-a-vpc]
+  models: [fraud, churn]
+  nfsServers: [10.0.0.2]
+  reservations: [projects/acme-ml/zones/us-central1-a/reservations/team-a]
+  interactiveShell: false
+- namespaces: [team-b]
+  models: []
+  interactiveShell: true
+)";
+
+TenancyRules closedRules() { return parseTenancyRules(parseYamlDocuments(kClosedRules).at(0)); }
+
+TrainingRunSpec rawSpec(const std::string& pools) {
+  auto spec = allowedSpec();
+  spec.trainer.reset();
+  spec.resources.reset();
+  spec.workerPoolSpecs = nlohmann::json::parse(pools);
+  return spec;
+}
+
+std::string violationField(const TrainingRunSpec& spec, const TenancyRules& rules = closedRules()) {
+  auto violation = checkTenancy(spec, {}, kTeamA, rules);
+  return violation ? violation->field : "";
+}
+
+TEST(TenancyParse, ReadsTheFieldsThatGovernEverythingElse) {
+  auto parsed = closedRules();
+  EXPECT_EQ(parsed[0].prometheusUrls, (std::vector<std::string>{"https://prometheus.monitoring:9090"}));
+  EXPECT_EQ(parsed[0].networks, (std::vector<std::string>{"projects/123456/global/networks/team-a-vpc"}));
+  EXPECT_EQ(parsed[0].models, (std::vector<std::string>{"fraud", "churn"}));
+  EXPECT_EQ(parsed[0].nfsServers, (std::vector<std::string>{"10.0.0.2"}));
+  EXPECT_EQ(parsed[0].reservations.size(), 1u);
+  EXPECT_FALSE(parsed[0].interactiveShell);
+  EXPECT_TRUE(parsed[1].interactiveShell);
+  EXPECT_EQ(parsed[1].models, std::vector<std::string>{}) << "models: [] is a list: no model";
+  EXPECT_FALSE(rules()[0].models) << "absent: any model";
+
+  EXPECT_NE(parseError("- namespaces: [a]\n  prometheusUrls: ['prometheus:9090']\n").find("tenancy[0].prometheusUrls[0]"),
+            std::string::npos);
+  EXPECT_NE(parseError("- namespaces: [a]\n  prometheusUrls: ['https://p/?x=1']\n").find("not an http(s) base URL"),
+            std::string::npos);
+  EXPECT_NE(parseError("- namespaces: [a]\n  networks: [team-a-vpc]\n").find("tenancy[0].networks[0]"), std::string::npos);
+  EXPECT_NE(parseError("- namespaces: [a]\n  reservations: [team-a]\n").find("tenancy[0].reservations[0]"), std::string::npos);
+  EXPECT_NE(parseError("- namespaces: [a]\n  interactiveShell: yes-please\n").find("tenancy[0].interactiveShell"),
+            std::string::npos);
+  EXPECT_NE(parseError("- namespaces: [a]\n  nfsServers: ['']\n").find("tenancy[0].nfsServers[0]: must not be empty"),
+            std::string::npos);
+  EXPECT_NE(parseError("- namespaces: [a]\n  model: [x]\n").find("tenancy[0].model: unknown field"), std::string::npos);
+}
+
+// Vertex's JSON parser reads snake_case proto names too: a pool written in them reached Vertex with
+// its accelerators uncounted and its types and package locations unchecked.
+TEST(Tenancy, RawPoolsInSnakeCaseAreRefusedNotIgnored) {
+  auto spec = rawSpec(R"([{"machine_spec": {"machine_type": "a3-highgpu-8g", "accelerator_type": "NVIDIA_H100_80GB",
+                                            "accelerator_count": 8},
+                           "replica_count": "100",
+                           "python_package_spec": {"executor_image_uri": "us-docker.pkg.dev/p/r/i:1",
+                                                   "package_uris": ["gs://other-team/pkg.tar.gz"], "python_module": "m"}}])");
+  auto violation = checkTenancy(spec, {}, kTeamA, rules());
+  ASSERT_TRUE(violation) << "800 H100s in another team's package passed every rule";
+  EXPECT_EQ(violation->field, "spec.workerPoolSpecs[0].machine_spec");
+  EXPECT_NE(violation->message.find("write it as machineSpec"), std::string::npos) << violation->message;
+  // Nested keys too: a camelCase pool with one snake_case count.
+  auto nested = rawSpec(R"([{"machineSpec": {"machineType": "n1-standard-8", "acceleratorType": "NVIDIA_TESLA_T4",
+                                             "accelerator_count": 4}, "replicaCount": 1}])");
+  EXPECT_EQ(violationField(nested, rules()), "spec.workerPoolSpecs[0].machineSpec.accelerator_count");
+}
+
+// A TPU machine carries its chips whether or not the pool names them; it used to count as zero.
+TEST(Tenancy, TpuMachinesCountTheirChipsWithoutAnAcceleratorType) {
+  auto raw = rawSpec(R"([{"machineSpec": {"machineType": "ct5lp-hightpu-4t"}, "replicaCount": 8,
+                          "containerSpec": {"imageUri": "us-docker.pkg.dev/p/r/i:1"}}])");
+  EXPECT_EQ(acceleratorsOf(raw), 32) << "4 chips per machine x 8 replicas";
+  auto violation = checkTenancy(raw, {}, kTeamA, rules());
+  ASSERT_TRUE(violation);
+  EXPECT_EQ(violation->field, "spec.workerPoolSpecs[0].machineSpec.machineType");
+  EXPECT_NE(violation->message.find("accelerator type \"TPU_V5_LITEPOD\""), std::string::npos) << violation->message;
+
+  auto unlisted = rules();
+  unlisted[0].acceleratorTypes.clear();  // any type: the cap still counts the chips
+  EXPECT_EQ(violationField(raw, unlisted), "spec.workerPoolSpecs");
+
+  // A declared count below what the machine carries, and a slice larger than one machine.
+  auto resources = allowedSpec();
+  resources.resources = Resources{"ct5lp-hightpu-8t", "TPU_V5_LITEPOD", 1, "", "", 0};
+  EXPECT_EQ(acceleratorsOf(resources), 8);
+  resources.resources->tpuTopology = "4x8";
+  EXPECT_EQ(acceleratorsOf(resources), 32);
+  resources.resources = Resources{"cloud-tpu", "", 0, "", "", 0};
+  EXPECT_EQ(acceleratorsOf(resources), 8);
+  // A CPU parameter server on a GPU machine holds its GPUs too.
+  auto ps = allowedSpec();
+  ps.distribution = Distribution{Strategy::ParameterServer, 1, ReplicaPool{2, "a2-highgpu-4g"}, std::nullopt, std::nullopt};
+  EXPECT_EQ(acceleratorsOf(ps), 1 + 2 * 4);
+}
+
+TEST(Tenancy, CountsSaturateInsteadOfWrappingNegative) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(saturatingMultiply(int64_t{1} << 40, int64_t{1} << 40), kMax);
+  EXPECT_EQ(saturatingAdd(kMax - 1, 5), kMax);
+  EXPECT_EQ(saturatingMultiply(4096, 4), 16384);
+  // Claims that would wrap negative together must not make room under the cap.
+  std::vector<AcceleratorClaim> claims = {{"a/huge", "t1", kMax, true}, {"a/big", "t2", kMax - 10, true}};
+  EXPECT_EQ(acceleratorsInUse(claims), kMax);
+  AcceleratorClaim small{"a/small", "t3", 1, false};
+  EXPECT_FALSE(admit(small, claims, 16, "tenancy[0]").admitted);
+  // The largest counts a run may write stay exact: every factor is bounded.
+  auto spec = allowedSpec();
+  spec.resources->acceleratorCount = 64;
+  spec.distribution = Distribution{};
+  spec.distribution->workerCount = 10000;
+  spec.hyperparameterTuning = HyperparameterTuning{};
+  spec.hyperparameterTuning->parallelTrialCount = std::numeric_limits<int32_t>::max();
+  EXPECT_EQ(acceleratorsOf(spec), int64_t{64} * 10000 * std::numeric_limits<int32_t>::max());
+}
+
+TEST(Tenancy, DataPrefixesAreDirectoriesInTheCheckAndTheListing) {
+  EXPECT_EQ(directoryPrefix("gs://shared/team-a"), "gs://shared/team-a/");
+  EXPECT_EQ(directoryPrefix("gs://shared/team-a/"), "gs://shared/team-a/");
+  EXPECT_EQ(directoryPrefix("gs://shared"), "gs://shared/");
+  RetrainingPolicySpec policy;
+  policy.templ.spec = allowedSpec();
+  policy.triggers.newData = NewDataTrigger{};
+  // gs://shared/team-a is the directory gs://shared/team-a/: allowed, and what the operator lists.
+  policy.triggers.newData->gcsPrefix = "gs://shared/team-a";
+  EXPECT_FALSE(decidePolicyTenancy(policy, {}, kTeamA, closedRules()).violation);
+  // gs://shared/team-ab is another directory, with or without its slash.
+  for (const char* other : {"gs://shared/team-ab", "gs://shared/team-ab/", "gs://shared/team-"}) {
+    policy.triggers.newData->gcsPrefix = other;
+    auto violation = decidePolicyTenancy(policy, {}, kTeamA, closedRules()).violation;
+    ASSERT_TRUE(violation) << other;
+    EXPECT_EQ(violation->field, "spec.triggers.newData.gcsPrefix");
+    EXPECT_NE(violation->message.find("\"" + directoryPrefix(other) + "\""), std::string::npos)
+        << "the message names the directory that was checked: " << violation->message;
+  }
+}
+
+TEST(Tenancy, NetworkTensorboardKmsAndTheShellAreGoverned) {
+  auto fieldOf = [](const std::function<void(TrainingRunSpec&)>& change) {
+    auto spec = allowedSpec();
+    change(spec);
+    return violationField(spec);
+  };
+  EXPECT_EQ(fieldOf([](auto&) {}), "");
+  EXPECT_EQ(fieldOf([](auto& s) { s.network = "projects/123456/global/networks/team-a-vpc"; }), "");
+  EXPECT_EQ(fieldOf([](auto& s) { s.network = "projects/999/global/networks/team-b-vpc"; }), "spec.network");
+  EXPECT_EQ(fieldOf([](auto& s) { s.reservedIpRanges = {"team-b-range"}; }), "spec.reservedIpRanges");
+  EXPECT_EQ(fieldOf([](auto& s) {
+              s.network = "projects/123456/global/networks/team-a-vpc";
+              s.reservedIpRanges = {"team-a-range"};
+            }),
+            "");
+  EXPECT_EQ(fieldOf([](auto& s) { s.tensorboard = "projects/acme-ml/locations/us-central1/tensorboards/7"; }), "");
+  EXPECT_EQ(fieldOf([](auto& s) { s.tensorboard = "projects/research/locations/us-central1/tensorboards/7"; }),
+            "spec.tensorboard");
+  EXPECT_EQ(fieldOf([](auto& s) { s.tensorboard = "tensorboards/7"; }), "spec.tensorboard");
+  EXPECT_EQ(fieldOf([](auto& s) { s.encryptionKmsKeyName = "projects/acme-ml/locations/us/keyRings/r/cryptoKeys/k"; }), "");
+  EXPECT_EQ(fieldOf([](auto& s) { s.encryptionKmsKeyName = "projects/research/locations/us/keyRings/r/cryptoKeys/k"; }),
+            "spec.encryptionKmsKeyName");
+  EXPECT_EQ(fieldOf([](auto& s) { s.enableWebAccess = true; }), "spec.enableWebAccess");
+  EXPECT_EQ(fieldOf([](auto& s) { s.enableDashboardAccess = true; }), "spec.enableDashboardAccess");
+
+  auto network = allowedSpec();
+  network.network = "projects/999/global/networks/team-b-vpc";
+  auto violation = checkTenancy(network, {}, kTeamA, rules());  // a rule without networks: none allowed
+  ASSERT_TRUE(violation);
+  EXPECT_NE(violation->message.find("allowed: none (the rule lists no networks)"), std::string::npos) << violation->message;
+  auto shell = allowedSpec();
+  shell.enableWebAccess = true;
+  EXPECT_FALSE(checkTenancy(shell, {}, {"team-b", std::map<std::string, std::string>{}}, closedRules()))
+      << "team-b's rule has interactiveShell: true";
+  auto withoutRules = allowedSpec();
+  withoutRules.network = "projects/999/global/networks/any";
+  withoutRules.enableWebAccess = true;
+  EXPECT_FALSE(checkTenancy(withoutRules, {}, kTeamA, {})) << "no rules: everything is allowed";
+}
+
+TEST(Tenancy, RawPoolsNfsMountsReservationsAndLustreAreGoverned) {
+  auto poolWith = [](const std::string& extra) {
+    return rawSpec(R"([{"machineSpec": {"machineType": "n1-standard-8")" + extra +
+                   R"(, "containerSpec": {"imageUri": "us-docker.pkg.dev/p/r/i:1"}}])");
+  };
+  EXPECT_EQ(violationField(poolWith("}")), "");
+  EXPECT_EQ(violationField(poolWith(R"(}, "nfsMounts": [{"server": "10.0.0.2", "path": "/a", "mountPoint": "a"}])")), "");
+  EXPECT_EQ(violationField(poolWith(R"(}, "nfsMounts": [{"server": "10.0.0.2", "path": "/a", "mountPoint": "a"},
+                                                          {"server": "10.9.9.9", "path": "/b", "mountPoint": "b"}])")),
+            "spec.workerPoolSpecs[0].nfsMounts[1].server");
+  EXPECT_EQ(violationField(poolWith(R"(}, "nfsMounts": [{"server": "10.0.0.2", "path": "/a", "mountPoint": "a"}])"), rules()),
+            "spec.workerPoolSpecs[0].nfsMounts[0].server")
+      << "a rule without nfsServers allows none";
+  const std::string affinity = R"(, "reservationAffinity": {"reservationAffinityType": )";
+  EXPECT_EQ(violationField(poolWith(affinity + R"("NO_RESERVATION"}})")), "");
+  EXPECT_EQ(violationField(poolWith(affinity + R"("SPECIFIC_RESERVATION", "key": "compute.googleapis.com/reservation-name",
+                                                  "values": ["projects/acme-ml/zones/us-central1-a/reservations/team-a"]}})")),
+            "");
+  EXPECT_EQ(violationField(poolWith(affinity + R"("SPECIFIC_RESERVATION", "key": "compute.googleapis.com/reservation-name",
+                                                  "values": ["projects/acme-ml/zones/us-central1-a/reservations/team-b"]}})")),
+            "spec.workerPoolSpecs[0].machineSpec.reservationAffinity.values[0]");
+  EXPECT_EQ(violationField(poolWith(affinity + R"("ANY_RESERVATION"}})")),
+            "spec.workerPoolSpecs[0].machineSpec.reservationAffinity.reservationAffinityType");
+  EXPECT_EQ(violationField(poolWith(affinity + R"("SPECIFIC_RESERVATION", "key": "team", "values": ["a"]}})")),
+            "spec.workerPoolSpecs[0].machineSpec.reservationAffinity.key");
+  EXPECT_EQ(violationField(poolWith(R"(}, "lustreMounts": [{"instanceIp": "10.0.0.3", "volumeHandle": "v", "filesystem": "f",
+                                                             "mountPoint": "l"}])")),
+            "spec.workerPoolSpecs[0].lustreMounts");
+}
+
+TEST(Tenancy, APolicysPrometheusUrlMustBeOneOfTheRulesCanonically) {
+  EXPECT_EQ(canonicalPrometheusUrl("HTTPS://Prometheus.Monitoring:443/"), "https://prometheus.monitoring");
+  EXPECT_EQ(canonicalPrometheusUrl("http://prometheus.monitoring:80/prom/"), "http://prometheus.monitoring/prom");
+  EXPECT_EQ(canonicalPrometheusUrl("http://[::1]:9090"), "http://[::1]:9090");
+  EXPECT_FALSE(canonicalPrometheusUrl("ftp://prometheus"));
+  EXPECT_FALSE(canonicalPrometheusUrl("http://user@prometheus"));
+  EXPECT_FALSE(canonicalPrometheusUrl("http://prometheus/?x"));
+
+  RetrainingPolicySpec policy;
+  policy.templ.spec = allowedSpec();
+  policy.triggers.metric = MetricTrigger{};
+  auto fieldFor = [&](const std::string& url, const TenancyRules& rules) {
+    policy.triggers.metric->prometheusUrl = url;
+    auto violation = decidePolicyTenancy(policy, {}, kTeamA, rules).violation;
+    return violation ? violation->field : "";
+  };
+  EXPECT_EQ(fieldFor("https://prometheus.monitoring:9090", closedRules()), "");
+  EXPECT_EQ(fieldFor("HTTPS://PROMETHEUS.monitoring:9090/", closedRules()), "");
+  EXPECT_EQ(fieldFor("https://prometheus.monitoring:9091", closedRules()), "spec.triggers.metric.prometheusUrl");
+  EXPECT_EQ(fieldFor("http://prometheus.monitoring:9090", closedRules()), "spec.triggers.metric.prometheusUrl");
+  EXPECT_EQ(fieldFor("https://team-b-service.team-b:8080", closedRules()), "spec.triggers.metric.prometheusUrl");
+  EXPECT_EQ(fieldFor("https://prometheus.monitoring:9090", rules()), "spec.triggers.metric.prometheusUrl")
+      << "a rule without prometheusUrls allows none";
+  EXPECT_EQ(fieldFor("https://anything:1", {}), "") << "no rules: everything is allowed";
+}
+
+TEST(Tenancy, ModelsAreCheckedByIdWhenTheRuleListsThem) {
+  auto parsed = closedRules();
+  EXPECT_FALSE(checkModelAllowed(parsed[0], 0, "fraud"));
+  auto violation = checkModelAllowed(parsed[0], 0, "pricing");
+  ASSERT_TRUE(violation);
+  EXPECT_EQ(violation->field, "spec.model.model");
+  EXPECT_EQ(violation->message,
+            "spec.model.model: model \"pricing\" is not allowed for this namespace by tenancy[0] (namespaces team-a); "
+            "allowed: fraud, churn");
+  EXPECT_TRUE(checkModelAllowed(parsed[1], 1, "fraud")) << "models: [] allows none";
+  EXPECT_FALSE(checkModelAllowed(rules()[0], 0, "anything")) << "no models field: any";
 }
 
 }  // namespace

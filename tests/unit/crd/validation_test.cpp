@@ -159,6 +159,63 @@ TEST(Validation, ExpertWorkerPoolSpecsReplaceTrainer) {
   EXPECT_EQ(findings.size(), 1u) << describe(findings);
 }
 
+// Raw pools reach Vertex as written, and Vertex also reads snake_case names: validation refuses any
+// key that is not Vertex's camelCase name, with or without tenancy rules.
+TEST(Validation, RawPoolsHoldOnlyVertexsCamelCaseFields) {
+  auto run = runFromYaml(kMinimalRun);
+  run.spec.trainer.reset();
+  run.spec.resources.reset();
+  run.spec.workerPoolSpecs = json::parse(R"([{"machineSpec": {"machineType": "n1-standard-8"}, "replicaCount": 1,
+                                             "containerSpec": {"imageUri": "us-docker.pkg.dev/p/r/i:1"},
+                                             "machine_spec": {"machine_type": "a3-highgpu-8g", "accelerator_count": 8},
+                                             "python_package_spec": {"package_uris": ["gs://other/p.tar.gz"]}}])");
+  auto findings = validate(run);
+  ASSERT_TRUE(hasFinding(findings, Severity::Error, "spec.workerPoolSpecs[0].machine_spec")) << describe(findings);
+  EXPECT_TRUE(hasFinding(findings, Severity::Error, "spec.workerPoolSpecs[0].python_package_spec")) << describe(findings);
+  EXPECT_NE(describe(findings).find("machine_spec: unknown field; write it as machineSpec"), std::string::npos)
+      << describe(findings);
+}
+
+TEST(Validation, MachinesThatCarryAcceleratorsNameThemAndTopologiesParse) {
+  auto run = runFromYaml(kMinimalRun);
+  run.spec.trainer.reset();
+  run.spec.resources.reset();
+  run.spec.workerPoolSpecs = json::parse(R"([{"machineSpec": {"machineType": "ct5lp-hightpu-4t", "tpuTopology": "2by2"},
+                                             "containerSpec": {"imageUri": "us-docker.pkg.dev/p/r/i:1"}}])");
+  auto findings = validate(run);
+  EXPECT_TRUE(hasFinding(findings, Severity::Error, "spec.workerPoolSpecs[0].machineSpec.acceleratorType")) << describe(findings);
+  EXPECT_TRUE(hasFinding(findings, Severity::Error, "spec.workerPoolSpecs[0].machineSpec.tpuTopology")) << describe(findings);
+  auto resources = findingsOf("  framework: jax\n  resources: {machineType: ct5lp-hightpu-8t}\n  distribution: {strategy: TPU}\n");
+  EXPECT_TRUE(hasFinding(resources, Severity::Error, "spec.resources.acceleratorType")) << describe(resources);
+  EXPECT_NE(describe(resources).find("comes with accelerators (8 x TPU_V5_LITEPOD)"), std::string::npos) << describe(resources);
+}
+
+TEST(Validation, ARunHoldsAtMost4096AcceleratorsAndCountsCannotOverflow) {
+  auto trials = findingsOf(R"(  hyperparameterTuning:
+    maxTrialCount: 2147483647
+    parallelTrialCount: 2147483647
+    metrics: [{metricId: acc}]
+    parameters: [{parameterId: a, integer: {min: 0, max: 2}}]
+)");
+  EXPECT_TRUE(hasFinding(trials, Severity::Error, "spec.hyperparameterTuning.parallelTrialCount")) << describe(trials);
+  EXPECT_TRUE(hasFinding(trials, Severity::Error, "spec.resources.acceleratorCount")) << describe(trials);
+  EXPECT_NE(describe(trials).find("the run needs 2147483647 accelerators at once"), std::string::npos) << describe(trials);
+
+  auto run = runFromYaml(kMinimalRun);
+  run.spec.trainer.reset();
+  run.spec.resources.reset();
+  json pool = json::parse(R"({"machineSpec": {"machineType": "n1-standard-8", "acceleratorType": "NVIDIA_TESLA_T4",
+                                              "acceleratorCount": 4}, "replicaCount": "2000",
+                             "containerSpec": {"imageUri": "us-docker.pkg.dev/p/r/i:1"}})");
+  run.spec.workerPoolSpecs = json::array({pool});
+  auto raw = validate(run);
+  EXPECT_TRUE(hasFinding(raw, Severity::Error, "spec.workerPoolSpecs")) << describe(raw);
+  EXPECT_NE(describe(raw).find("more than the 4096 accelerators one run may hold"), std::string::npos) << describe(raw);
+  pool["replicaCount"] = "1000000";
+  run.spec.workerPoolSpecs = json::array({pool});
+  EXPECT_TRUE(hasFinding(validate(run), Severity::Error, "spec.workerPoolSpecs[0].replicaCount")) << describe(validate(run));
+}
+
 TEST(Validation, RetrainingPolicyRules) {
   auto text = testing::readFile(repoRoot() / "config/samples/retrainingpolicy_weekly.yaml");
   auto policy = decodeRetrainingPolicy(parseYamlDocuments(text).at(0));

@@ -11,7 +11,7 @@ using vertex::JobState;
 
 TEST(FakeVertexClient, CreatesListsByLabelsAndCancels) {
   FakeVertexClient fake;
-  vertex::Location where{"my-project", "us-central1"};
+  vto::Location where{"my-project", "us-central1"};
   auto a = fake.createJob(where, JobKind::Custom, {{"displayName", "a"}, {"labels", {{"uid", "1"}, {"attempt", "1"}}}});
   fake.createJob(where, JobKind::Custom, {{"displayName", "b"}, {"labels", {{"uid", "1"}, {"attempt", "2"}}}});
   EXPECT_EQ(a.state, JobState::Queued);
@@ -33,7 +33,7 @@ TEST(FakeVertexClient, QueuedErrorsAndNotFound) {
   try {
     fake.getJob("projects/p/locations/l/customJobs/1");
   } catch (const vertex::ApiError& error) {
-    EXPECT_TRUE(error.notFound());
+    EXPECT_TRUE(error.isNotFound());
   }
 }
 

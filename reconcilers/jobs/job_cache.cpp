@@ -1,0 +1,137 @@
+#include "reconcilers/jobs/job_cache.h"
+
+namespace vto::reconcilers {
+
+bool CachedJob::operator==(const CachedJob& other) const {
+  auto trialKey = [](const std::optional<vertex::Trial>& t) {
+    return t ? std::make_tuple(true, t->id, t->parameters.dump(), t->metrics)
+             : std::make_tuple(false, std::string(), std::string(), std::map<std::string, double>());
+  };
+  auto errorKey = [](const std::optional<vertex::RpcStatus>& e) {
+    return e ? std::make_tuple(true, e->code, e->message) : std::make_tuple(false, 0, std::string());
+  };
+  return name == other.name && state == other.state && createTime == other.createTime &&
+         startTime == other.startTime && endTime == other.endTime && updateTime == other.updateTime &&
+         errorKey(error) == errorKey(other.error) && labels == other.labels &&
+         trialKey(bestTrial) == trialKey(other.bestTrial) && webAccessUris == other.webAccessUris &&
+         readAt == other.readAt;
+}
+
+CachedJob cachedJobOf(const vertex::Job& job, Clock::time_point readAt) {
+  return CachedJob{job.name,  job.state, job.createTime, job.startTime,     job.endTime, job.updateTime,
+                   job.error, job.labels, job.bestTrial, job.webAccessUris, readAt};
+}
+
+std::optional<CachedJob> JobCache::get(const std::string& jobName) const {
+  std::lock_guard lock(mutex_);
+  auto it = jobs_.find(jobName);
+  if (it == jobs_.end()) return std::nullopt;
+  return it->second;
+}
+
+bool JobCache::put(const vertex::Job& job, Clock::time_point readAt) {
+  std::optional<CachedJob> changedTo;
+  {
+    std::lock_guard lock(mutex_);
+    auto [it, inserted] = jobs_.try_emplace(job.name, cachedJobOf(job, readAt));
+    bool wasUnfinished = false;
+    if (!inserted) {
+      CachedJob& held = it->second;
+      // A read that started before the one held is older whatever its update time says. (Update times
+      // are not an order: an update can be stamped behind one already seen.)
+      if (readAt < held.readAt) return false;
+      bool changed = held.state != job.state || held.updateTime != job.updateTime;
+      wasUnfinished = !vertex::isTerminal(held.state);
+      held = cachedJobOf(job, readAt);
+      if (!changed) return false;
+    }
+    countUnfinished(job.name, wasUnfinished, !vertex::isTerminal(job.state));
+    if (listener_) changedTo = it->second;
+  }
+  if (changedTo) listener_(job.name, &*changedTo);
+  return true;
+}
+
+void JobCache::erase(const std::string& jobName) {
+  bool erased = false;
+  {
+    std::lock_guard lock(mutex_);
+    auto found = jobs_.find(jobName);
+    if (found != jobs_.end()) {
+      countUnfinished(jobName, !vertex::isTerminal(found->second.state), false);
+      jobs_.erase(found);
+      erased = true;
+    }
+  }
+  if (erased && listener_) listener_(jobName, nullptr);
+}
+
+void JobCache::countUnfinished(const std::string& name, bool before, bool after) {
+  if (before == after) return;
+  auto prefix = name.substr(0, name.rfind('/') + 1);
+  if (after) {
+    ++unfinishedByPrefix_[prefix];
+  } else if (--unfinishedByPrefix_[prefix] <= 0) {
+    unfinishedByPrefix_.erase(prefix);
+  }
+}
+
+std::vector<std::string> JobCache::unfinishedPrefixes() const {
+  std::lock_guard lock(mutex_);
+  std::vector<std::string> prefixes;
+  for (const auto& [prefix, count] : unfinishedByPrefix_) prefixes.push_back(prefix);
+  return prefixes;
+}
+
+std::optional<bool> JobCache::ended(const std::string& name) const {
+  std::lock_guard lock(mutex_);
+  auto found = jobs_.find(name);
+  if (found == jobs_.end()) return std::nullopt;
+  return vertex::isTerminal(found->second.state);
+}
+
+size_t JobCache::size() const {
+  std::lock_guard lock(mutex_);
+  return jobs_.size();
+}
+
+std::vector<CachedJob> JobCache::unfinishedReadBefore(const std::string& prefix, Clock::time_point before) const {
+  std::lock_guard lock(mutex_);
+  std::vector<CachedJob> out;
+  for (auto it = jobs_.lower_bound(prefix); it != jobs_.end() && it->first.rfind(prefix, 0) == 0; ++it) {
+    if (!vertex::isTerminal(it->second.state) && it->second.readAt < before) out.push_back(it->second);
+  }
+  return out;
+}
+
+bool JobCache::setPollFailure(const std::string& prefix, std::optional<VertexFailure> failure) {
+  std::lock_guard lock(mutex_);
+  auto found = pollFailures_.find(prefix);
+  if (!failure) {
+    if (found == pollFailures_.end()) return false;
+    pollFailures_.erase(found);
+    return true;
+  }
+  if (found != pollFailures_.end() && found->second == *failure) return false;
+  pollFailures_[prefix] = std::move(*failure);
+  return true;
+}
+
+void JobCache::markListed(const std::string& prefix) {
+  std::lock_guard lock(mutex_);
+  listed_.insert(prefix);
+}
+
+bool JobCache::listed(const std::string& prefix) const {
+  std::lock_guard lock(mutex_);
+  return listed_.count(prefix) > 0;
+}
+
+std::optional<VertexFailure> JobCache::pollFailure(const std::string& prefix) const {
+  std::lock_guard lock(mutex_);
+  auto found = pollFailures_.find(prefix);
+  if (found == pollFailures_.end()) return std::nullopt;
+  return found->second;
+}
+
+}  // namespace vto::reconcilers

@@ -1,0 +1,82 @@
+#pragma once
+// The newest state of each Vertex job vto manages, as the poller or a direct GET last read it.
+// Vertex has no watch, so this cache stands in for an informer: the reconciler reads jobs from
+// here. It keeps per job only what decide() reads (no raw resource): memory stays flat per job.
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "vertex/vertex_client.h"
+
+namespace vto::reconcilers {
+
+// Why a Vertex call failed, for a condition on the runs it concerns (decide reports it).
+struct VertexFailure {
+  int httpStatus = 0;   // 0 for a failure without an HTTP answer
+  std::string message;  // names the call and Vertex's error
+  bool operator==(const VertexFailure&) const = default;
+};
+
+struct CachedJob {
+  std::string name;  // projects/P/locations/L/customJobs/ID
+  vertex::JobState state = vertex::JobState::Unspecified;
+  std::optional<Clock::time_point> createTime, startTime, endTime, updateTime;
+  std::optional<vertex::RpcStatus> error;
+  std::map<std::string, std::string> labels;
+  std::optional<vertex::Trial> bestTrial;
+  std::map<std::string, std::string> webAccessUris;
+  Clock::time_point readAt{};  // when vto last read it from Vertex: an old entry is re-read by GET
+  bool operator==(const CachedJob&) const;
+};
+
+CachedJob cachedJobOf(const vertex::Job& job, Clock::time_point readAt);
+
+class JobCache {
+ public:
+  // Told of every change (a new job, a new state or update time) and every erase, after the cache's
+  // own lock is released: `job` null when it was erased. Set before any put.
+  using Listener = std::function<void(const std::string& name, const CachedJob* job)>;
+  void setListener(Listener listener) { listener_ = std::move(listener); }
+  // Whether Vertex said job `name` has ended: false while it runs, nullopt when it is not cached.
+  std::optional<bool> ended(const std::string& name) const;
+  // The job-name prefixes (projects/P/locations/L/customJobs/) that hold unfinished cached jobs: they
+  // stay polled until those jobs end, whatever became of their runs (an orphaned job still counts).
+  std::vector<std::string> unfinishedPrefixes() const;
+
+  std::optional<CachedJob> get(const std::string& jobName) const;
+  // Stores `job` as read at `readAt` unless the cache holds a read that started later (a GET that
+  // raced with a newer list must not move the job back in time); returns whether it changed (state
+  // or update time). A read of the same update still refreshes readAt.
+  bool put(const vertex::Job& job, Clock::time_point readAt);
+  void erase(const std::string& jobName);
+  size_t size() const;
+  // Unfinished jobs whose names start with `prefix` (e.g. projects/P/locations/L/customJobs/) that
+  // were last read before `before`: what a full list did not confirm, or what no poll reached.
+  std::vector<CachedJob> unfinishedReadBefore(const std::string& prefix, Clock::time_point before) const;
+
+  // Whether the last poll of the jobs under `prefix` (one poll target) failed, and how: the runs
+  // there report it in a condition. Returns whether that changed.
+  bool setPollFailure(const std::string& prefix, std::optional<VertexFailure> failure);
+  std::optional<VertexFailure> pollFailure(const std::string& prefix) const;
+  // Whether the jobs under `prefix` have had a full list since the start (so a job missing here is
+  // not just one the poller has not brought yet).
+  void markListed(const std::string& prefix);
+  bool listed(const std::string& prefix) const;
+
+ private:
+  // Keeps unfinishedByPrefix_ as a job goes from unfinished (`before`) to `after`; with mutex_ held.
+  void countUnfinished(const std::string& name, bool before, bool after);
+  Listener listener_;
+  mutable std::mutex mutex_;
+  std::map<std::string, CachedJob> jobs_;
+  std::map<std::string, int> unfinishedByPrefix_;  // kept with jobs_, so listing prefixes never walks the jobs
+  std::map<std::string, VertexFailure> pollFailures_;
+  std::set<std::string> listed_;
+};
+
+}  // namespace vto::reconcilers

@@ -1,0 +1,88 @@
+#pragma once
+// What counts against a tenant's accelerator cap (tenancy `maxAccelerators`): what Vertex holds for
+// the namespace, and who waits in line. Kept current by events, never by a scan per pass:
+// - every unfinished job vto made (the JobCache's, fed by the poller) holds the accelerators its
+//   labels say it asked for (`vto-accelerators`), for its `vto-namespace`, until Vertex says it ended:
+//   whatever became of its run (deleted with deletionPolicy Orphan, edited into Invalid, suspended
+//   while its job still cancels, its spec shrunk);
+// - a run that wants accelerators and has no job running waits in line (first created, first served);
+// - a run whose job is not in the JobCache yet (just after a start) holds what its spec asks for.
+// Admitting a run reads only these claims: decoding every cached run on each pass made submitting a
+// capped fleet cost O(runs²). Only what a capped rule could govern is kept.
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "controller/object_key.h"
+#include "crd/render.h"
+#include "crd/tenancy.h"
+#include "crd/training_run.h"
+#include "reconcilers/jobs/job_cache.h"
+
+namespace vto::reconcilers {
+
+// What a run claims when it has no job counted for it: what its spec (on the placement its attempt
+// went to) asks for, waiting (no job recorded) or holding (a recorded job not known to Vertex yet).
+// None when it wants no accelerators or is finished, suspended or invalid.
+std::optional<crd::AcceleratorClaim> acceleratorClaimOf(const crd::TrainingRun& run);
+
+// The accelerators a job holds, from the labels vto gave it at creation (crd::jobLabels); nullopt
+// for a job without them (made by an older vto: its run's claim stands in).
+std::optional<int64_t> acceleratorsOfJob(const CachedJob& job);
+
+class AcceleratorLedger {
+ public:
+  // Whether Vertex says job `name` still runs: true, false (it ended), or nullopt when vto has not
+  // read it yet. The JobCache answers.
+  using JobLiveness = std::function<std::optional<bool>(const std::string& name)>;
+  AcceleratorLedger(crd::TenancyRules rules, Location defaults, JobLiveness liveness = {});
+
+  // Whether any rule caps accelerators; when none does, the ledger keeps nothing.
+  bool capped() const { return capped_; }
+
+  // A watch event for the run with `uid`: `run` is its decoded state, or null when it is gone (or
+  // does not decode). A job event: `job` as the JobCache now holds it, or null when it is gone.
+  // Each returns the runs to reconcile now because accelerators they wait for were released (a job
+  // ended, a waiting run left the line): the oldest waiting runs that a rule of the released claim's
+  // could also govern, until what they want covers what was freed. A younger run behind them could
+  // not start anyway (first created, first served); the periodic recheck remains the safety net.
+  std::vector<controller::ObjectKey> update(const std::string& uid, const crd::TrainingRun* run);
+  std::vector<controller::ObjectKey> updateJob(const std::string& name, const CachedJob* job);
+
+  // Every claim but run `uid`'s, each with the index of the capped rule that governs it. `namespaceInfo`
+  // is asked once per namespace (for its labels, when a rule selects by them), outside the lock.
+  using NamespaceLookup = std::function<crd::NamespaceInfo(const std::string& ns)>;
+  std::vector<std::pair<size_t, crd::AcceleratorClaim>> claimsOtherThan(const std::string& uid,
+                                                                      const NamespaceLookup& namespaceInfo) const;
+
+  size_t size() const;
+
+ private:
+  struct Entry {
+    controller::ObjectKey key;  // the run; for a job, its namespace and "job <name>"
+    crd::AcceleratorClaim claim;
+    std::vector<bool> allowedBy;  // which rules' fields other than the namespace allow it
+    std::string jobName;          // a run's recorded job: while that job is counted, the run is not
+  };
+  // Whether some capped rule allows both entries (their namespaces aside).
+  bool mayShareACap(const Entry& a, const Entry& b) const;
+  // The oldest waiting runs that could use what `released` held (with mutex_ held).
+  std::vector<controller::ObjectKey> wakeFor(const Entry& released, const std::string& except) const;
+  // Whether run entry `entry` is counted itself (its job is not: not read yet).
+  bool countsItself(const Entry& entry) const;
+
+  crd::TenancyRules rules_;
+  Location defaults_;
+  JobLiveness liveness_;
+  bool capped_ = false;
+  mutable std::mutex mutex_;
+  std::map<std::string, Entry> runs_;  // by run uid
+  std::map<std::string, Entry> jobs_;  // by job name, while Vertex runs it
+};
+
+}  // namespace vto::reconcilers

@@ -1,0 +1,494 @@
+#include "reconcilers/trainingrun/decide.h"
+
+#include <algorithm>
+
+#include "controller/conditions.h"
+#include "crd/validation.h"
+#include "reconcilers/jobs/failure_class.h"
+#include "crd/placement.h"
+#include "reconcilers/trainingrun/capacity.h"
+#include "reconcilers/trainingrun/draft.h"
+#include "reconcilers/trainingrun/resume_policy.h"
+#include "vertex/json_codec.h"
+
+namespace vto::reconcilers {
+
+using controller::normalEvent;
+using controller::warningEvent;
+using crd::Phase;
+using namespace trainingrun;
+
+namespace {
+
+// Written into an attempt's message when vto cancels its job for `suspend: true`, so that a later pass
+// can tell a suspension from a cancellation made outside vto.
+constexpr const char* kSuspendedMessage = "cancelled by vto: the run was suspended";
+
+bool isSuspensionCancel(const CachedJob& job, const crd::Attempt& attempt) {
+  return job.state == vertex::JobState::Cancelled && attempt.message == kSuspendedMessage;
+}
+
+// Nothing retrying can fix until the spec is edited: no job, no retries.
+Plan invalid(Draft& d, const std::string& message) {
+  bool news = d.o.status.phase != Phase::Invalid || d.o.status.message != message;
+  d.phase(Phase::Invalid, message, Told::ByOwnEvent);
+  d.condition(ConditionType::Valid, false, Reason::SpecInvalid, message);
+  if (news) d.plan.events.push_back(warningEvent("InvalidSpec", message));
+  return finish(d);
+}
+
+// A run outside its tenant's rule: like an invalid spec (no job, no retries, an edit brings it back),
+// refused before any Vertex or GCS call.
+Plan tenantViolation(Draft& d, const crd::TenancyViolation& violation) {
+  // One Event: this one says more than decide's "the running job goes on" for the same refusal.
+  std::erase_if(d.plan.events, [](const controller::Event& e) { return e.reason == "TenantPolicyViolation"; });
+  bool news = d.o.status.phase != Phase::Invalid || d.o.status.message != violation.message;
+  d.phase(Phase::Invalid, violation.message, Told::ByOwnEvent);
+  d.condition(ConditionType::Valid, false, Reason::TenantPolicyViolation, violation.message);
+  if (news) d.plan.events.push_back(warningEvent("TenantPolicyViolation", violation.message));
+  return finish(d);
+}
+
+// CheckpointsReadable from this pass's listing, if there was one, else as it was; a Warning when it
+// turns False.
+void checkpointsReadable(Draft& d) {
+  const auto& checkpoints = d.o.checkpoints;
+  if (checkpoints.error) {
+    Reason reason = checkpoints.forbidden ? Reason::CheckpointsForbidden : Reason::CheckpointListFailed;
+    std::string message = "cannot list checkpoints under " + crd::checkpointDirectoryOf(d.run.spec) + ": " +
+                          *checkpoints.error +
+                          "; a resume will start from scratch until the operator's service account may list "
+                          "it (grant roles/storage.objectViewer on the bucket)";
+    if (!conditionIs(d, ConditionType::CheckpointsReadable, "False", reason)) {
+      d.plan.events.push_back(warningEvent("CheckpointsUnreadable", message));
+    }
+    d.condition(ConditionType::CheckpointsReadable, false, reason, message);
+  } else if (checkpoints.listed) {
+    d.condition(ConditionType::CheckpointsReadable, true, Reason::CheckpointsListed);
+  } else {
+    d.keepCondition(ConditionType::CheckpointsReadable);
+  }
+}
+
+// A resume needs the listing that failed: tell the user (CheckpointsReadable=False) and retry the
+// pass with backoff, with nothing else done. Never guessed: a resume from the wrong checkpoint loses work.
+Plan retryCheckpointListing(const Draft& d, std::string why) {
+  Draft told(d.o, d.run);
+  told.keepLastKnown();
+  told.next.conditions = d.next.conditions;
+  checkpointsReadable(told);
+  told.plan.failure = PassFailure{false, std::move(why)};
+  return finish(told);
+}
+
+// Deletion: with deletionPolicy Cancel, cancel the job and wait for it to end; then let the object go.
+Plan finalize(Draft& d, bool cancel, const DecideOptions& options) {
+  if (!d.o.hasFinalizer) return std::move(d.plan);
+  const auto& job = d.o.vertex.job;
+  if (cancel && job && !vertex::isTerminal(job->state)) {
+    d.keepLastKnown();
+    if (job->state != vertex::JobState::Cancelling) {
+      d.plan.cancelJob = job->name;
+      d.plan.events.push_back(normalEvent("CancellingJob", "the TrainingRun is being deleted: cancelling " + job->name));
+    }
+    d.phase(Phase::Cancelling, "deleting: waiting for " + job->name + " to be cancelled", Told::ByOwnEvent);
+    d.plan.requeueAfter = options.cancelPollPeriod;
+    return finish(d);
+  }
+  d.plan.removeFinalizer = true;
+  return std::move(d.plan);
+}
+
+// Starts the next attempt from the newest checkpoint (or from scratch when there is none).
+void startNextAttempt(Draft& d, const std::string& why) {
+  auto& history = d.next.history;
+  int next = d.current().attempt + 1;
+  const auto& checkpoint = d.o.checkpoints.latest;
+  crd::Attempt attempt;
+  attempt.attempt = next;
+  attempt.placement = d.current().placement;  // a preemption resumes where it ran
+  attempt.resumedFrom = checkpoint ? checkpoint->uri : "";
+  history.attempts.push_back(attempt);
+  history.attemptCount++;
+  if (history.attempts.size() > crd::kMaxAttemptsInStatus) history.attempts.erase(history.attempts.begin());
+  if (checkpoint) history.lastCheckpoint = crd::CheckpointRef{checkpoint->uri, checkpoint->updateTime};
+  d.plan.events.push_back(normalEvent(
+      "Resumed", why + ": attempt " + std::to_string(next) +
+                     (checkpoint ? " resumes from " + checkpoint->uri
+                                 : " starts from scratch (no checkpoint yet under " +
+                                       crd::checkpointDirectoryOf(d.run.spec) + ")")));
+}
+
+// The tenant's accelerator cap, first created first served: the message when the run must wait.
+std::optional<std::string> overAcceleratorCap(const Draft& d, const crd::TrainingRun& at) {
+  auto tenancy = tenancyOf(d.o);
+  if (!tenancy.governingRule) return std::nullopt;
+  const auto& rule = (*d.o.tenancy.rules)[*tenancy.governingRule];
+  auto candidate = crd::claimOf(at, false);
+  if (!rule.maxAccelerators || candidate.accelerators == 0) return std::nullopt;
+  std::vector<crd::AcceleratorClaim> claims;
+  for (const auto& [index, claim] : d.o.tenancy.otherClaims) {
+    if (index == *tenancy.governingRule) claims.push_back(claim);
+  }
+  auto admitted = crd::admit(candidate, claims, *rule.maxAccelerators, rule.describe(*tenancy.governingRule));
+  if (admitted.admitted) return std::nullopt;
+  return admitted.message;
+}
+
+// Vertex refused the job itself (a bad argument, a missing permission): retrying cannot help.
+Plan createRejected(Draft& d, const VertexFailure& rejected) {
+  std::string advice =
+      rejected.httpStatus == 403 ? " (grant the operator's service account roles/aiplatform.user on the project)" : "";
+  d.phase(Phase::Failed, "Vertex AI refused the job: " + rejected.message + advice);
+  d.next.completionTime = d.now();
+  d.condition(ConditionType::Submitted, false, Reason::JobRejected, d.next.message);
+  d.condition(ConditionType::Failed, true, Reason::JobRejected, d.next.message);
+  d.plan.failure = PassFailure{true, d.next.message};
+  return finish(d);
+}
+
+// Plans the creation of the current attempt's job, once its gates are open; act writes its name to
+// status at once.
+Plan create(Draft& d, const DecideOptions& options) {
+  if (d.o.vertex.createRejected) return createRejected(d, *d.o.vertex.createRejected);
+  if (d.refused) return tenantViolation(d, *d.refused);  // create is the one door to a new job
+  // With spec.capacity, the attempt goes to the first placement not blocked, or waits for one.
+  std::optional<size_t> refusedNow;
+  if (d.run.spec.capacity) {
+    if (const auto& quota = d.o.vertex.createQuotaExceeded) {
+      refusedNow = placementOf(d);
+      blockPlacement(d, "QuotaExceeded", *quota);
+      d.current().placement.reset();
+    }
+    if (auto waiting = placementGate(d)) return *waiting;
+  }
+  auto& attempt = d.current();
+  auto at = runAt(d.run, placementOf(d));
+  auto where = crd::locationOf(at.spec, d.o.defaults);
+  if (where.project.empty() || where.location.empty()) {
+    d.plan.failure = PassFailure{true, "no project/location for " + d.o.metadata.name};
+    return invalid(d, "spec.project and spec.location: set them, or start the operator with --default-project "
+                      "and --default-location");
+  }
+  if (auto waiting = overAcceleratorCap(d, at)) {
+    if (!conditionIs(d, ConditionType::Ready, "False", Reason::TenantQuotaExceeded)) {
+      d.plan.events.push_back(normalEvent("TenantQuotaExceeded", *waiting));
+    }
+    d.phase(Phase::Queued, *waiting, Told::ByOwnEvent);
+    d.condition(ConditionType::Ready, false, Reason::TenantQuotaExceeded, *waiting);
+    d.plan.requeueAfter = options.quotaRecheckPeriod;
+    return finish(d);
+  }
+  // The output bucket must exist before attempt 1 (it may be created later: retried with backoff).
+  if (d.o.outputBucketMissing) {
+    std::string message = "the output bucket gs://" + *d.o.outputBucketMissing +
+                          " does not exist: create it (or fix spec.baseOutputDirectory / "
+                          "spec.checkpointing.directory); the run starts once it exists";
+    if (!conditionIs(d, ConditionType::Ready, "False", Reason::OutputBucketNotFound)) {
+      d.plan.events.push_back(warningEvent("OutputBucketNotFound", message));
+    }
+    d.phase(Phase::Pending, message, Told::ByOwnEvent);
+    d.condition(ConditionType::Ready, false, Reason::OutputBucketNotFound, message);
+    d.plan.failure = PassFailure{false, message};
+    return finish(d);
+  }
+  if (d.run.spec.capacity) announceMove(d, placementOf(d), refusedNow);
+  d.plan.createJob = CreateJob{attempt.attempt, attempt.resumedFrom, where, crd::jobKindOf(at.spec), placementOf(d)};
+  d.phase(Phase::Submitted, "attempt " + std::to_string(attempt.attempt) + " submitted");
+  d.plan.requeueAfter = options.resyncPeriod;
+  return finish(d);
+}
+
+Plan suspend(Draft& d, const DecideOptions& options) {
+  const auto& job = d.o.vertex.job;
+  d.condition(ConditionType::Running, false, Reason::Suspended, "spec.suspend is true");
+  if (job && !vertex::isTerminal(job->state)) {
+    if (job->state != vertex::JobState::Cancelling) {
+      d.plan.cancelJob = job->name;
+      d.current().message = kSuspendedMessage;
+      d.plan.events.push_back(normalEvent("Suspending", "cancelling " + job->name + " to suspend the run"));
+    }
+    applyJobState(d, *job);
+    d.phase(Phase::Cancelling, "suspending: waiting for " + job->name + " to be cancelled", Told::ByOwnEvent);
+    d.plan.requeueAfter = options.cancelPollPeriod;
+    return finish(d);
+  }
+  if (job) {
+    applyJobState(d, *job);
+    // Resuming after this attempt starts a new one; a job that ended on its own keeps its outcome.
+    if (job->state == vertex::JobState::Cancelled) d.current().message = kSuspendedMessage;
+  }
+  if (!job || job->state == vertex::JobState::Cancelled) {
+    d.phase(Phase::Suspended, "suspended; set spec.suspend to false to continue from the latest checkpoint");
+    d.condition(ConditionType::Running, false, Reason::Suspended, "spec.suspend is true");
+  }
+  return crd::isFinished(d.next.phase) ? finished(d) : finish(d);
+}
+
+// The current attempt's placement had no capacity: it is blocked, and the next attempt goes to another
+// at once (no backoff, no resume spent), from the newest checkpoint, or waits for one.
+Plan elsewhere(Draft& d, const std::string& reason, const std::string& message, const std::string& why,
+               const DecideOptions& options) {
+  if (d.refused) return tenantViolation(d, *d.refused);  // a refused spec gets no listing and no job
+  if (!d.o.checkpoints.listed) {
+    return retryCheckpointListing(d, "cannot list checkpoints under " + crd::checkpointDirectoryOf(d.run.spec) +
+                                         " to resume from; trying again");
+  }
+  blockPlacement(d, reason, message);
+  startAttemptElsewhere(d, why);
+  return create(d, options);
+}
+
+// After a FAILED/EXPIRED attempt: stay failed, wait out the resume backoff, or start the next attempt.
+Plan afterFailure(Draft& d, const CachedJob& job, const DecideOptions& options) {
+  auto failure = classifyFailure(job.state, job.error);
+  auto& attempt = d.current();
+  attempt.failureClass = failure;
+  std::string why = "attempt " + std::to_string(attempt.attempt) + " failed (" +
+                    crd::enumName(failure, crd::failureClassNames()) + ")";
+  std::string what = why + (job.error && !job.error->message.empty() ? ": " + job.error->message : "");
+  // No capacity where it ran: the next attempt goes elsewhere at once, without spending a resume.
+  if (d.run.spec.capacity && lackedCapacity(job)) return elsewhere(d, "Stockout", job.error->message, what, options);
+  auto decision = decideResume(d.run.spec.checkpointing, failure, d.next.history.resumes);
+  if (!decision.resume) {
+    d.next.message = what + "; not resumed: " + decision.why;
+    d.condition(ConditionType::Failed, true, decision.budgetSpent ? Reason::ResumeBudgetExhausted : Reason::JobFailed,
+                d.next.message);
+    if (decision.budgetSpent && d.o.status.phase != Phase::Failed) {
+      d.plan.events.push_back(warningEvent("ResumeBudgetExhausted", d.next.message));
+    }
+    return finished(d);
+  }
+  // Vertex's endTime at full precision (status keeps whole seconds), else the end as status recorded it.
+  auto failedAt = job.endTime ? *job.endTime : *attempt.endTime;
+  auto resumeAt = failedAt + decision.backoff;
+  if (d.o.now < resumeAt) {
+    auto wait = std::chrono::duration_cast<std::chrono::seconds>(resumeAt - d.o.now).count();
+    d.phase(Phase::Resuming, what + "; resuming in " + std::to_string(wait) + "s from the latest checkpoint");
+    d.next.completionTime.reset();
+    d.condition(ConditionType::Running, false, Reason::Resuming, d.next.message);
+    d.condition(ConditionType::Failed, false, Reason::Resuming);
+    d.plan.requeueAfter = resumeAt - d.o.now;
+    return finish(d);
+  }
+  if (d.refused) return tenantViolation(d, *d.refused);  // a refused spec gets no listing and no job
+  if (!d.o.checkpoints.listed) {
+    return retryCheckpointListing(d, "cannot list checkpoints under " + crd::checkpointDirectoryOf(d.run.spec) +
+                                         " to resume from; trying again");
+  }
+  d.next.history.resumes++;
+  d.plan.resumedAfter = failure;
+  startNextAttempt(d, why);
+  return create(d, options);
+}
+
+// Unsuspended: the same path as a resume after a failure, without spending the resume budget.
+Plan unsuspend(Draft& d, const CachedJob& job, const DecideOptions& options) {
+  if (d.refused) return tenantViolation(d, *d.refused);
+  if (!d.o.checkpoints.listed) {
+    return retryCheckpointListing(d, "cannot list checkpoints under " + crd::checkpointDirectoryOf(d.run.spec) +
+                                         " to resume from");
+  }
+  // The suspension's cancelled job is as the suspension left it: its view stands; the next attempt
+  // replaces it once created.
+  d.next.job = d.o.status.job;
+  for (auto type : {ConditionType::Submitted, ConditionType::Running, ConditionType::Succeeded, ConditionType::Failed}) {
+    d.keepCondition(type);
+  }
+  d.current().state = std::string(vertex::jobStateName(job.state));
+  d.current().endTime = wholeSeconds(job.endTime);
+  startNextAttempt(d, "the run was unsuspended");
+  return create(d, options);
+}
+
+// The current attempt's job as Vertex reports it: phase, conditions, a resume, or the end.
+Plan followJob(Draft& d, const CachedJob& job, const DecideOptions& options) {
+  applyJobState(d, job);
+  if (d.run.spec.capacity && job.state == vertex::JobState::Cancelled && d.current().message == kQueueTimeoutMessage) {
+    return elsewhere(d, "QueueTimeout", d.current().message,
+                     "attempt " + std::to_string(d.current().attempt) + " waited past spec.capacity.maxQueueTime", options);
+  }
+  if (job.state == vertex::JobState::Running) capacityRecovered(d);
+  // The newest checkpoint, while the job runs and once more when it ends (its final checkpoint).
+  if (const auto& latest = d.o.checkpoints.latest) {
+    d.next.history.lastCheckpoint = crd::CheckpointRef{latest->uri, latest->updateTime};
+  }
+  if (job.state == vertex::JobState::Failed || job.state == vertex::JobState::Expired) {
+    return afterFailure(d, job, options);
+  }
+  if (crd::isFinished(d.next.phase)) return finished(d);
+  if (job.state == vertex::JobState::Cancelling) {
+    d.plan.requeueAfter = options.cancelPollPeriod;
+  } else {
+    d.plan.requeueAfter = options.resyncPeriod;
+    if (d.next.phase == Phase::Running && d.o.checkpoints.nextLookAt) {
+      d.plan.requeueAfter = std::min(options.resyncPeriod, std::max<Clock::duration>(*d.o.checkpoints.nextLookAt - d.o.now,
+                                                                                      std::chrono::seconds(1)));
+    }
+  }
+  watchQueueTime(d, job);
+  return finish(d);
+}
+
+// Valid, with the warnings of a new generation: True, or False while the spec is outside its rule
+// and a job already runs (it goes on; no new one starts).
+void validity(Draft& d, const std::vector<crd::Finding>& findings) {
+  if (d.o.status.observedGeneration != d.o.metadata.generation) {
+    for (const auto& f : findings) d.plan.events.push_back(warningEvent("SpecWarning", crd::formatFinding(f)));
+  }
+  if (!d.refused) {
+    d.condition(ConditionType::Valid, true, Reason::SpecValid);
+    return;
+  }
+  std::string message = d.refused->message + "; the running job goes on, but no new job starts and no "
+                                             "checkpoint is listed until the spec is back inside the rule";
+  if (!conditionIs(d, ConditionType::Valid, "False", Reason::TenantPolicyViolation)) {
+    d.plan.events.push_back(warningEvent("TenantPolicyViolation", message));
+  }
+  d.condition(ConditionType::Valid, false, Reason::TenantPolicyViolation, message);
+}
+
+// Ready=False while a Vertex error keeps vto from seeing this run's job (other runs are not affected).
+void vertexReadiness(Draft& d) {
+  const char* ready = conditionTypeName(ConditionType::Ready);
+  if (d.o.vertex.unavailable) {
+    d.condition(ConditionType::Ready, false, Reason::VertexError, d.o.vertex.unavailable->message);
+  } else if (const auto* kept = controller::findStatusCondition(d.next.conditions, ready);
+             kept != nullptr && kept->reason == reasonName(Reason::VertexError)) {
+    controller::removeStatusCondition(d.next.conditions, ready);
+  }
+}
+
+// The errors of crd::validate (the code `vto lint` runs), joined; nullopt when there are none.
+std::optional<std::string> validationErrors(const std::vector<crd::Finding>& findings) {
+  if (!crd::hasErrors(findings)) return std::nullopt;
+  std::string message;
+  for (const auto& f : findings) {
+    if (f.severity == crd::Severity::Error) message += (message.empty() ? "" : "; ") + crd::formatFinding(f);
+  }
+  return message;
+}
+
+bool jobRecorded(const crd::TrainingRunStatus& status) {
+  return !status.history.attempts.empty() && !status.history.attempts.back().jobName.empty();
+}
+
+
+}  // namespace
+
+crd::TenancyDecision tenancyOf(const Observed& o) {
+  if (o.tenancy.rules == nullptr || o.tenancy.rules->empty() || !o.run) return {};
+  auto decision = crd::decideTenancy(o.run->spec, o.defaults, o.tenancy.ns, *o.tenancy.rules);
+  // Every placement a run may move to is held to the rules before any job: a fallback outside them
+  // refuses the run, named as the fallback's field.
+  for (size_t i = 1; !decision.violation && i < crd::placementCount(o.run->spec); ++i) {
+    crd::TrainingRunSpec at;
+    try {
+      at = crd::specAt(o.run->spec, i);
+    } catch (const crd::DecodeError&) {
+      continue;  // validation reports it
+    }
+    auto other = crd::decideTenancy(at, o.defaults, o.tenancy.ns, *o.tenancy.rules);
+    if (!other.violation) continue;
+    auto& violation = *other.violation;
+    if (violation.field.rfind("spec.", 0) == 0) violation.field = crd::placementPath(i) + violation.field.substr(4);
+    violation.message = crd::placementPath(i) + ": " + violation.message;
+    return other;
+  }
+  return decision;
+}
+
+bool settled(const Observed& o) {
+  return crd::isFinished(o.status.phase) && o.status.observedGeneration == o.metadata.generation;
+}
+
+bool checkpointRequired(const Observed& o) {
+  return o.run && o.metadata.deletionTimestamp.empty() && !o.run->spec.suspend && o.vertex.job &&
+         vertex::isTerminal(o.vertex.job->state) && !crd::isFinished(o.status.phase);
+}
+
+Plan decide(const Observed& o, const DecideOptions& options) {
+  static const crd::TrainingRun undecoded{};
+  Draft d(o, o.run ? *o.run : undecoded);
+
+  // Deletion first: even a run that no longer decodes can be deleted (its job is cancelled, as by default).
+  if (!o.metadata.deletionTimestamp.empty()) {
+    return finalize(d, !o.run || o.run->spec.deletionPolicy == crd::DeletionPolicy::Cancel, options);
+  }
+  // The CRD schema refuses almost everything decoding could, so a failure here means the schema and
+  // the operator disagree: report it on the object rather than crash-loop. An invalid spec gets a
+  // condition and an Event, never a job, and no retries.
+  auto findings = o.run ? crd::validate(d.run) : std::vector<crd::Finding>{};
+  auto invalidBecause = o.run ? validationErrors(findings) : std::optional(o.decodeError);
+  if (invalidBecause) {
+    d.keepLastKnown();
+    return invalid(d, *invalidBecause);
+  }
+  bool recorded = jobRecorded(o.status);
+  // Nothing new can be seen of the job: the run has ended, or Vertex cannot be read (the Ready
+  // condition says why), or the first poll is about to bring the job.
+  bool jobUnseen = recorded && !o.vertex.job && !o.vertex.notFound && !o.vertex.notOwned;
+  if (settled(o) || jobUnseen) d.keepLastKnown();
+  // Tenancy on every pass: serviceAccount and checkpointing.directory may be edited after the first
+  // job. Before any job, a refusal makes the run Invalid. After it, the running job goes on (a rule
+  // is not retroactive) but no new job starts and observe lists nothing for it.
+  if (!settled(o)) d.refused = tenancyOf(o).violation;
+  if (d.refused && !recorded) return tenantViolation(d, *d.refused);
+  validity(d, findings);
+  checkpointsReadable(d);
+  vertexReadiness(d);
+  if (settled(o)) return finished(d);
+
+  // The finalizer goes on before any job exists, so a deletion can never orphan a job by accident.
+  d.plan.addFinalizer = !o.hasFinalizer;
+  if (d.next.history.attempts.empty()) {
+    crd::Attempt first;
+    first.attempt = 1;
+    d.next.history.attempts.push_back(first);
+    d.next.history.attemptCount = std::max(d.next.history.attemptCount, 1);
+  }
+  if (d.run.spec.suspend) return suspend(d, options);
+  if (recorded && o.vertex.notFound) {
+    // Never replace a recorded job silently: that is how duplicates and lost work happen.
+    d.phase(Phase::Failed, "the Vertex job " + d.current().jobName + " no longer exists (deleted outside vto); "
+                           "delete and re-create the TrainingRun to train again");
+    d.next.completionTime = d.now();
+    d.next.job = o.status.job;  // the last view of the job, which the message names
+    d.condition(ConditionType::Failed, true, Reason::JobNotFound, d.next.message);
+    return finished(d);
+  }
+  if (recorded && o.vertex.notOwned) {
+    d.phase(Phase::Failed, "status names the Vertex job " + d.current().jobName + ", which vto did not create for this "
+                           "run (its vto-run-uid label is another run's): vto neither follows nor cancels it; delete "
+                           "and re-create the TrainingRun, and keep trainingruns/status writable by the operator only");
+    d.next.completionTime = d.now();
+    d.condition(ConditionType::Failed, true, Reason::JobNotOwned, d.next.message);
+    return finished(d);
+  }
+  if (jobUnseen) {
+    d.plan.requeueAfter = o.vertex.awaitingFirstPoll ? options.firstPollWait : options.resyncPeriod;
+    return finish(d);
+  }
+  if (!o.vertex.job) return create(d, options);
+  if (isSuspensionCancel(*o.vertex.job, d.current())) return unsuspend(d, *o.vertex.job, options);
+  return followJob(d, *o.vertex.job, options);
+}
+
+Plan recordCreatedJob(const Observed& o, Plan plan, const CachedJob& job, bool adopted) {
+  static const crd::TrainingRun undecoded{};
+  Draft d(o, o.run ? *o.run : undecoded);
+  d.next = plan.status ? *plan.status : o.status;  // no planned status: it equals the stored one
+  d.plan = std::move(plan);
+  d.plan.status.reset();
+  auto& attempt = d.current();
+  if (!attempt.startTime) attempt.startTime = d.now();
+  if (!adopted) d.plan.events.push_back(normalEvent("JobCreated", "created " + std::string(vertex::kindName(vertex::jobKindOf(job.name))) +
+                                                        " " + job.name + " for attempt " + std::to_string(attempt.attempt)));
+  applyJobState(d, job);
+  // The JobCreated Event already tells the user; the job's first state (queued) is in status. One
+  // Event per run at submission, not two.
+  d.told = Told::ByOwnEvent;
+  return finish(d);
+}
+
+}  // namespace vto::reconcilers

@@ -1,0 +1,168 @@
+#pragma once
+// The TrainingRun reconciler's decisions as one pure function: decide(Observed) -> Plan.
+//
+//   observe (reads only: the run from the informer cache, its job from the JobCache or Vertex, the
+//            newest checkpoint when it is needed, the clock)
+//   -> decide (this header: no I/O, no clock, no randomness; tested as tables)
+//   -> act    (the Plan's actions in a fixed order, one status write, the Events)
+//
+// Status is rebuilt from what was observed on every pass. Only the run's history (the attempts and
+// what they left, crd::RunHistory) is carried, as one value; where a pass observes nothing new about
+// the job (the run has settled, or Vertex cannot be read), the last view of it stands, as one
+// explicit decision.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/gcp_names.h"
+#include "controller/event.h"
+#include "crd/render.h"
+#include "crd/tenancy.h"
+#include "crd/training_run.h"
+#include "reconcilers/jobs/checkpoints.h"
+#include "reconcilers/jobs/job_cache.h"
+#include "vertex/vertex_client.h"
+
+namespace vto::reconcilers {
+
+inline constexpr const char* kFinalizer = "vto.dev/finalizer";
+
+// The condition types of a TrainingRun, in the order status lists them.
+enum class ConditionType { Valid, Ready, Submitted, Running, Succeeded, Failed, CheckpointsReadable };
+const char* conditionTypeName(ConditionType type);
+
+// Every condition reason vto writes (condition.reason is one of these names).
+enum class Reason {
+  SpecValid, SpecInvalid, JobCreated, JobRejected, JobSubmitted, JobQueued, JobRunning, JobSucceeded,
+  JobFailed, JobCancelling, JobCancelled, JobNotFound, JobNotOwned, NotFinished, NoFailure, Resuming,
+  ResumeBudgetExhausted, Suspended, VertexError, TenantPolicyViolation, TenantQuotaExceeded,
+  OutputBucketNotFound, CheckpointsListed, CheckpointsForbidden, CheckpointListFailed, WaitingForCapacity,
+  CapacityUnavailable,
+};
+const char* reasonName(Reason reason);
+
+// What Vertex said about the current attempt's job this pass.
+struct VertexReading {
+  // From the JobCache, a GET, or adopted by its labels when status does not name it yet (a crash
+  // between create and the status write).
+  std::optional<CachedJob> job;
+  // The job status names is gone from Vertex (404): deleted outside vto.
+  bool notFound = false;
+  // The job status names was not created for this run (its vto-run-uid label is another's): status
+  // was written by someone else. vto neither follows nor cancels it.
+  bool notOwned = false;
+  // The job is not cached yet and its poll target's first full list (just after a start) will bring
+  // it: look again shortly instead of reading it now (a cold start costs lists, not a GET per run).
+  bool awaitingFirstPoll = false;
+  // Polling the job's project/location fails (or a direct read of it did): a condition, not a stall.
+  std::optional<VertexFailure> unavailable;
+  // Vertex refused to create this attempt's job (4xx other than 429): decide fails the run.
+  std::optional<VertexFailure> createRejected;
+  // Vertex refused the create for an accelerator quota (429 naming custom_model_training_*): with
+  // spec.capacity the placement has no capacity; its message.
+  std::optional<std::string> createQuotaExceeded;
+};
+
+// The checkpoint directory, as this pass listed it (if it did).
+struct CheckpointReading {
+  bool listed = false;                     // a listing succeeded
+  std::optional<Checkpoint> latest;        // its newest checkpoint
+  std::optional<std::string> error;        // the listing failed: CheckpointsReadable=False
+  bool forbidden = false;                  // ... with a 403 (a resume would start from scratch)
+  std::optional<Clock::time_point> nextLookAt;  // when the rate and interval allow the next look
+};
+
+// The tenancy inputs (crd/tenancy.h, API.md "Tenancy rules"); null or empty rules: all allowed.
+struct TenancyReading {
+  const crd::TenancyRules* rules = nullptr;
+  crd::NamespaceInfo ns;  // labels read only when a rule selects namespaces by label
+  // The accelerator claims of the other runs, each with the index of the rule that governs it;
+  // decide counts those under this run's rule against its maxAccelerators.
+  std::vector<std::pair<size_t, crd::AcceleratorClaim>> otherClaims;
+};
+
+struct Observed {
+  Clock::time_point now{};
+  crd::ObjectMeta metadata;             // always decoded
+  std::optional<crd::TrainingRun> run;  // nullopt: the object does not decode (decodeError says why)
+  std::string decodeError;
+  crd::TrainingRunStatus status;  // as stored; {} when it does not decode
+  bool statusStored = false;      // the object has a status at all
+  bool hasFinalizer = false;
+  Location defaults;  // --default-project / --default-location
+  VertexReading vertex;
+  CheckpointReading checkpoints;
+  // Before attempt 1, the output bucket answered 404: its name. No job until it exists.
+  std::optional<std::string> outputBucketMissing;
+  TenancyReading tenancy;
+};
+
+// Whether observe must list checkpoints for decide: a resume or unsuspend creates an attempt from
+// the newest one, and a job that just ended leaves its final one. (The periodic look while a job
+// runs is asked of the CheckpointSchedule separately.)
+bool checkpointRequired(const Observed& observed);
+// Whether the run has ended and its status describes its spec: a pass has nothing to observe.
+bool settled(const Observed& observed);
+
+struct CreateJob {
+  int attempt = 0;
+  std::string resumeFrom;  // "" = from scratch
+  Location where;
+  vertex::JobKind kind = vertex::JobKind::Custom;
+  size_t placement = 0;  // crd::specAt(spec, placement) is what the job is rendered from
+};
+
+// A capacity failover, for vto_trainingrun_capacity_failovers_total.
+struct Failover {
+  std::string fromLocation, toLocation, acceleratorType, reason;
+};
+
+// A pass that fails after its writes: the user has been told (status, Events), and the work queue
+// backs off (retry), or waits for the object to change (terminal: nothing retrying could fix).
+struct PassFailure {
+  bool terminal = false;
+  std::string message;
+};
+
+struct Plan {
+  bool addFinalizer = false;
+  std::optional<std::string> cancelJob;  // job name
+  std::optional<CreateJob> createJob;    // act writes the job name to status at once (the journal)
+  // The status to write; nullopt when it equals what is stored (no write).
+  std::optional<crd::TrainingRunStatus> status;
+  std::vector<controller::Event> events;
+  bool removeFinalizer = false;
+  bool deleteRun = false;  // ttlSecondsAfterFinished has passed
+  // How the pass ends: requeued after this long (zero: only when something changes), or failed.
+  Clock::duration requeueAfter = Clock::duration::zero();
+  std::optional<PassFailure> failure;
+  // For metrics: a resume was decided (its failure class), a capacity failover, the run finished.
+  std::optional<crd::FailureClass> resumedAfter;
+  std::optional<Failover> failover;
+  bool finished = false;
+};
+
+struct DecideOptions {
+  Clock::duration resyncPeriod = std::chrono::minutes(5);
+  Clock::duration cancelPollPeriod = std::chrono::seconds(2);
+  Clock::duration firstPollWait = std::chrono::seconds(5);
+  // How soon a run queued by its tenant's maxAccelerators looks again (a finishing run also wakes it).
+  Clock::duration quotaRecheckPeriod = std::chrono::seconds(30);
+};
+
+Plan decide(const Observed& observed, const DecideOptions& options = {});
+
+// After act created the job `plan.createJob` asked for (or found it already there: `adopted`, after a
+// crash between create and the status write): the status with the job's name and state, which act
+// writes at once (the journal that makes creation exactly once), and the JobCreated Event (the only
+// Event of a submission: the job's first state is not announced separately).
+Plan recordCreatedJob(const Observed& observed, Plan plan, const CachedJob& job, bool adopted);
+
+// The tenancy decision for an observed run (no rules: nothing governs it, nothing refused).
+crd::TenancyDecision tenancyOf(const Observed& observed);
+
+// https://console.cloud.google.com/vertex-ai/locations/L/training/ID/cpu?project=P for a job name.
+std::string consoleUrl(const std::string& jobName);
+
+}  // namespace vto::reconcilers

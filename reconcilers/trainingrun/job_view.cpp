@@ -1,0 +1,189 @@
+// What a job's state makes of a TrainingRun's status: the attempt's record, status.job, the phase,
+// the lifecycle conditions, and the Event that tells a new phase.
+#include <algorithm>
+#include <array>
+
+#include "reconcilers/trainingrun/capacity.h"
+#include "reconcilers/trainingrun/draft.h"
+#include "vertex/json_codec.h"
+
+namespace vto::reconcilers {
+
+using controller::normalEvent;
+using controller::warningEvent;
+using crd::Phase;
+
+namespace trainingrun {
+namespace {
+
+// The last path segment of a resource name: the numeric job id.
+std::string lastSegment(const std::string& name) { return name.substr(name.rfind('/') + 1); }
+
+// The Vertex job as status shows it: status.job.
+crd::JobRef jobRefOf(const CachedJob& job) {
+  crd::JobRef ref;
+  ref.name = job.name;
+  ref.id = lastSegment(job.name);
+  ref.kind = std::string(vertex::kindName(vertex::jobKindOf(job.name)));
+  ref.state = std::string(vertex::jobStateName(job.state));
+  ref.consoleUrl = consoleUrl(job.name);
+  ref.createTime = wholeSeconds(job.createTime);
+  ref.startTime = wholeSeconds(job.startTime);
+  ref.endTime = wholeSeconds(job.endTime);
+  ref.webAccessUris = job.webAccessUris;
+  return ref;
+}
+
+// The phase, its message and the Running condition for a job's state.
+void phaseOfJob(Draft& d, const CachedJob& job, const std::string& attemptText) {
+  std::string state(vertex::jobStateName(job.state));
+  std::string errorText = job.error ? job.error->message : "";
+  auto ended = d.current().endTime ? *d.current().endTime : d.now();
+  switch (job.state) {
+    case vertex::JobState::Unspecified:
+      d.phase(Phase::Submitted, attemptText + " submitted");
+      d.condition(ConditionType::Running, false, Reason::JobSubmitted);
+      break;
+    case vertex::JobState::Queued:
+    case vertex::JobState::Pending:
+      d.phase(Phase::Queued, attemptText + " waiting for resources (" + state + ")");
+      d.condition(ConditionType::Running, false, Reason::JobQueued, state);
+      break;
+    case vertex::JobState::Running:
+    case vertex::JobState::Paused:
+    case vertex::JobState::Updating:
+      d.phase(Phase::Running, attemptText + " running");
+      d.condition(ConditionType::Running, true, Reason::JobRunning);
+      break;
+    case vertex::JobState::Succeeded:
+    case vertex::JobState::PartiallySucceeded:
+      d.phase(Phase::Succeeded, attemptText + " succeeded");
+      d.next.completionTime = ended;
+      d.condition(ConditionType::Running, false, Reason::JobSucceeded);
+      break;
+    case vertex::JobState::Failed:
+    case vertex::JobState::Expired:
+      d.phase(Phase::Failed, attemptText + " failed: " + (errorText.empty() ? state : errorText));
+      d.current().message = errorText;
+      d.next.completionTime = ended;
+      d.condition(ConditionType::Running, false, Reason::JobFailed, errorText);
+      break;
+    case vertex::JobState::Cancelling:
+      d.phase(Phase::Cancelling, attemptText + " is being cancelled");
+      d.condition(ConditionType::Running, false, Reason::JobCancelling);
+      break;
+    case vertex::JobState::Cancelled:
+      d.phase(Phase::Cancelled, attemptText + " was cancelled" + (errorText.empty() ? "" : ": " + errorText));
+      d.next.completionTime = ended;
+      d.condition(ConditionType::Running, false, Reason::JobCancelled);
+      break;
+  }
+}
+
+}  // namespace
+
+bool conditionIs(const Draft& d, ConditionType type, const char* status, Reason reason) {
+  const auto* c = controller::findStatusCondition(d.o.status.conditions, conditionTypeName(type));
+  return c != nullptr && c->status == status && c->reason == reasonName(reason);
+}
+
+// What Vertex says about the current attempt's job, in the attempt's record, status.job, the phase and
+// the lifecycle conditions.
+void applyJobState(Draft& d, const CachedJob& job) {
+  auto& attempt = d.current();
+  attempt.jobName = job.name;
+  attempt.state = std::string(vertex::jobStateName(job.state));
+  if (d.run.spec.capacity) attempt.location = vertex::locationOf(job.name).location;  // where it runs, from its name
+  if (job.startTime) attempt.startTime = wholeSeconds(job.startTime);
+  if (job.endTime) attempt.endTime = wholeSeconds(job.endTime);
+  // Vertex stamps endTime on every ending; should it ever be missing, the first pass that saw the end
+  // stands in, so that the resume backoff counts from a fixed point.
+  if (vertex::isTerminal(job.state) && !attempt.endTime) attempt.endTime = d.now();
+  d.next.job = jobRefOf(job);
+  if (job.bestTrial) d.next.history.bestTrial = crd::BestTrial{job.bestTrial->id, job.bestTrial->parameters, job.bestTrial->metrics};
+
+  d.condition(ConditionType::Submitted, true, Reason::JobCreated, job.name);
+  phaseOfJob(d, job, "attempt " + std::to_string(attempt.attempt));
+  bool succeeded = d.next.phase == Phase::Succeeded;
+  bool cancelled = d.next.phase == Phase::Cancelled;
+  bool failed = d.next.phase == Phase::Failed || cancelled;
+  d.condition(ConditionType::Succeeded, succeeded, succeeded ? Reason::JobSucceeded : Reason::NotFinished);
+  d.condition(ConditionType::Failed, failed,
+              failed ? (cancelled ? Reason::JobCancelled : Reason::JobFailed) : Reason::NoFailure,
+              failed ? d.next.message : "");
+  if (!crd::isFinished(d.next.phase)) d.next.completionTime.reset();
+}
+
+// The Event for a phase the user has not heard about yet.
+void transitionEvent(Draft& d) {
+  if (d.told == Told::ByOwnEvent || !d.next.phase || d.next.phase == d.o.status.phase) return;
+  const auto& message = d.next.message;
+  switch (*d.next.phase) {
+    case Phase::Queued: d.plan.events.push_back(normalEvent("JobQueued", message)); break;
+    case Phase::Running: d.plan.events.push_back(normalEvent("JobRunning", message)); break;
+    case Phase::Succeeded: d.plan.events.push_back(normalEvent("Succeeded", message)); break;
+    case Phase::Suspended: d.plan.events.push_back(normalEvent("Suspended", message)); break;
+    case Phase::Resuming: d.plan.events.push_back(normalEvent("Resuming", message)); break;
+    case Phase::Failed: d.plan.events.push_back(warningEvent("Failed", message)); break;
+    case Phase::Cancelled: d.plan.events.push_back(warningEvent("Cancelled", message)); break;
+    default: break;  // Pending, Submitted, Cancelling and Invalid are told where they happen
+  }
+}
+
+// Conditions in one order (stable output, no spurious writes); the status goes into the plan only if
+// it differs from what is stored.
+Plan finish(Draft& d) {
+  placementView(d);
+  std::stable_sort(d.next.conditions.begin(), d.next.conditions.end(), [](const auto& a, const auto& b) {
+    auto rank = [](const std::string& type) {
+      for (int i = 0; i <= static_cast<int>(ConditionType::CheckpointsReadable); ++i) {
+        if (type == conditionTypeName(static_cast<ConditionType>(i))) return i;
+      }
+      return 100;
+    };
+    return rank(a.type) < rank(b.type);
+  });
+  transitionEvent(d);
+  if (!d.o.statusStored || d.next != d.o.status) d.plan.status = d.next;
+  d.plan.finished = crd::isFinished(d.next.phase);
+  return std::move(d.plan);
+}
+
+// A finished run only waits for its TTL.
+Plan finished(Draft& d) {
+  const auto& ttl = d.run.spec.ttlSecondsAfterFinished;
+  if (ttl && d.next.completionTime) {
+    auto expires = *d.next.completionTime + std::chrono::seconds(*ttl);
+    if (d.o.now < expires) {
+      d.plan.requeueAfter = expires - d.o.now;
+    } else {
+      d.plan.deleteRun = true;
+    }
+  }
+  return finish(d);
+}
+
+}  // namespace trainingrun
+
+const char* conditionTypeName(ConditionType type) {
+  static constexpr std::array names = {"Valid", "Ready", "Submitted", "Running", "Succeeded", "Failed", "CheckpointsReadable"};
+  return names[static_cast<size_t>(type)];
+}
+
+const char* reasonName(Reason reason) {
+  static constexpr std::array names = {
+      "SpecValid",    "SpecInvalid", "JobCreated",   "JobRejected",  "JobSubmitted", "JobQueued",
+      "JobRunning",   "JobSucceeded", "JobFailed",   "JobCancelling", "JobCancelled", "JobNotFound", "JobNotOwned",
+      "NotFinished",  "NoFailure",   "Resuming",     "ResumeBudgetExhausted", "Suspended", "VertexError",
+      "TenantPolicyViolation", "TenantQuotaExceeded", "OutputBucketNotFound", "CheckpointsListed",
+      "CheckpointsForbidden", "CheckpointListFailed", "WaitingForCapacity", "CapacityUnavailable",
+  };
+  return names[static_cast<size_t>(reason)];
+}
+
+std::string consoleUrl(const std::string& jobName) {
+  auto where = vertex::locationOf(jobName);
+  return "https://console.cloud.google.com/vertex-ai/locations/" + where.location + "/training/" +
+         trainingrun::lastSegment(jobName) + "/cpu?project=" + where.project;
+}
+}  // namespace vto::reconcilers

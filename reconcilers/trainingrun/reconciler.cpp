@@ -1,0 +1,401 @@
+#include "reconcilers/trainingrun/reconciler.h"
+
+#include <algorithm>
+#include <spdlog/spdlog.h>
+
+#include "base/rfc3339.h"
+#include "controller/event.h"
+#include "controller/finalizers.h"
+#include "crd/labels.h"
+#include "crd/placement.h"
+#include "reconcilers/jobs/failure_class.h"
+#include "reconcilers/trainingrun/capacity.h"
+#include "crd/validation.h"
+#include "vertex/api_error.h"
+#include "vertex/json_codec.h"
+
+namespace vto::reconcilers {
+
+using controller::Result;
+
+const controller::Resource& trainingRunResource() {
+  static const controller::Resource resource{"vto.dev", "v1alpha1", "trainingruns", true};
+  return resource;
+}
+
+TrainingRunReconciler::TrainingRunReconciler(const controller::ObjectCache& runs, controller::KubeClient& kube,
+                                             vertex::VertexClient& vertex, vertex::GcsClient& gcs, JobCache& jobs,
+                                             controller::EventRecorder& events, const Clock& clock,
+                                             TrainingRunReconcilerOptions options, metrics::TrainingRunMetrics* metrics)
+    : runs_(runs),
+      kube_(kube),
+      vertex_(vertex),
+      gcs_(gcs),
+      jobs_(jobs),
+      events_(events),
+      clock_(clock),
+      options_(options),
+      decideOptions_{options.resyncPeriod, options.cancelPollPeriod, std::chrono::seconds(5),
+                     options.quotaRecheckPeriod},
+      metrics_(metrics),
+      checkpoints_(options.checkpointPollPeriod, options.checkpointListsPerMinute),
+      accelerators_(options.tenancy, options.defaults,
+                    [&jobs](const std::string& name) -> std::optional<bool> {
+                      auto ended = jobs.ended(name);
+                      return ended ? std::optional(!*ended) : std::nullopt;
+                    }),
+      namespaces_(kube, clock, options.tenancy),
+      startedAt_(clock.now()) {}
+
+Result TrainingRunReconciler::reconcile(const controller::ObjectKey& key) {
+  auto cached = runs_.get(key);
+  if (!cached) {
+    if (options_.ownWrites != nullptr) options_.ownWrites->forget(key);
+    return {};  // deleted: the finalizer already did its work
+  }
+  // A cache still behind this controller's own last write would have us write again and conflict:
+  // the echo of that write brings the run back.
+  if (options_.ownWrites != nullptr && options_.ownWrites->behind(*cached)) return {};
+  auto observed = observe(*cached);
+  return act(*cached, observed, decide(observed, decideOptions_));
+}
+
+namespace {
+// A member of the cached object, read in place (an absent one reads as {}): no copy per reconcile.
+const nlohmann::json& memberOf(const nlohmann::json& object, const char* name) {
+  static const nlohmann::json empty = nlohmann::json::object();
+  auto found = object.find(name);
+  return found != object.end() ? *found : empty;
+}
+}  // namespace
+
+Observed TrainingRunReconciler::observe(const nlohmann::json& object) {
+  Observed o;
+  o.now = clock_.now();
+  o.defaults = options_.defaults;
+  o.hasFinalizer = controller::containsFinalizer(object, kFinalizer);
+  o.statusStored = object.contains("status");
+  try {
+    o.run = crd::decodeTrainingRun(object);
+    o.metadata = o.run->metadata;
+    o.status = o.run->status;
+  } catch (const std::exception& e) {
+    o.decodeError = e.what();
+    // Read apart, so that a bad spec still leaves the metadata and whatever status can be read.
+    o.metadata = crd::decodeObjectMeta(memberOf(object, "metadata"), "metadata");
+    try {
+      o.status = crd::decodeTrainingRunStatus(memberOf(object, "status"), "status");
+    } catch (const std::exception&) {
+      o.status = {};  // a status we cannot read is rebuilt from what we observe
+    }
+  }
+  bool deleting = !o.metadata.deletionTimestamp.empty();
+  if (!o.run || (settled(o) && !deleting)) return o;  // decide needs no job for these
+
+  const auto& attempts = o.status.history.attempts;
+  const auto* attempt = attempts.empty() ? nullptr : &attempts.back();
+  if (attempt != nullptr && !attempt->jobName.empty()) {
+    // Where the job runs is read from its name, never from the spec.
+    auto target = pollTargetOfJob(attempt->jobName);
+    if (target) {
+      if (auto failure = jobs_.pollFailure(target->jobPrefix())) o.vertex.unavailable = failure;
+    }
+    o.vertex.job = readJob(attempt->jobName, target, o);
+    // Status is writable by others: only a job vto labelled with this run's uid is followed or cancelled.
+    auto owner = o.vertex.job ? o.vertex.job->labels.find(crd::kRunUidLabel) : decltype(o.vertex.job->labels.end()){};
+    if (o.vertex.job && (owner == o.vertex.job->labels.end() || owner->second != crd::sanitizeLabelValue(o.metadata.uid))) {
+      o.vertex.job.reset();
+      o.vertex.notOwned = true;
+    }
+  } else if (deleting || o.run->spec.suspend) {
+    // Not in status: a crash may have come between create and the status write. Cancel what exists,
+    // where the job would have been created.
+    auto where = crd::locationOf(o.run->spec, o.defaults);
+    if (!where.project.empty() && !where.location.empty()) {
+      PollTarget target{where, crd::jobKindOf(o.run->spec)};
+      if (auto found = findByLabels(o, target, attempt != nullptr ? attempt->attempt : 1)) {
+        o.vertex.job = cachedJobOf(*found, o.now);
+      }
+    }
+  }
+  observeTenancy(o);
+  observeCheckpoint(o);
+  observeBuckets(o);
+  return o;
+}
+
+void TrainingRunReconciler::observeTenancy(Observed& o) {
+  if (options_.tenancy.empty()) return;
+  o.tenancy.rules = &options_.tenancy;
+  o.tenancy.ns = namespaces_.get(o.metadata.namespace_);
+  // Others' claims matter only where decide may create a job (no job yet, or one that ended) for a
+  // run that wants accelerators; a running run's pass never reads them.
+  bool mayCreate = o.metadata.deletionTimestamp.empty() && !o.run->spec.suspend &&
+                   (!o.vertex.job || vertex::isTerminal(o.vertex.job->state));
+  if (!accelerators_.capped() || !mayCreate || crd::acceleratorsOf(o.run->spec) == 0) return;
+  o.tenancy.otherClaims = accelerators_.claimsOtherThan(o.metadata.uid, [&](const std::string& ns) {
+    return ns == o.metadata.namespace_ ? o.tenancy.ns : namespaces_.get(ns);
+  });
+}
+
+void TrainingRunReconciler::observeBuckets(Observed& o) {
+  // Only where decide is about to create attempt 1: a valid, allowed, unsuspended run with no job.
+  const auto& attempts = o.status.history.attempts;
+  bool first = attempts.empty() || (attempts.size() == 1 && attempts[0].jobName.empty() && attempts[0].attempt == 1);
+  if (!first || o.vertex.job || !o.metadata.deletionTimestamp.empty() || o.run->spec.suspend) return;
+  if (crd::hasErrors(crd::validate(*o.run)) || tenancyOf(o).violation) return;  // refused before any GCS call
+  auto look = [&](const std::string& uri) {
+    auto listing = checkpointListing(uri);
+    vertex::ListObjectsOptions one;
+    one.maxResults = 1;  // existence and access only: never the whole prefix
+    one.fields = "items(name),nextPageToken";
+    gcs_.listObjectsPage(listing.bucket, listing.object, "", one);
+  };
+  auto directory = crd::checkpointDirectoryOf(o.run->spec);
+  auto outputBucket = checkpointListing(o.run->spec.baseOutputDirectory).bucket;
+  auto checkpointBucket = checkpointListing(directory).bucket;
+  // Runs of a fleet share their buckets: one listed moments ago for another run answers for this one.
+  if (buckets_.recentlyListed(checkpointBucket, o.now) &&
+      (outputBucket == checkpointBucket || buckets_.recentlyListed(outputBucket, o.now))) {
+    o.checkpoints.listed = true;
+    return;
+  }
+  // The output bucket's existence, unless the checkpoint listing below shows it (the same bucket,
+  // as by default): one GCS request per new run instead of two.
+  if (outputBucket != checkpointBucket) {
+    try {
+      look(o.run->spec.baseOutputDirectory);
+      buckets_.listed(outputBucket, o.now);
+    } catch (const vertex::ApiError& e) {
+      if (e.isNotFound()) {
+        o.outputBucketMissing = outputBucket;
+        return;
+      }
+      if (!e.isForbidden()) throw;  // retried with backoff
+    }
+  }
+  try {
+    look(directory);
+    o.checkpoints.listed = true;
+    buckets_.listed(checkpointBucket, o.now);
+  } catch (const vertex::ApiError& e) {
+    if (e.isNotFound()) {
+      o.outputBucketMissing = checkpointListing(directory).bucket;
+    } else if (e.isForbidden()) {
+      o.checkpoints.error = e.what();
+      o.checkpoints.forbidden = true;
+    } else {
+      throw;
+    }
+  }
+}
+
+bool ListedBuckets::recentlyListed(const std::string& bucket, Clock::time_point now) const {
+  std::lock_guard lock(mutex_);
+  auto found = listedAt_.find(bucket);
+  return found != listedAt_.end() && now - found->second < kFreshFor;
+}
+
+void ListedBuckets::listed(const std::string& bucket, Clock::time_point now) {
+  std::lock_guard lock(mutex_);
+  if (listedAt_.size() >= kMaxBuckets) {
+    std::erase_if(listedAt_, [&](const auto& entry) { return now - entry.second >= kFreshFor; });
+    if (listedAt_.size() >= kMaxBuckets) listedAt_.clear();  // bounded whatever the specs name
+  }
+  listedAt_[bucket] = now;
+}
+
+std::optional<CachedJob> TrainingRunReconciler::readJob(const std::string& jobName,
+                                                        const std::optional<PollTarget>& target, Observed& o) {
+  auto cached = jobs_.get(jobName);
+  if (cached && o.now - cached->readAt < options_.jobStaleAfter) return cached;
+  // Only where no decision acts on the job's absence (deletion and suspension cancel what exists).
+  bool following = o.metadata.deletionTimestamp.empty() && !o.run->spec.suspend;
+  bool starting = o.now - startedAt_ < options_.awaitFirstPoll;
+  if (!cached && starting && following && target && !o.vertex.unavailable && !jobs_.listed(target->jobPrefix())) {
+    o.vertex.awaitingFirstPoll = true;
+    return std::nullopt;
+  }
+  try {
+    auto job = vertex_.getJob(jobName);
+    jobs_.put(job, o.now);
+    return jobs_.get(jobName);
+  } catch (const vertex::ApiError& e) {
+    if (e.isNotFound()) {
+      jobs_.erase(jobName);
+      o.vertex.notFound = true;
+      return std::nullopt;
+    }
+    // Retryable (429, 5xx, an odd answer): the work queue backs off, never sooner than retryAfter.
+    if (e.isRetryable()) throw;
+    // Terminal (e.g. 403): decide reports Vertex as unavailable, with the stale job if we have one.
+    o.vertex.unavailable = VertexFailure{e.httpStatus(), "reading " + jobName.substr(0, 200) + ": " + e.what()};
+    spdlog::warn("{}/{}: {}", o.metadata.namespace_, o.metadata.name, o.vertex.unavailable->message);
+    return cached;
+  }  // any other RetryableError (transport, quota pacing) propagates to the work queue too
+}
+
+Plan TrainingRunReconciler::createPlannedJob(const Observed& o, Plan plan) {
+  // A refusal for an accelerator quota moves the attempt to the next placement, at most once each.
+  for (size_t tries = 0; plan.createJob && tries <= crd::placementCount(o.run->spec); ++tries) {
+    const auto create = *plan.createJob;
+    // Exactly once: a job for this run and attempt that already exists (a crash came between its
+    // create and the status write) is adopted, never created twice. A first attempt whose finalizer
+    // this pass added needs no lookup: every job is created after the finalizer is in place, and the
+    // patch was conditional on the version observed without it (one Vertex request less per new run).
+    bool fresh = plan.addFinalizer && create.attempt == 1;
+    std::optional<vertex::Job> job;
+    for (const auto& target : fresh ? std::vector<PollTarget>{} : targetsOf(o, create)) {
+      if ((job = findByLabels(o, target, create.attempt))) break;
+    }
+    bool adopted = job.has_value();
+    if (job) return recordCreatedJob(o, std::move(plan), cachedJobOf(*job, o.now), adopted);
+    try {
+      job = vertex_.createJob(create.where, create.kind,
+                              crd::renderJob(trainingrun::runAt(*o.run, create.placement), create.attempt, create.resumeFrom));
+      jobs_.put(*job, o.now);
+      if (metrics_ != nullptr) metrics_->jobCreated(std::string(vertex::kindName(create.kind)));
+      return recordCreatedJob(o, std::move(plan), cachedJobOf(*job, o.now), false);
+    } catch (const vertex::ApiError& e) {
+      bool quota = o.run->spec.capacity && isAcceleratorQuotaRefusal(e.httpStatus(), e.message());
+      if (e.isRetryable() && !quota) throw;  // the work queue backs off, never sooner than retryAfter
+      // Decide again knowing it, on the status this pass has decided so far (no job of this attempt).
+      Observed again = o;
+      again.hasFinalizer = true;  // added above
+      if (quota) {
+        if (plan.status) again.status = *plan.status;
+        again.vertex.job.reset();
+        again.vertex.createQuotaExceeded = e.message();
+      } else {
+        again.vertex.createRejected = VertexFailure{e.httpStatus(), e.message()};  // refused for good
+      }
+      auto decided = decide(again, decideOptions_);
+      if (!decided.status && again.status != o.status) decided.status = again.status;
+      decided.addFinalizer = plan.addFinalizer;
+      plan = std::move(decided);
+    }
+  }
+  return plan;
+}
+
+std::vector<PollTarget> TrainingRunReconciler::targetsOf(const Observed& o, const CreateJob& create) const {
+  std::vector<PollTarget> targets{{create.where, create.kind}};
+  // After a crash, a failover may have created the attempt's job on a placement this pass would not choose.
+  for (size_t i = 0; o.run->spec.capacity && i < crd::placementCount(o.run->spec); ++i) {
+    auto spec = crd::specAt(o.run->spec, i);
+    PollTarget target{crd::locationOf(spec, o.defaults), crd::jobKindOf(spec)};
+    if (std::find(targets.begin(), targets.end(), target) == targets.end()) targets.push_back(target);
+  }
+  return targets;
+}
+
+std::optional<vertex::Job> TrainingRunReconciler::findByLabels(const Observed& o, const PollTarget& target, int attempt) {
+  vertex::ListOptions list;
+  list.filter = std::string("labels.") + crd::kRunUidLabel + "=\"" + crd::sanitizeLabelValue(o.metadata.uid) +
+                "\" AND labels." + crd::kAttemptLabel + "=\"" + std::to_string(attempt) + "\"";
+  auto page = vertex_.listJobs(target.where, target.kind, list);
+  if (page.jobs.empty()) return std::nullopt;
+  auto oldest = std::min_element(page.jobs.begin(), page.jobs.end(), [](const auto& a, const auto& b) {
+    return a.createTime.value_or(Clock::time_point::max()) < b.createTime.value_or(Clock::time_point::max());
+  });
+  jobs_.put(*oldest, o.now);
+  return *oldest;
+}
+
+void TrainingRunReconciler::observeCheckpoint(Observed& o) {
+  bool forced = checkpointRequired(o);
+  bool running = o.vertex.job && o.vertex.job->state == vertex::JobState::Running &&
+                 o.metadata.deletionTimestamp.empty() && !o.run->spec.suspend;
+  if (!forced && !running) return;
+  // A spec edited outside its tenancy rule (checkpointing.directory may change) is never listed.
+  if (tenancyOf(o).violation) return;
+  if (!forced) {
+    Clock::time_point next;
+    bool allowed = checkpoints_.take(o.metadata.uid, o.now, next);
+    o.checkpoints.nextLookAt = next;
+    if (!allowed) return;
+  } else {
+    checkpoints_.listed(o.metadata.uid, o.now);
+  }
+  auto directory = crd::checkpointDirectoryOf(o.run->spec);
+  try {
+    o.checkpoints.latest = findLatestCheckpoint(gcs_, directory, clock_).latest;
+    o.checkpoints.listed = true;
+  } catch (const std::exception& e) {
+    // Status is still right without it; a resume waits for it (decide retries), a running run looks again
+    // later. Either way CheckpointsReadable=False tells the user.
+    spdlog::warn("{}/{}: cannot list checkpoints: {}", o.metadata.namespace_, o.metadata.name, e.what());
+    o.checkpoints.error = e.what();
+    const auto* api = dynamic_cast<const RemoteApiError*>(&e);
+    o.checkpoints.forbidden = api != nullptr && api->isForbidden();
+  }
+}
+
+Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& o, Plan plan) {
+  // The object as our own writes left it (their answers carry the new resourceVersion); until the
+  // first write, the cached one, uncopied.
+  std::optional<nlohmann::json> written;
+  auto current = [&]() -> const nlohmann::json& { return written ? *written : cached; };
+  const auto& meta = o.metadata;
+  if (plan.addFinalizer) {
+    written = controller::addFinalizer(kube_, trainingRunResource(), cached, kFinalizer);
+    rememberOwnWrite(cached, *written);
+  }
+  if (plan.cancelJob) {
+    try {
+      vertex_.cancelJob(*plan.cancelJob);
+    } catch (const vertex::ApiError& e) {
+      if (!e.isNotFound()) throw;  // already gone counts as cancelled
+    }
+    jobs_.erase(*plan.cancelJob);  // the next pass reads the CANCELLING/CANCELLED state from Vertex
+  }
+  if (plan.createJob) plan = createPlannedJob(o, std::move(plan));
+  if (plan.status) {
+    auto status = writeStatus(current(), *plan.status);
+    rememberOwnWrite(current(), status);
+    written = std::move(status);
+  }
+  controller::recordEvents(events_, current(), plan.events);
+  if (metrics_ != nullptr) {
+    if (const auto& f = plan.failover) metrics_->capacityFailover(meta.namespace_, f->fromLocation, f->toLocation, f->acceleratorType, f->reason);
+    if (plan.resumedAfter) metrics_->resumed(crd::enumName(*plan.resumedAfter, crd::failureClassNames()));
+    if (const auto& latest = o.checkpoints.latest; latest && latest->updateTime) {
+      auto age = std::chrono::duration<double>(o.now - *latest->updateTime).count();
+      metrics_->checkpointAge(meta.namespace_, meta.name, std::max(0.0, age));
+    }
+    if (plan.finished) metrics_->forgetRun(meta.namespace_, meta.name);
+  }
+  if (plan.finished || plan.removeFinalizer) checkpoints_.forget(meta.uid);
+  if (plan.removeFinalizer) controller::removeFinalizer(kube_, trainingRunResource(), current(), kFinalizer);
+  if (plan.deleteRun) {
+    try {
+      kube_.remove(trainingRunResource(), meta.namespace_, meta.name);
+    } catch (const controller::ApiError& e) {
+      if (!e.isNotFound()) throw;
+    }
+  }
+  if (plan.failure && plan.failure->terminal) throw controller::TerminalError(plan.failure->message);
+  if (plan.failure) throw std::runtime_error(plan.failure->message);
+  return Result{plan.requeueAfter};
+}
+
+void TrainingRunReconciler::rememberOwnWrite(const nlohmann::json& replaced, const nlohmann::json& written) {
+  // Its watch event then reconciles nothing (the pass that wrote it already decided on it), and a pass
+  // that starts before that event arrives waits for it. Both writes recorded here are conditional on
+  // `replaced`'s resourceVersion, as OwnWrites needs.
+  if (options_.ownWrites == nullptr) return;
+  options_.ownWrites->record(controller::keyOf(written), controller::versionOf(replaced), controller::versionOf(written));
+}
+
+nlohmann::json TrainingRunReconciler::writeStatus(const nlohmann::json& object, const crd::TrainingRunStatus& status) {
+  nlohmann::json written = object;
+  written["status"] = crd::encodeTrainingRunStatus(status);
+  auto& meta = written["metadata"];
+  auto sent = controller::statusWriteBody(object, written["status"]);
+  // Stored is what was observed plus this status: the written object is that at the new
+  // resourceVersion, the only part of the answer read.
+  meta["resourceVersion"] = kube_.updateStatusVersion(trainingRunResource(), meta.value("namespace", ""), sent);
+  return written;
+}
+
+}  // namespace vto::reconcilers

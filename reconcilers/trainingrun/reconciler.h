@@ -1,0 +1,139 @@
+#pragma once
+// The TrainingRun reconciler: one TrainingRun becomes one Vertex job per attempt, created exactly once
+// whatever crashes, followed to the end, cancelled on deletion or suspension, and reported back as
+// status, conditions and Events. Each pass is observe -> decide -> act:
+//   observe  reads: the run from the informer cache, its job from the JobCache (a GET when the entry
+//            is missing or stale), the newest checkpoint when decide needs it or the schedule allows;
+//   decide   is pure (training_run_decide.h);
+//   act      carries out the Plan: finalizer, cancel, create (then the job name goes to status at
+//            once), one status write when it changed, the Events, TTL deletion.
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "base/clock.h"
+#include "controller/event_recorder.h"
+#include "controller/kube_client.h"
+#include "controller/own_writes.h"
+#include "controller/object_cache.h"
+#include "controller/reconciler.h"
+#include "crd/render.h"
+#include "crd/training_run.h"
+#include "metrics/trainingrun_metrics.h"
+#include "reconcilers/tenancy/accelerator_ledger.h"
+#include "reconcilers/jobs/checkpoint_schedule.h"
+#include "reconcilers/jobs/checkpoints.h"
+#include "reconcilers/jobs/job_cache.h"
+#include "reconcilers/jobs/poll_targets.h"
+#include "reconcilers/tenancy/namespace_labels.h"
+#include "reconcilers/trainingrun/decide.h"
+#include "vertex/gcs_client.h"
+#include "vertex/vertex_client.h"
+
+namespace vto::reconcilers {
+
+// The TrainingRun collection on the API server.
+const controller::Resource& trainingRunResource();
+
+struct TrainingRunReconcilerOptions {
+  Location defaults;  // project/location for runs that name none (--default-project/-location)
+  // Safety net between the poller's notifications; the poller normally wakes a run much sooner.
+  Clock::duration resyncPeriod = std::chrono::minutes(5);
+  // How soon to look again while a job is being cancelled.
+  Clock::duration cancelPollPeriod = std::chrono::seconds(2);
+  // How often a running run's newest checkpoint is looked up (status.lastCheckpoint, checkpoint age),
+  // and how many such lists the whole operator makes per minute at most. Ten minutes: training code
+  // checkpoints every few minutes to an hour, the stale-checkpoint alert fires at two hours, and a
+  // resume lists afresh; at 1,000 runs a look every five minutes each cost more CPU than following
+  // their jobs (docs/benchmarks.md).
+  Clock::duration checkpointPollPeriod = std::chrono::minutes(10);
+  int checkpointListsPerMinute = 200;
+  // A cached job not read from Vertex for this long is read again by GET before decide sees it
+  // (the poller's full lists normally refresh every unfinished job much sooner).
+  Clock::duration jobStaleAfter = std::chrono::minutes(5);
+  // With a poller running (vto run): for this long after the start, a job not cached yet is left to
+  // its target's first full list rather than read by GET, so that a start with many runs costs a
+  // few lists, not a GET per run. Bounded, so that a run no poll covers is never left waiting.
+  Clock::duration awaitFirstPoll = Clock::duration::zero();
+  // Tenant guardrails (vto run --config); empty: everything is allowed.
+  crd::TenancyRules tenancy;
+  // How soon a run queued by its tenant's maxAccelerators looks again for free capacity.
+  Clock::duration quotaRecheckPeriod = std::chrono::seconds(30);
+  // Where the resourceVersions of this reconciler's own writes go, so that their watch events
+  // enqueue nothing (controller::enqueueUnlessOwnWrite); null: every event reconciles.
+  controller::OwnWrites* ownWrites = nullptr;
+};
+
+// Buckets whose listing succeeded lately (for any run): a new run in one of them needs no GCS
+// request to show that its bucket exists and can be listed. Safe across workers.
+class ListedBuckets {
+ public:
+  static constexpr auto kFreshFor = std::chrono::seconds(60);
+  static constexpr size_t kMaxBuckets = 1024;
+  bool recentlyListed(const std::string& bucket, Clock::time_point now) const;
+  void listed(const std::string& bucket, Clock::time_point now);
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::string, Clock::time_point> listedAt_;
+};
+
+class TrainingRunReconciler final : public controller::Reconciler {
+ public:
+  // `metrics` may be null.
+  TrainingRunReconciler(const controller::ObjectCache& runs, controller::KubeClient& kube,
+                        vertex::VertexClient& vertex, vertex::GcsClient& gcs, JobCache& jobs,
+                        controller::EventRecorder& events, const Clock& clock, TrainingRunReconcilerOptions options,
+                        metrics::TrainingRunMetrics* metrics = nullptr);
+
+  controller::Result reconcile(const controller::ObjectKey& key) override;
+
+  // The accelerator claims under tenancy caps: the TrainingRun informer's handler keeps it current
+  // (update() on every event, before the run is enqueued) and enqueues the runs it wakes.
+  AcceleratorLedger& accelerators() { return accelerators_; }
+
+  // The two halves around decide(), public for tests.
+  Observed observe(const nlohmann::json& object);
+  controller::Result act(const nlohmann::json& object, const Observed& observed, Plan plan);
+
+ private:
+  // The job named in status: cached while fresh, else a GET (404: deleted outside vto).
+  std::optional<CachedJob> readJob(const std::string& jobName, const std::optional<PollTarget>& target,
+                                   Observed& observed);
+  // The job vto created for this run and attempt, found by its labels (oldest first, so that every
+  // pass adopts the same one should two ever exist).
+  std::optional<vertex::Job> findByLabels(const Observed& observed, const PollTarget& target, int attempt);
+  void observeCheckpoint(Observed& observed);
+  // act's create: adopts the attempt's job if one exists, else creates it (moving on to the next
+  // placement when Vertex refuses a capped accelerator quota), and records it in the plan's status.
+  Plan createPlannedJob(const Observed& observed, Plan plan);
+  // Where the attempt's job may be: the create's target and, with spec.capacity, every placement's.
+  std::vector<PollTarget> targetsOf(const Observed& observed, const CreateJob& create) const;
+  // Before attempt 1: one listing each of the output prefix and the checkpoint directory.
+  void observeBuckets(Observed& observed);
+  // The tenancy inputs: this run's namespace and, where a job may be created, the other runs'
+  // accelerator claims (the ledger).
+  void observeTenancy(Observed& observed);
+  // Records in options_.ownWrites that a write conditional on `replaced` left the object as `written`.
+  void rememberOwnWrite(const nlohmann::json& replaced, const nlohmann::json& written);
+  // PUTs the status; returns the object as stored afterwards (its new resourceVersion).
+  nlohmann::json writeStatus(const nlohmann::json& object, const crd::TrainingRunStatus& status);
+
+  const controller::ObjectCache& runs_;
+  controller::KubeClient& kube_;
+  vertex::VertexClient& vertex_;
+  vertex::GcsClient& gcs_;
+  JobCache& jobs_;
+  controller::EventRecorder& events_;
+  const Clock& clock_;
+  TrainingRunReconcilerOptions options_;
+  DecideOptions decideOptions_;
+  metrics::TrainingRunMetrics* metrics_;
+  CheckpointSchedule checkpoints_;
+  AcceleratorLedger accelerators_;
+  NamespaceLabels namespaces_;
+  ListedBuckets buckets_;
+  Clock::time_point startedAt_;
+};
+
+}  // namespace vto::reconcilers

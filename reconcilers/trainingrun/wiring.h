@@ -1,0 +1,72 @@
+#pragma once
+// Everything `vto run` puts around the TrainingRun reconciler, as one object that the tests build
+// too: the JobCache, Vertex polling (the poll targets, the JobPoller and its PollingSource), the
+// accelerator ledger, the run metrics and the own-writes record, fed by one handler per run event.
+// wireTrainingRuns() registers it with a controller::Manager.
+#include <functional>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "controller/informer.h"
+#include "controller/manager.h"
+#include "controller/object_cache.h"
+#include "controller/own_writes.h"
+#include "controller/polling_source.h"
+#include "metrics/trainingrun_observer.h"
+#include "reconcilers/jobs/job_cache.h"
+#include "reconcilers/jobs/job_poller.h"
+#include "reconcilers/jobs/poll_targets.h"
+#include "reconcilers/trainingrun/reconciler.h"
+
+namespace vto::reconcilers {
+
+struct TrainingRunDeps {
+  controller::KubeClient& kube;
+  vertex::VertexClient& vertex;
+  vertex::GcsClient& gcs;
+  controller::EventRecorder& events;
+  const Clock& clock;
+  metrics::TrainingRunMetrics* metrics = nullptr;   // may be null
+  metrics::TrainingRunObserver* observer = nullptr;  // may be null
+};
+
+class TrainingRunController {
+ public:
+  using Enqueue = std::function<void(const controller::ObjectKey& run)>;
+  // `runs` is the TrainingRun informer's cache. `options.ownWrites` is set to this object's record.
+  TrainingRunController(const controller::ObjectCache& runs, TrainingRunDeps deps, TrainingRunReconcilerOptions options,
+                        JobPollerOptions pollerOptions = {});
+
+  // Where reconciles go (the controller's work queue); set before any event arrives.
+  void setEnqueue(Enqueue enqueue) { enqueue_ = std::move(enqueue); }
+  // The informer handler for every event of a run: its poll target, its accelerator claim and its
+  // metrics snapshot from one decode (the runs whose accelerators it frees are reconciled), then the
+  // run itself, unless the event is the echo of this reconciler's own write.
+  void onRunEvent(const nlohmann::json& run);
+
+  TrainingRunReconciler& reconciler() { return *reconciler_; }
+  controller::OwnWrites& ownWrites() { return ownWrites_; }
+  JobCache& jobs() { return jobs_; }
+  JobPoller& poller() { return poller_; }
+  controller::PollingSource& polling() { return polling_; }
+
+ private:
+  const controller::ObjectCache& runs_;
+  metrics::TrainingRunObserver* observer_;
+  Enqueue enqueue_ = [](const controller::ObjectKey&) {};
+  controller::OwnWrites ownWrites_;
+  JobCache jobs_;
+  PollTargets targets_;
+  std::unique_ptr<TrainingRunReconciler> reconciler_;
+  JobPollerOptions pollerOptions_;
+  JobPoller poller_;
+  controller::PollingSource polling_;
+};
+
+// The controller named "trainingrun" with `workers` reconcile workers, its handler on the informer,
+// and Vertex polling as a loop that runs only on the leader.
+void wireTrainingRuns(controller::Manager& manager, controller::Informer& runs, TrainingRunController& controller,
+                      int workers);
+
+}  // namespace vto::reconcilers

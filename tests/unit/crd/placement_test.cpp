@@ -1,0 +1,87 @@
+// spec.capacity: fallbacks decoded as written, merged over the spec (crd::specAt), and each placement
+// validated like the spec, its problems named under spec.capacity.fallbacks[i].
+#include "crd/placement.h"
+
+#include <gtest/gtest.h>
+
+#include "crd/strict_json.h"
+
+namespace vto::crd {
+namespace {
+
+TrainingRun runWith(const std::string& capacity) {
+  auto object = json::parse(R"({"apiVersion": "vto.dev/v1alpha1", "kind": "TrainingRun",
+    "metadata": {"name": "r", "namespace": "ns"},
+    "spec": {"framework": "pytorch", "location": "us-central1",
+             "trainer": {"container": {"imageUri": "us-docker.pkg.dev/p/r/i:1"}},
+             "resources": {"machineType": "a2-highgpu-8g", "acceleratorType": "NVIDIA_TESLA_A100", "acceleratorCount": 8,
+                           "bootDiskSizeGb": 200},
+             "scheduling": {"strategy": "FlexStart", "maxWaitDuration": "2h", "timeout": "24h"},
+             "baseOutputDirectory": "gs://bucket/r"}})");
+  object["spec"]["capacity"] = json::parse(capacity);
+  return decodeTrainingRun(object);
+}
+
+std::vector<std::string> errors(const TrainingRun& run) {
+  std::vector<std::string> out;
+  for (const auto& f : validate(run))
+    if (f.severity == Severity::Error) out.push_back(f.path + ": " + f.message);
+  return out;
+}
+
+TEST(Placement, DefaultsAndDurations) {
+  auto run = runWith(R"({"fallbacks": [{"location": "us-east4"}], "maxQueueTime": "45m"})");
+  ASSERT_TRUE(run.spec.capacity);
+  EXPECT_EQ(run.spec.capacity->maxQueueSeconds, 2700);
+  EXPECT_EQ(run.spec.capacity->blockForSeconds, 1800);
+  EXPECT_EQ(run.spec.capacity->giveUpAfterSeconds, 86400);
+  EXPECT_EQ(placementCount(run.spec), 2u);
+  EXPECT_THROW(runWith(R"({"blockFor": "half an hour"})"), DecodeError);
+  EXPECT_THROW(runWith(R"({"fallbacks": [{"resources": {"machineTyp": "x"}}]})"), DecodeError) << "unknown fields are refused";
+}
+
+TEST(Placement, AFallbackMergesItsFieldsOverTheSpec) {
+  auto run = runWith(R"({"fallbacks": [
+      {"location": "us-east4"},
+      {"resources": {"machineType": "a3-highgpu-8g", "acceleratorType": "NVIDIA_H100_80GB"}},
+      {"location": "europe-west4", "scheduling": {"strategy": "Standard"}}]})");
+  auto east = specAt(run.spec, 1);
+  EXPECT_EQ(east.location, "us-east4");
+  EXPECT_EQ(east.resources->machineType, "a2-highgpu-8g");
+  EXPECT_FALSE(east.capacity) << "a placement has no fallbacks of its own";
+  auto h100 = specAt(run.spec, 2);
+  EXPECT_EQ(h100.location, "us-central1");
+  EXPECT_EQ(h100.resources->machineType, "a3-highgpu-8g");
+  EXPECT_EQ(h100.resources->acceleratorCount, 8) << "fields it does not name come from the spec";
+  EXPECT_EQ(h100.resources->bootDiskSizeGb, 200);
+  auto europe = specAt(run.spec, 3);
+  EXPECT_EQ(europe.scheduling.strategy, SchedulingStrategy::Standard);
+  EXPECT_FALSE(europe.scheduling.maxWaitSeconds) << "only FlexStart keeps the spec's maxWaitDuration";
+  EXPECT_EQ(europe.scheduling.timeoutSeconds, 86400);
+  EXPECT_EQ(placementPath(3), "spec.capacity.fallbacks[2]");
+  EXPECT_EQ(encodeTrainingRunSpec(decodeTrainingRunSpec(encodeTrainingRunSpec(run.spec), "spec")),
+            encodeTrainingRunSpec(run.spec));
+}
+
+TEST(Placement, EveryFallbackIsValidatedLikeTheSpecAndNamedAsTheFallback) {
+  EXPECT_TRUE(errors(runWith(R"({"fallbacks": [{"location": "us-east4"}]})")).empty());
+  auto bad = errors(runWith(R"({"fallbacks": [
+      {},
+      {"resources": {"machineType": "g2-standard-8", "acceleratorType": "NVIDIA_TESLA_A100", "acceleratorCount": 1}},
+      {"location": "US Central"},
+      {"resources": {"machineType": "ct5lp-hightpu-4t", "acceleratorType": "TPU_V5_LITEPOD", "acceleratorCount": 4}}]})"));
+  ASSERT_EQ(bad.size(), 4u) << ::testing::PrintToString(bad);
+  EXPECT_EQ(bad[0].rfind("spec.capacity.fallbacks[0]: an empty fallback", 0), 0u) << bad[0];
+  EXPECT_EQ(bad[1].rfind("spec.capacity.fallbacks[1].resources.acceleratorType: ", 0), 0u) << bad[1];
+  EXPECT_EQ(bad[2].rfind("spec.capacity.fallbacks[2].location: ", 0), 0u) << bad[2];
+  EXPECT_EQ(bad[3].rfind("spec.capacity.fallbacks[3].framework: ", 0), 0u) << "pytorch on the fallback's TPU: " << bad[3];
+}
+
+TEST(Placement, FlexStartRulesHoldOnTheMergedPlacement) {
+  auto bad = errors(runWith(R"({"fallbacks": [{"scheduling": {"strategy": "Spot", "maxWaitDuration": "1h"}}]})"));
+  ASSERT_EQ(bad.size(), 1u) << ::testing::PrintToString(bad);
+  EXPECT_EQ(bad[0].rfind("spec.capacity.fallbacks[0].scheduling.maxWaitDuration: only FlexStart waits", 0), 0u) << bad[0];
+}
+
+}  // namespace
+}  // namespace vto::crd

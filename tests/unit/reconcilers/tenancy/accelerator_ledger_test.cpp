@@ -1,0 +1,212 @@
+// The accelerator ledger: which runs it keeps, the rule that governs each claim, and which waiting
+// runs a release wakes (oldest first, until what they want covers what was freed).
+#include "reconcilers/tenancy/accelerator_ledger.h"
+
+#include <gtest/gtest.h>
+
+#include "crd/render.h"
+#include "crd/yaml_json.h"
+#include "tests/unit/crd/crd_test_support.h"
+
+namespace vto::reconcilers {
+namespace {
+
+// Rule 0 caps team-a at 8 and allows only project acme-ml; rule 1 caps namespaces labelled tier=ml at
+// 4; rule 2 lets team-c use anything, uncapped.
+crd::TenancyRules rules() {
+  return crd::parseTenancyRules(crd::parseYamlDocuments(R"(
+- namespaces: [team-a]
+  projects: [acme-ml]
+  maxAccelerators: 8
+- namespaceSelector: {matchLabels: {tier: ml}}
+  maxAccelerators: 4
+- namespaces: [team-c]
+)").at(0));
+}
+
+// A run of `gpus` T4s created at second `created`; `job` names its current job (empty: waiting).
+crd::TrainingRun run(const std::string& ns, const std::string& name, int gpus, int created, const std::string& job = "",
+                     crd::Phase phase = crd::Phase::Queued) {
+  auto run = crd::testing::runWithSpec("  project: acme-ml\n  resources: {machineType: n1-standard-16, "
+                                       "acceleratorType: NVIDIA_TESLA_T4, acceleratorCount: " +
+                                       std::to_string(gpus) + "}\n");
+  run.metadata.namespace_ = ns;
+  run.metadata.name = name;
+  run.metadata.uid = "uid-" + name;
+  run.metadata.creationTimestamp = "2026-12-04T10:00:" + std::string(created < 10 ? "0" : "") + std::to_string(created) + "Z";
+  run.status.phase = phase;
+  crd::Attempt first;
+  first.attempt = 1;
+  first.jobName = job;
+  run.status.history.attempts.push_back(first);
+  return run;
+}
+
+std::vector<std::string> names(const std::vector<controller::ObjectKey>& keys) {
+  std::vector<std::string> out;
+  for (const auto& key : keys) out.push_back(key.name);
+  return out;
+}
+
+crd::NamespaceInfo labelled(const std::string& ns) {
+  if (ns == "research") return {ns, std::map<std::string, std::string>{{"tier", "ml"}}};
+  return {ns, std::map<std::string, std::string>{}};
+}
+
+TEST(AcceleratorLedger, KeepsOnlyRunsThatClaimAcceleratorsUnderACap) {
+  AcceleratorLedger ledger(rules(), {});
+  EXPECT_TRUE(ledger.capped());
+  auto held = run("team-a", "held", 4, 1, "jobs/1", crd::Phase::Running);
+  auto waiting = run("team-a", "waiting", 4, 2);
+  auto cpuOnly = run("team-a", "cpu", 0, 3);
+  cpuOnly.spec.resources->acceleratorType.clear();
+  auto finished = run("team-a", "done", 4, 4, "jobs/4", crd::Phase::Succeeded);
+  auto suspended = run("team-a", "suspended", 4, 5);
+  suspended.spec.suspend = true;
+  auto otherProject = run("team-a", "elsewhere", 4, 6);  // only rule 1 (by label) could govern it: still kept
+  otherProject.spec.project = "other";
+  for (const auto* r : {&held, &waiting, &cpuOnly, &finished, &suspended, &otherProject}) {
+    EXPECT_TRUE(ledger.update(r->metadata.uid, r).empty());
+  }
+  EXPECT_EQ(ledger.size(), 3u) << "held, waiting, elsewhere";
+
+  AcceleratorLedger uncapped(crd::parseTenancyRules(crd::parseYamlDocuments("- namespaces: [team-a]\n").at(0)), {});
+  EXPECT_FALSE(uncapped.capped());
+  uncapped.update(held.metadata.uid, &held);
+  EXPECT_EQ(uncapped.size(), 0u);
+}
+
+TEST(AcceleratorLedger, EachClaimComesWithTheRuleThatGovernsItsNamespace) {
+  AcceleratorLedger ledger(rules(), {});
+  auto a = run("team-a", "a", 4, 1, "jobs/1", crd::Phase::Running);
+  auto r = run("research", "r", 2, 2);
+  auto c = run("team-c", "c", 2, 3);  // governed by the uncapped rule 2 (rule 1 does not select team-c)
+  for (const auto* each : {&a, &r, &c}) ledger.update(each->metadata.uid, each);
+  int lookups = 0;
+  auto claims = ledger.claimsOtherThan("uid-a", [&](const std::string& ns) {
+    ++lookups;
+    return labelled(ns);
+  });
+  ASSERT_EQ(claims.size(), 1u) << "a is the caller; c's rule has no cap";
+  EXPECT_EQ(claims[0].first, 1u);
+  EXPECT_EQ(claims[0].second.key, "research/r");
+  EXPECT_EQ(claims[0].second.accelerators, 2);
+  EXPECT_FALSE(claims[0].second.holding);
+  EXPECT_EQ(lookups, 2) << "once per namespace: research and team-c";
+
+  claims = ledger.claimsOtherThan("uid-r", labelled);
+  ASSERT_EQ(claims.size(), 1u);
+  EXPECT_EQ(claims[0].first, 0u);
+  EXPECT_TRUE(claims[0].second.holding);
+}
+
+TEST(AcceleratorLedger, AReleaseWakesTheOldestWaitingRunsUntilWhatWasFreedIsCovered) {
+  AcceleratorLedger ledger(rules(), {});
+  auto holder = run("team-a", "holder", 4, 1, "jobs/1", crd::Phase::Running);
+  auto w1 = run("team-a", "w1", 2, 2);
+  auto w2 = run("team-a", "w2", 3, 3);
+  auto w3 = run("team-a", "w3", 4, 4);
+  for (const auto* each : {&holder, &w3, &w2, &w1}) ledger.update(each->metadata.uid, each);
+
+  EXPECT_TRUE(ledger.update("uid-w1", &w1).empty()) << "a run still waiting frees nothing";
+  auto admitted = run("team-a", "w1", 2, 2, "jobs/2");
+  EXPECT_TRUE(ledger.update("uid-w1", &admitted).empty()) << "nor does one that gets its job";
+  EXPECT_EQ(names(ledger.update("uid-w1", &w1)), std::vector<std::string>{"w2"})
+      << "one whose job ended and that waits to resume frees what it held";
+
+  auto done = run("team-a", "holder", 4, 1, "jobs/1", crd::Phase::Succeeded);
+  EXPECT_EQ(names(ledger.update("uid-holder", &done)), (std::vector<std::string>{"w1", "w2"}))
+      << "2 + 3 cover the 4 freed; w3 could not start before them";
+  EXPECT_EQ(ledger.size(), 3u);
+
+  EXPECT_EQ(names(ledger.update("uid-w1", nullptr)), (std::vector<std::string>{"w2"}))
+      << "a waiting run that leaves the line lets the next one look";
+  EXPECT_TRUE(ledger.update("uid-unknown", nullptr).empty());
+}
+
+TEST(AcceleratorLedger, AReleaseWakesNoRunThatNoCapOfItsOwnCouldGovern) {
+  AcceleratorLedger ledger(rules(), {});
+  auto holder = run("team-a", "holder", 4, 1, "jobs/1", crd::Phase::Running);
+  holder.spec.project = "other";  // only rule 1 allows it
+  auto waiting = run("team-a", "waiting", 2, 2);
+  ledger.update(holder.metadata.uid, &holder);
+  ledger.update(waiting.metadata.uid, &waiting);
+  EXPECT_EQ(names(ledger.update("uid-holder", nullptr)), std::vector<std::string>{"waiting"})
+      << "rule 1 allows both specs";
+  ledger.update(holder.metadata.uid, &holder);
+
+  auto rules0Only = rules();
+  rules0Only[1].maxAccelerators.reset();
+  AcceleratorLedger split(rules0Only, {});
+  split.update(holder.metadata.uid, &holder);
+  split.update(waiting.metadata.uid, &waiting);
+  EXPECT_EQ(split.size(), 1u) << "no capped rule allows the holder's project";
+  EXPECT_TRUE(split.update("uid-holder", nullptr).empty());
+}
+
+// What Vertex holds counts, whatever became of the run: a job vto made counts for the namespace its
+// labels name until Vertex says it ended.
+CachedJob jobOf(const std::string& name, const std::string& ns, int gpus, vertex::JobState state) {
+  CachedJob job;
+  job.name = "projects/acme-ml/locations/us-central1/customJobs/" + name;
+  job.state = state;
+  job.labels = {{crd::kNamespaceLabel, ns}, {crd::kAcceleratorsLabel, std::to_string(gpus)},
+                {crd::kAcceleratorTypeLabel, "nvidia_tesla_t4"}};
+  return job;
+}
+
+TEST(AcceleratorLedger, AJobCountsUntilVertexSaysItEndedWhateverBecameOfItsRun) {
+  std::map<std::string, bool> live;  // what the JobCache knows
+  AcceleratorLedger ledger(rules(), {}, [&](const std::string& name) -> std::optional<bool> {
+    auto found = live.find(name);
+    return found == live.end() ? std::nullopt : std::optional(found->second);
+  });
+  auto job = jobOf("1", "team-a", 8, vertex::JobState::Running);
+  live[job.name] = true;
+  auto holder = run("team-a", "holder", 8, 1, job.name, crd::Phase::Running);
+  ledger.update(holder.metadata.uid, &holder);
+  EXPECT_TRUE(ledger.updateJob(job.name, &job).empty());
+  auto others = ledger.claimsOtherThan("uid-new", labelled);
+  ASSERT_EQ(others.size(), 1u) << "the run's job counts, not the run beside it";
+  EXPECT_EQ(others[0].second.accelerators, 8);
+  EXPECT_TRUE(others[0].second.holding);
+
+  // Deleted with deletionPolicy Orphan, or edited into Invalid, or its spec shrunk: the job still runs.
+  auto waiting = run("team-a", "waiting", 4, 2);
+  ledger.update(waiting.metadata.uid, &waiting);
+  EXPECT_TRUE(ledger.update(holder.metadata.uid, nullptr).empty()) << "nothing is freed while the job runs";
+  auto claims = ledger.claimsOtherThan("uid-waiting", labelled);
+  ASSERT_EQ(claims.size(), 1u);
+  EXPECT_EQ(claims[0].second.accelerators, 8);
+
+  // Vertex says it ended: the waiting run is woken.
+  auto ended = jobOf("1", "team-a", 8, vertex::JobState::Cancelled);
+  live[job.name] = false;
+  EXPECT_EQ(names(ledger.updateJob(job.name, &ended)), std::vector<std::string>{"waiting"});
+  EXPECT_TRUE(ledger.claimsOtherThan("uid-waiting", labelled).empty());
+}
+
+TEST(AcceleratorLedger, ARunWhoseJobIsNotReadYetHoldsWhatItsSpecAsks) {
+  AcceleratorLedger ledger(rules(), {}, [](const std::string&) -> std::optional<bool> { return std::nullopt; });
+  auto holder = run("team-a", "holder", 4, 1, "projects/acme-ml/locations/us-central1/customJobs/9", crd::Phase::Running);
+  ledger.update(holder.metadata.uid, &holder);
+  auto claims = ledger.claimsOtherThan("uid-new", labelled);
+  ASSERT_EQ(claims.size(), 1u);
+  EXPECT_TRUE(claims[0].second.holding);
+  EXPECT_EQ(claims[0].second.accelerators, 4);
+}
+
+TEST(AcceleratorLedger, AJobWithoutTheLabelsOfItsClaimIsNotCounted) {
+  AcceleratorLedger ledger(rules(), {});
+  auto job = jobOf("2", "team-a", 8, vertex::JobState::Running);
+  job.labels.erase(crd::kAcceleratorsLabel);
+  ledger.updateJob(job.name, &job);
+  EXPECT_EQ(ledger.size(), 0u) << "made by an older vto: its run's claim stands in";
+  auto other = jobOf("3", "team-a", 8, vertex::JobState::Running);
+  other.name = "projects/another/locations/us-central1/customJobs/3";
+  ledger.updateJob(other.name, &other);
+  EXPECT_EQ(ledger.size(), 1u) << "rule 1 (by label) could govern a job in another project";
+}
+
+}  // namespace
+}  // namespace vto::reconcilers

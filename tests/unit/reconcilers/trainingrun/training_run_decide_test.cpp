@@ -1,0 +1,717 @@
+// decide() as tables: each row is what observe saw (a run, its job, a checkpoint, a Vertex error, the
+// clock) and what the plan must say (phase, actions, Events, requeue). No fakes: decide is pure.
+#include "reconcilers/trainingrun/decide.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "base/rfc3339.h"
+#include "vertex/json_codec.h"
+
+namespace vto::reconcilers {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+using vertex::JobState;
+
+const Clock::time_point T0 = parseRfc3339("2026-03-01T12:00:00Z");
+const std::string kJob = "projects/test-project/locations/us-central1/customJobs/7";
+
+crd::TrainingRun runWith(const std::string& extraSpec = "") {
+  json object = json::parse(R"({"apiVersion": "vto.dev/v1alpha1", "kind": "TrainingRun",
+    "metadata": {"name": "r", "namespace": "ns", "uid": "u-1", "generation": 1, "resourceVersion": "5"},
+    "spec": {"trainer": {"container": {"imageUri": "us-docker.pkg.dev/p/r/i:1"}},
+             "resources": {"machineType": "n1-standard-4"},
+             "baseOutputDirectory": "gs://bucket/r"}})");
+  if (!extraSpec.empty()) object["spec"].merge_patch(json::parse(extraSpec));
+  return crd::decodeTrainingRun(object);
+}
+
+CachedJob jobIn(JobState state, std::optional<vertex::RpcStatus> error = std::nullopt) {
+  CachedJob job;
+  job.name = kJob;
+  job.state = state;
+  job.createTime = T0 - seconds(600);
+  if (state != JobState::Queued && state != JobState::Pending) job.startTime = T0 - seconds(500);
+  if (vertex::isTerminal(state)) job.endTime = T0 - seconds(10);
+  job.error = std::move(error);
+  job.readAt = T0;
+  return job;
+}
+
+// A run whose attempt 1 was submitted as kJob and last seen in `phase`.
+Observed submitted(crd::Phase phase, const std::string& extraSpec = "") {
+  Observed o;
+  o.now = T0;
+  o.run = runWith(extraSpec);
+  o.metadata = o.run->metadata;
+  o.defaults = {"test-project", "us-central1"};
+  o.hasFinalizer = true;
+  o.statusStored = true;
+  o.status.observedGeneration = 1;
+  o.status.phase = phase;
+  crd::Attempt first;
+  first.attempt = 1;
+  first.jobName = kJob;
+  o.status.history.attempts = {first};
+  o.status.history.attemptCount = 1;
+  o.status.history.startTime = T0 - seconds(600);
+  return o;
+}
+
+Observed fresh() {
+  auto o = submitted(crd::Phase::Pending);
+  o.hasFinalizer = false;
+  o.statusStored = false;
+  o.status = {};
+  return o;
+}
+
+std::vector<std::string> reasons(const Plan& plan) {
+  std::vector<std::string> out;
+  for (const auto& e : plan.events) out.push_back(e.reason);
+  return out;
+}
+
+std::string conditionReason(const crd::TrainingRunStatus& status, const std::string& type) {
+  for (const auto& c : status.conditions) {
+    if (c.type == type) return c.status + "/" + c.reason;
+  }
+  return "";
+}
+
+struct Row {
+  std::string name;
+  std::function<Observed()> observed;
+  std::optional<crd::Phase> phase;  // nullopt: no status write expected
+  std::vector<std::string> events;
+  std::function<void(const Plan&)> check = [](const Plan&) {};
+};
+
+void runTable(const std::vector<Row>& rows) {
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.name);
+    auto o = row.observed();
+    auto plan = decide(o);
+    if (row.phase) {
+      ASSERT_TRUE(plan.status.has_value());
+      EXPECT_EQ(crd::enumName(*plan.status->phase, crd::phaseNames()), crd::enumName(*row.phase, crd::phaseNames()))
+          << plan.status->message;
+    } else {
+      EXPECT_FALSE(plan.status.has_value());
+    }
+    EXPECT_EQ(reasons(plan), row.events);
+    row.check(plan);
+  }
+}
+
+TEST(DecideTest, PhaseTransitionsFollowTheJob) {
+  runTable({
+      {"a new run gets the finalizer and a job", fresh, crd::Phase::Submitted, {},
+       [](const Plan& p) {
+         EXPECT_TRUE(p.addFinalizer);
+         ASSERT_TRUE(p.createJob.has_value());
+         EXPECT_EQ(p.createJob->attempt, 1);
+         EXPECT_EQ(p.createJob->where.project, "test-project");
+         EXPECT_EQ(p.createJob->kind, vertex::JobKind::Custom);
+         EXPECT_EQ(p.createJob->resumeFrom, "");
+       }},
+      {"queued",
+       [] {
+         auto o = submitted(crd::Phase::Submitted);
+         o.vertex.job = jobIn(JobState::Queued);
+         return o;
+       },
+       crd::Phase::Queued, {"JobQueued"},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.createJob.has_value());
+         EXPECT_EQ(conditionReason(*p.status, "Running"), "False/JobQueued");
+         EXPECT_EQ(p.requeueAfter, std::chrono::minutes(5));
+       }},
+      {"pending is queued too",
+       [] {
+         auto o = submitted(crd::Phase::Submitted);
+         o.vertex.job = jobIn(JobState::Pending);
+         return o;
+       },
+       crd::Phase::Queued, {"JobQueued"}},
+      {"running",
+       [] {
+         auto o = submitted(crd::Phase::Queued);
+         o.vertex.job = jobIn(JobState::Running);
+         return o;
+       },
+       crd::Phase::Running, {"JobRunning"},
+       [](const Plan& p) {
+         EXPECT_EQ(conditionReason(*p.status, "Running"), "True/JobRunning");
+         EXPECT_EQ(p.status->job->state, "JOB_STATE_RUNNING");
+         EXPECT_EQ(p.status->job->id, "7");
+       }},
+      {"succeeded",
+       [] {
+         auto o = submitted(crd::Phase::Running);
+         o.vertex.job = jobIn(JobState::Succeeded);
+         return o;
+       },
+       crd::Phase::Succeeded, {"Succeeded"},
+       [](const Plan& p) {
+         EXPECT_TRUE(p.finished);
+         EXPECT_EQ(p.status->completionTime, T0 - seconds(10));
+         EXPECT_EQ(conditionReason(*p.status, "Succeeded"), "True/JobSucceeded");
+       }},
+      {"a user error fails without resuming",
+       [] {
+         auto o = submitted(crd::Phase::Running);
+         o.vertex.job = jobIn(JobState::Failed, vertex::RpcStatus{3, "The replica exited with a non-zero status of 1."});
+         o.checkpoints.listed = true;
+         return o;
+       },
+       crd::Phase::Failed, {"Failed"},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.createJob.has_value());
+         EXPECT_EQ(p.status->history.attempts[0].failureClass, crd::FailureClass::UserError);
+         EXPECT_EQ(conditionReason(*p.status, "Failed"), "True/JobFailed");
+       }},
+      {"cancelled outside vto",
+       [] {
+         auto o = submitted(crd::Phase::Running);
+         o.vertex.job = jobIn(JobState::Cancelled);
+         return o;
+       },
+       crd::Phase::Cancelled, {"Cancelled"}},
+      {"cancelling is looked at soon",
+       [] {
+         auto o = submitted(crd::Phase::Running);
+         o.vertex.job = jobIn(JobState::Cancelling);
+         return o;
+       },
+       crd::Phase::Cancelling, {}, [](const Plan& p) { EXPECT_EQ(p.requeueAfter, seconds(2)); }},
+  });
+}
+
+TEST(DecideTest, FailuresResumeFromTheNewestCheckpointWithinTheBudget) {
+  auto preempted = [](int resumes, Clock::duration sinceFailure) {
+    auto o = submitted(crd::Phase::Running, R"({"checkpointing": {"resumeBackoff": "30s", "maxResumes": 2}})");
+    o.status.history.resumes = resumes;
+    o.vertex.job = jobIn(JobState::Failed, vertex::RpcStatus{14, "The VM was preempted."});
+    o.vertex.job->endTime = T0 - sinceFailure;
+    return o;
+  };
+  runTable({
+      {"within the backoff: Resuming, back when it has passed", [&] { return preempted(0, seconds(10)); },
+       crd::Phase::Resuming, {"Resuming"},
+       [](const Plan& p) {
+         EXPECT_EQ(p.requeueAfter, seconds(20));
+         EXPECT_FALSE(p.createJob.has_value());
+         EXPECT_EQ(conditionReason(*p.status, "Failed"), "False/Resuming");
+       }},
+      {"after the backoff: attempt 2 from the checkpoint",
+       [&] {
+         auto o = preempted(0, seconds(30));
+         o.checkpoints.listed = true;
+         o.checkpoints.latest = Checkpoint{"gs://bucket/r/checkpoints/ckpt-10", parseRfc3339("2026-03-01T11:59:00Z")};
+         return o;
+       },
+       crd::Phase::Submitted, {"Resumed"},
+       [](const Plan& p) {
+         ASSERT_TRUE(p.createJob.has_value());
+         EXPECT_EQ(p.createJob->attempt, 2);
+         EXPECT_EQ(p.createJob->resumeFrom, "gs://bucket/r/checkpoints/ckpt-10");
+         EXPECT_EQ(p.status->history.resumes, 1);
+         EXPECT_EQ(p.status->history.attemptCount, 2);
+         EXPECT_EQ(p.status->history.lastCheckpoint->uri, "gs://bucket/r/checkpoints/ckpt-10");
+         EXPECT_EQ(p.resumedAfter, crd::FailureClass::Preemption);
+       }},
+      {"the checkpoint listing failed: retried, never guessed, and CheckpointsReadable=False says so",
+       [&] {
+         auto o = preempted(0, seconds(30));
+         o.checkpoints.error = "503 backend error";
+         return o;
+       },
+       crd::Phase::Running, {"CheckpointsUnreadable"},
+       [](const Plan& p) {
+         EXPECT_TRUE(p.failure && !p.failure->terminal);
+         EXPECT_FALSE(p.createJob.has_value());
+         EXPECT_EQ(conditionReason(*p.status, "CheckpointsReadable"), "False/CheckpointListFailed");
+       }},
+      {"the budget is spent",
+       [&] {
+         auto o = preempted(2, seconds(3600));
+         o.checkpoints.listed = true;
+         return o;
+       },
+       crd::Phase::Failed, {"ResumeBudgetExhausted", "Failed"},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.createJob.has_value());
+         EXPECT_EQ(conditionReason(*p.status, "Failed"), "True/ResumeBudgetExhausted");
+         EXPECT_TRUE(p.finished);
+       }},
+  });
+}
+
+TEST(DecideTest, VertexErrorsBecomeConditions) {
+  runTable({
+      {"the job was deleted outside vto",
+       [] {
+         auto o = submitted(crd::Phase::Running);
+         o.vertex.notFound = true;
+         return o;
+       },
+       crd::Phase::Failed, {"Failed"},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.createJob.has_value()) << "never replaced silently";
+         EXPECT_EQ(conditionReason(*p.status, "Failed"), "True/JobNotFound");
+       }},
+      {"403 reading the job: what we know stays, the reason is shown",
+       [] {
+         auto o = submitted(crd::Phase::Running);
+         o.vertex.unavailable = VertexFailure{403, "reading " + kJob + ": PERMISSION_DENIED"};
+         return o;
+       },
+       crd::Phase::Running, {},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.createJob.has_value());
+         EXPECT_EQ(conditionReason(*p.status, "Ready"), "False/VertexError");
+       }},
+      {"just started: the first poll will bring the job",
+       [] {
+         auto o = submitted(crd::Phase::Running);
+         o.vertex.awaitingFirstPoll = true;
+         return o;
+       },
+       crd::Phase::Running, {},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.createJob.has_value());
+         EXPECT_EQ(p.requeueAfter, seconds(5));
+       }},
+      {"a failing poll target while the job is known",
+       [] {
+         auto o = submitted(crd::Phase::Running);
+         o.vertex.job = jobIn(JobState::Running);
+         o.vertex.unavailable = VertexFailure{503, "polling Vertex AI jobs in projects/test-project/locations/us-central1: UNAVAILABLE"};
+         return o;
+       },
+       crd::Phase::Running, {}, [](const Plan& p) { EXPECT_EQ(conditionReason(*p.status, "Ready"), "False/VertexError"); }},
+      {"403 on create: Failed, terminal, with the fix",
+       [] {
+         auto o = fresh();
+         o.vertex.createRejected = VertexFailure{403, "Permission denied on resource project test-project."};
+         return o;
+       },
+       crd::Phase::Failed, {"Failed"},
+       [](const Plan& p) {
+         EXPECT_TRUE(p.failure && p.failure->terminal);
+         EXPECT_NE(p.status->message.find("roles/aiplatform.user"), std::string::npos);
+         EXPECT_EQ(conditionReason(*p.status, "Submitted"), "False/JobRejected");
+       }},
+      {"404 on create (no such project): Failed, terminal",
+       [] {
+         auto o = fresh();
+         o.vertex.createRejected = VertexFailure{404, "Project test-project not found."};
+         return o;
+       },
+       crd::Phase::Failed, {"Failed"}, [](const Plan& p) { EXPECT_TRUE(p.failure && p.failure->terminal); }},
+  });
+  // Once Vertex answers again the condition goes.
+  auto o = submitted(crd::Phase::Running);
+  o.vertex.job = jobIn(JobState::Running);
+  o.status.conditions.push_back(crd::Condition{"Ready", "False", "VertexError", "x", std::nullopt, 1});
+  auto plan = decide(o);
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ(conditionReason(*plan.status, "Ready"), "");
+}
+
+TEST(DecideTest, DeletionFollowsTheDeletionPolicy) {
+  auto deleting = [](const std::string& spec, std::optional<JobState> state) {
+    auto o = submitted(crd::Phase::Running, spec);
+    o.metadata.deletionTimestamp = "2026-03-01T11:59:59Z";
+    o.run->metadata.deletionTimestamp = o.metadata.deletionTimestamp;
+    if (state) o.vertex.job = jobIn(*state);
+    return o;
+  };
+  runTable({
+      {"Cancel: the running job is cancelled first", [&] { return deleting("", JobState::Running); },
+       crd::Phase::Cancelling, {"CancellingJob"},
+       [](const Plan& p) {
+         EXPECT_EQ(p.cancelJob, kJob);
+         EXPECT_FALSE(p.removeFinalizer);
+         EXPECT_EQ(p.requeueAfter, seconds(2));
+       }},
+      {"Cancel: while cancelling, wait", [&] { return deleting("", JobState::Cancelling); }, crd::Phase::Cancelling, {},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.cancelJob.has_value());
+         EXPECT_FALSE(p.removeFinalizer);
+       }},
+      {"Cancel: the job ended, the object goes", [&] { return deleting("", JobState::Cancelled); }, std::nullopt, {},
+       [](const Plan& p) { EXPECT_TRUE(p.removeFinalizer); }},
+      {"Orphan: the job runs on, the object goes", [&] { return deleting(R"({"deletionPolicy": "Orphan"})", JobState::Running); },
+       std::nullopt, {},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.cancelJob.has_value());
+         EXPECT_TRUE(p.removeFinalizer);
+       }},
+      {"no finalizer: nothing to do",
+       [&] {
+         auto o = deleting("", JobState::Running);
+         o.hasFinalizer = false;
+         return o;
+       },
+       std::nullopt, {},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.cancelJob.has_value());
+         EXPECT_FALSE(p.removeFinalizer);
+       }},
+  });
+}
+
+TEST(DecideTest, AFinishedRunWaitsForItsTtlThenIsDeleted) {
+  auto finishedAgo = [](Clock::duration ago) {
+    auto o = submitted(crd::Phase::Succeeded, R"({"ttlSecondsAfterFinished": 100})");
+    o.status.completionTime = T0 - ago;
+    return o;
+  };
+  auto early = decide(finishedAgo(seconds(40)));
+  EXPECT_FALSE(early.deleteRun);
+  EXPECT_EQ(early.requeueAfter, seconds(60));
+  EXPECT_FALSE(early.createJob.has_value());
+  auto due = decide(finishedAgo(seconds(100)));
+  EXPECT_TRUE(due.deleteRun);
+}
+
+TEST(DecideTest, SuspensionCancelsAndUnsuspensionStartsTheNextAttempt) {
+  runTable({
+      {"suspend: cancel the running job",
+       [] {
+         auto o = submitted(crd::Phase::Running, R"({"suspend": true})");
+         o.vertex.job = jobIn(JobState::Running);
+         return o;
+       },
+       crd::Phase::Cancelling, {"Suspending"},
+       [](const Plan& p) {
+         EXPECT_EQ(p.cancelJob, kJob);
+         EXPECT_EQ(p.status->history.attempts[0].message, "cancelled by vto: the run was suspended");
+       }},
+      {"suspend: once cancelled, Suspended",
+       [] {
+         auto o = submitted(crd::Phase::Cancelling, R"({"suspend": true})");
+         o.status.history.attempts[0].message = "cancelled by vto: the run was suspended";
+         o.vertex.job = jobIn(JobState::Cancelled);
+         return o;
+       },
+       crd::Phase::Suspended, {"Suspended"},
+       [](const Plan& p) { EXPECT_EQ(conditionReason(*p.status, "Running"), "False/Suspended"); }},
+      {"suspended before any job: no job",
+       [] {
+         auto o = fresh();
+         o.run = runWith(R"({"suspend": true})");
+         return o;
+       },
+       crd::Phase::Suspended, {"Suspended"}, [](const Plan& p) { EXPECT_FALSE(p.createJob.has_value()); }},
+      {"unsuspend: attempt 2, no resume budget spent",
+       [] {
+         auto o = submitted(crd::Phase::Suspended);
+         o.status.history.attempts[0].message = "cancelled by vto: the run was suspended";
+         o.vertex.job = jobIn(JobState::Cancelled);
+         o.checkpoints.listed = true;
+         return o;
+       },
+       crd::Phase::Submitted, {"Resumed"},
+       [](const Plan& p) {
+         ASSERT_TRUE(p.createJob.has_value());
+         EXPECT_EQ(p.createJob->attempt, 2);
+         EXPECT_EQ(p.status->history.resumes, 0);
+       }},
+  });
+}
+
+TEST(DecideTest, InvalidRunsGetAConditionAndAnEventButNoJob) {
+  runTable({
+      {"a decode failure",
+       [] {
+         auto o = fresh();
+         o.run.reset();
+         o.decodeError = "spec.resources.acceleratorCount: must be an integer";
+         return o;
+       },
+       crd::Phase::Invalid, {"InvalidSpec"},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.createJob.has_value());
+         EXPECT_FALSE(p.addFinalizer);
+         EXPECT_EQ(conditionReason(*p.status, "Valid"), "False/SpecInvalid");
+         EXPECT_EQ(p.requeueAfter, Clock::duration::zero());
+       }},
+      {"a spec that fails validation",
+       [] {
+         auto o = fresh();
+         o.run = runWith(R"({"trainer": {"container": {"imageUri": "gcr.io/p/i:1"}}})");
+         return o;
+       },
+       crd::Phase::Invalid, {"InvalidSpec"}, [](const Plan& p) { EXPECT_FALSE(p.createJob.has_value()); }},
+      {"no project or location anywhere: terminal",
+       [] {
+         auto o = fresh();
+         o.defaults = {};
+         return o;
+       },
+       crd::Phase::Invalid, {"InvalidSpec"}, [](const Plan& p) { EXPECT_TRUE(p.failure && p.failure->terminal); }},
+  });
+}
+
+TEST(DecideTest, StatusUnchangedMeansNoWriteAndNoEvent) {
+  auto o = submitted(crd::Phase::Queued);
+  o.vertex.job = jobIn(JobState::Running);
+  auto first = decide(o);
+  ASSERT_TRUE(first.status.has_value());
+  // The next pass sees what the first wrote, and the same job, later.
+  o.status = *first.status;
+  o.now = T0 + seconds(30);
+  auto second = decide(o);
+  EXPECT_FALSE(second.status.has_value()) << "nothing changed: no status write";
+  EXPECT_TRUE(second.events.empty());
+  EXPECT_FALSE(second.createJob.has_value());
+  EXPECT_FALSE(second.addFinalizer);
+}
+
+TEST(DecideTest, ARunningRunComesBackWhenItsNextCheckpointLookIsDue) {
+  auto o = submitted(crd::Phase::Running);
+  o.vertex.job = jobIn(JobState::Running);
+  o.checkpoints.nextLookAt = T0 + seconds(45);
+  EXPECT_EQ(decide(o).requeueAfter, seconds(45));
+  o.checkpoints.latest = Checkpoint{"gs://bucket/r/checkpoints/ckpt-3", parseRfc3339("2026-03-01T11:59:00Z")};
+  auto plan = decide(o);
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ(plan.status->history.lastCheckpoint->uri, "gs://bucket/r/checkpoints/ckpt-3");
+}
+
+TEST(DecideTest, ACreatedJobIsRecordedAtOnceWithItsState) {
+  auto o = fresh();
+  auto plan = decide(o);
+  ASSERT_TRUE(plan.createJob.has_value());
+  auto created = jobIn(JobState::Queued);
+  auto recorded = recordCreatedJob(o, plan, created, false);
+  ASSERT_TRUE(recorded.status.has_value());
+  EXPECT_EQ(recorded.status->history.attempts[0].jobName, kJob);
+  EXPECT_EQ(recorded.status->job->name, kJob);
+  EXPECT_EQ(crd::enumName(*recorded.status->phase, crd::phaseNames()), "Queued");
+  EXPECT_EQ(reasons(recorded), (std::vector<std::string>{"JobCreated"})) << "one Event per run at submission";
+  auto adopted = recordCreatedJob(o, plan, created, true);
+  EXPECT_TRUE(adopted.events.empty()) << "an adopted job was not created now";
+}
+
+
+// Tenancy: one rule for namespace "ns"; the run is in "ns" and uses project "proj" by default.
+crd::TenancyRules rulesFor(const std::string& rule) {
+  return crd::parseTenancyRules(json::parse("[" + rule + "]"));
+}
+
+TEST(DecideTest, ATenancyViolationIsRefusedBeforeAnyJob) {
+  static const auto otherProject = rulesFor(R"({"namespaces": ["ns"], "projects": ["team-b-proj"]})");
+  static const auto otherNamespace = rulesFor(R"({"namespaces": ["team-b"]})");
+  static const auto allowed = rulesFor(R"({"namespaces": ["ns"], "projects": ["test-project"]})");
+  auto with = [](const crd::TenancyRules& rules) {
+    auto o = fresh();
+    o.tenancy.rules = &rules;
+    o.tenancy.ns = {"ns", std::nullopt};
+    return o;
+  };
+  runTable({
+      {"another team's project: Invalid, TenantPolicyViolation naming the field and the rule, no job",
+       [&] { return with(otherProject); }, crd::Phase::Invalid, {"TenantPolicyViolation"},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.createJob.has_value());
+         EXPECT_FALSE(p.addFinalizer);
+         EXPECT_FALSE(p.failure.has_value()) << "nothing to retry: an edit brings the run back";
+         EXPECT_EQ(conditionReason(*p.status, "Valid"), "False/TenantPolicyViolation");
+         EXPECT_NE(p.status->message.find("spec.project"), std::string::npos) << p.status->message;
+         EXPECT_NE(p.status->message.find("tenancy[0]"), std::string::npos) << p.status->message;
+       }},
+      {"a namespace no rule matches: refused",
+       [&] { return with(otherNamespace); }, crd::Phase::Invalid, {"TenantPolicyViolation"},
+       [](const Plan& p) { EXPECT_FALSE(p.createJob.has_value()); }},
+      {"already told: no second Event",
+       [&] {
+         auto o = with(otherProject);
+         auto first = decide(o);
+         o.status = *first.status;
+         o.statusStored = true;
+         return o;
+       },
+       std::nullopt, {}, [](const Plan& p) { EXPECT_FALSE(p.createJob.has_value()); }},
+      {"allowed by its rule: created", [&] { return with(allowed); }, crd::Phase::Submitted, {},
+       [](const Plan& p) {
+         ASSERT_TRUE(p.createJob.has_value());
+         EXPECT_EQ(conditionReason(*p.status, "Valid"), "True/SpecValid");
+       }},
+  });
+}
+
+// serviceAccount and checkpointing.directory may change after submission (the CRD keeps project,
+// location, resources and the trainer immutable): a tenant who edits them outside the rule once the
+// first job runs must not get a second job (a resume, an unsuspend) under the new values.
+TEST(DecideTest, ASpecEditedOutsideItsRuleAfterItsFirstJobStartsNoOtherJob) {
+  static const auto rules =
+      rulesFor(R"({"namespaces": ["ns"], "serviceAccounts": ["trainer@test-project.iam.gserviceaccount.com"]})");
+  const std::string edited = R"({"serviceAccount": "owner@team-b.iam.gserviceaccount.com"})";
+  auto with = [&](crd::Phase phase, const std::string& spec, CachedJob job) {
+    auto o = submitted(phase, spec);
+    o.tenancy.rules = &rules;
+    o.tenancy.ns = {"ns", std::nullopt};
+    o.vertex.job = std::move(job);
+    return o;
+  };
+  runTable({
+      {"running when edited: the job goes on (a rule is not retroactive), Valid=False says why",
+       [&] { return with(crd::Phase::Running, edited, jobIn(JobState::Running)); }, crd::Phase::Running,
+       {"TenantPolicyViolation"},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.createJob.has_value());
+         EXPECT_FALSE(p.cancelJob.has_value());
+         EXPECT_EQ(conditionReason(*p.status, "Valid"), "False/TenantPolicyViolation");
+         EXPECT_NE(p.status->conditions.front().message.find("spec.serviceAccount"), std::string::npos);
+       }},
+      {"preempted after the edit: no resume under the new service account",
+       [&] {
+         auto o = with(crd::Phase::Running, edited,
+                       jobIn(JobState::Failed, vertex::RpcStatus{14, "The replica workerpool0-0 was preempted"}));
+         o.now = T0 + seconds(3600);  // past the resume backoff
+         o.checkpoints.listed = true;     // even had observe listed (it no longer does for a refused spec)
+         return o;
+       },
+       crd::Phase::Invalid, {"TenantPolicyViolation"},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.createJob.has_value());
+         EXPECT_FALSE(p.failure.has_value()) << "nothing to retry: an edit brings the run back";
+         EXPECT_EQ(p.status->history.resumes, 0) << "the resume budget is not spent on a refusal";
+       }},
+      {"unsuspended after the edit: no new attempt",
+       [&] {
+         auto o = with(crd::Phase::Suspended, edited, jobIn(JobState::Cancelled));
+         o.status.history.attempts[0].message = "cancelled by vto: the run was suspended";
+         o.checkpoints.listed = true;
+         return o;
+       },
+       crd::Phase::Invalid, {"TenantPolicyViolation"}, [](const Plan& p) { EXPECT_FALSE(p.createJob.has_value()); }},
+      {"the same, within the rule: resumed",
+       [&] {
+         auto o = with(crd::Phase::Running, "",
+                       jobIn(JobState::Failed, vertex::RpcStatus{14, "The replica workerpool0-0 was preempted"}));
+         o.run->spec.serviceAccount = "trainer@test-project.iam.gserviceaccount.com";
+         o.now = T0 + seconds(3600);
+         o.checkpoints.listed = true;
+         return o;
+       },
+       crd::Phase::Submitted, {"Resumed"}, [](const Plan& p) { EXPECT_TRUE(p.createJob.has_value()); }},
+  });
+}
+
+TEST(DecideTest, TheAcceleratorCapQueuesRunsFirstCreatedFirstServed) {
+  static const auto capped = rulesFor(R"({"namespaces": ["ns"], "maxAccelerators": 4})");
+  const std::string gpus = R"({"resources": {"machineType": "n1-standard-8", "acceleratorType": "NVIDIA_TESLA_T4",
+                                             "acceleratorCount": 4}})";
+  auto claim = [](const std::string& created, bool holding, size_t rule = 0) {
+    return std::pair<size_t, crd::AcceleratorClaim>{rule, crd::AcceleratorClaim{"ns/other-" + created, created, 4, holding}};
+  };
+  auto with = [&](std::vector<std::pair<size_t, crd::AcceleratorClaim>> others) {
+    auto o = fresh();
+    o.run = runWith(gpus);
+    o.run->metadata.creationTimestamp = "2026-03-01T11:00:00Z";
+    o.metadata = o.run->metadata;
+    o.tenancy.rules = &capped;
+    o.tenancy.ns = {"ns", std::nullopt};
+    o.tenancy.otherClaims = std::move(others);
+    return o;
+  };
+  runTable({
+      {"another run holds the 4: Queued, Ready=False TenantQuotaExceeded, no job, looks again",
+       [&] { return with({claim("2026-03-01T11:30:00Z", true)}); }, crd::Phase::Queued, {"TenantQuotaExceeded"},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.createJob.has_value());
+         EXPECT_EQ(conditionReason(*p.status, "Ready"), "False/TenantQuotaExceeded");
+         EXPECT_EQ(p.requeueAfter, seconds(30));
+       }},
+      {"an older run waits for them: it goes first",
+       [&] { return with({claim("2026-03-01T10:00:00Z", false)}); }, crd::Phase::Queued, {"TenantQuotaExceeded"},
+       [](const Plan& p) { EXPECT_FALSE(p.createJob.has_value()); }},
+      {"a younger waiting run does not block it",
+       [&] { return with({claim("2026-03-01T11:30:00Z", false)}); }, crd::Phase::Submitted, {},
+       [](const Plan& p) { EXPECT_TRUE(p.createJob.has_value()); }},
+      {"a run under another rule does not count",
+       [&] { return with({claim("2026-03-01T10:00:00Z", true, 1)}); }, crd::Phase::Submitted, {},
+       [](const Plan& p) { EXPECT_TRUE(p.createJob.has_value()); }},
+      {"capacity freed: created, and the quota condition goes",
+       [&] {
+         auto o = with({claim("2026-03-01T11:30:00Z", true)});
+         auto queued = decide(o);
+         o.status = *queued.status;
+         o.statusStored = true;
+         o.tenancy.otherClaims.clear();  // the holder finished
+         return o;
+       },
+       crd::Phase::Submitted, {},
+       [](const Plan& p) {
+         ASSERT_TRUE(p.createJob.has_value());
+         EXPECT_EQ(conditionReason(*p.status, "Ready"), "");
+       }},
+  });
+}
+
+TEST(DecideTest, BucketsAreCheckedBeforeAttemptOne) {
+  runTable({
+      {"a missing output bucket: no job, Ready=False OutputBucketNotFound, a Warning naming it, retried",
+       [] {
+         auto o = fresh();
+         o.outputBucketMissing = "bucket";
+         return o;
+       },
+       crd::Phase::Pending, {"OutputBucketNotFound"},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.createJob.has_value());
+         EXPECT_TRUE(p.failure && !p.failure->terminal);
+         EXPECT_EQ(conditionReason(*p.status, "Ready"), "False/OutputBucketNotFound");
+         EXPECT_NE(p.events.at(0).message.find("gs://bucket"), std::string::npos);
+       }},
+      {"the bucket was created: the job is, and the condition goes",
+       [] {
+         auto o = fresh();
+         o.outputBucketMissing = "bucket";
+         auto waiting = decide(o);
+         o.status = *waiting.status;
+         o.statusStored = true;
+         o.outputBucketMissing.reset();
+         o.checkpoints.listed = true;
+         return o;
+       },
+       crd::Phase::Submitted, {},
+       [](const Plan& p) {
+         ASSERT_TRUE(p.createJob.has_value());
+         EXPECT_EQ(conditionReason(*p.status, "Ready"), "");
+         EXPECT_EQ(conditionReason(*p.status, "CheckpointsReadable"), "True/CheckpointsListed");
+       }},
+      {"checkpoints forbidden (403): submitted anyway, CheckpointsReadable=False and a Warning",
+       [] {
+         auto o = fresh();
+         o.checkpoints.error = "403 forbidden";
+         o.checkpoints.forbidden = true;
+         return o;
+       },
+       crd::Phase::Submitted, {"CheckpointsUnreadable"},
+       [](const Plan& p) {
+         EXPECT_TRUE(p.createJob.has_value());
+         EXPECT_EQ(conditionReason(*p.status, "CheckpointsReadable"), "False/CheckpointsForbidden");
+         EXPECT_NE(p.events.at(0).message.find("from scratch"), std::string::npos);
+       }},
+      {"a running run's periodic listing fails: CheckpointsReadable=False",
+       [] {
+         auto o = submitted(crd::Phase::Running);
+         o.vertex.job = jobIn(JobState::Running);
+         o.checkpoints.error = "500 backend error";
+         return o;
+       },
+       crd::Phase::Running, {"CheckpointsUnreadable"},
+       [](const Plan& p) { EXPECT_EQ(conditionReason(*p.status, "CheckpointsReadable"), "False/CheckpointListFailed"); }},
+  });
+}
+}  // namespace
+}  // namespace vto::reconcilers
