@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "emulator/listing.h"
 #include "emulator/schema_validator.h"
 #include "vertex/api_error.h"
 
@@ -43,26 +44,43 @@ std::string schemaIdOf(JobKind kind) {
   return kind == JobKind::Custom ? "GoogleCloudAiplatformV1CustomJob" : "GoogleCloudAiplatformV1HyperparameterTuningJob";
 }
 
-int parsePageSize(const std::map<std::string, std::string>& query) {
-  auto found = query.find("pageSize");
-  if (found == query.end()) return 0;
-  try {
-    return std::stoi(found->second);
-  } catch (const std::exception&) {
-    throw ApiError(400, "INVALID_ARGUMENT", "pageSize \"" + found->second + "\" is not a number.");
-  }
-}
-
 }  // namespace
 
 Emulator::Emulator(const Clock& clock, EmulatorOptions options, vertex::GcsClient* checkpoints)
     : clock_(clock),
       options_(options),
       checkpoints_(checkpoints),
-      jobs_(clock, options.simulation),
+      logs_(clock, options.logEntriesPerJob),
+      models_(clock, options.modelUploadTime),
+      jobs_(clock, options.simulation, &hooks_),
       tokens_(clock, options.tokenLifetime, options.trustedPublicKeyPem),
       random_(options.seed),
-      recentCreates_(options.createQuotaWindow) {}
+      recentCreates_(options.createQuotaWindow) {
+  capacity_.add(options.capacity);
+}
+
+// Both run inside the lifecycle's tick, on the ticker thread: an exception there would end the
+// process, so a job these cannot read starts and goes unlogged instead (validation makes it rare).
+StartDecision Emulator::Hooks::beforeStart(const json& job, JobKind kind) {
+  try {
+    return emulator_.capacity_.decide(demandOf(job, kind, locationIn(job["name"].get<std::string>()).location));
+  } catch (const std::exception& error) {
+    spdlog::warn("capacity check of {} failed, starting it: {}", job.value("name", std::string()), error.what());
+    return StartDecision::Start;
+  }
+}
+
+void Emulator::Hooks::onEvent(const JobEvent& event) {
+  try {
+    emulator_.logs_.record(event);
+    if (event.kind == JobEvent::Kind::Ended && event.firstEnd) {
+      auto location = locationIn(event.job["name"].get<std::string>()).location;
+      emulator_.capacity_.release(demandOf(event.job, event.jobKind, location));
+    }
+  } catch (const std::exception& error) {
+    spdlog::warn("following {} failed: {}", event.job.value("name", std::string()), error.what());
+  }
+}
 
 Response Emulator::handle(const Request& request) {
   Response response;
@@ -81,6 +99,8 @@ Response Emulator::handle(const Request& request) {
       response = handleControl(request);
     } else if (request.path.rfind("/v1/", 0) == 0 || request.path.rfind("/ui/", 0) == 0) {
       response = handleVertex(request);
+    } else if (request.path.rfind("/v2/", 0) == 0) {
+      response = handleLogging(request);
     } else {
       throw ApiError(404, "NOT_FOUND", "No such path: " + request.path);
     }
@@ -92,6 +112,7 @@ Response Emulator::handle(const Request& request) {
     ++stats_["requests"];
     // Vertex API calls alone (not tokens, not this control API): what a benchmark counts per run.
     if (request.path.rfind("/v1/", 0) == 0 || request.path.rfind("/ui/", 0) == 0) ++stats_["vertexRequests"];
+    if (request.path.rfind("/v2/", 0) == 0) ++stats_["loggingRequests"];
   }
   // Method, path and status only: never headers (they carry tokens) nor bodies.
   spdlog::info("{} {} -> {}", request.method, request.path, response.status);
@@ -125,18 +146,7 @@ bool Emulator::overCreateQuota() {
 }
 
 Response Emulator::createJob(const vto::Location& where, JobKind kind, const std::string& body) {
-  auto parsed = json::parse(body, nullptr, false);
-  if (parsed.is_discarded()) {
-    throw ApiError(400, "INVALID_ARGUMENT", "Invalid JSON payload received. The body is not JSON.");
-  }
-  json canonical;
-  try {
-    canonical = SchemaValidator::vertexV1().normalize(parsed, schemaIdOf(kind));
-  } catch (const ValidationError& error) {
-    json violation = {{"@type", "type.googleapis.com/google.rpc.BadRequest"},
-                      {"fieldViolations", {{{"field", error.field()}, {"description", error.what()}}}}};
-    throw ApiError(400, "INVALID_ARGUMENT", error.what(), json::array({violation}));
-  }
+  auto canonical = parseRequestBody(body, schemaIdOf(kind));
   if (overCreateQuota()) {
     json quotaFailure = {{"@type", "type.googleapis.com/google.rpc.QuotaFailure"},
                          {"violations",
@@ -148,18 +158,38 @@ Response Emulator::createJob(const vto::Location& where, JobKind kind, const std
                        where.project + "'.",
                    json::array({quotaFailure}));
   }
+  // The job holds its accelerators against the quotas from now until it ends.
+  auto demand = demandOf(canonical, kind, where.location);
+  try {
+    capacity_.reserve(demand);
+  } catch (const ApiError&) {
+    std::lock_guard lock(mutex_);
+    ++stats_["acceleratorQuotaRejected"];
+    throw;
+  }
+  json created;
+  try {
+    created = jobs_.create(where, kind, std::move(canonical));
+  } catch (...) {
+    capacity_.release(demand);
+    throw;
+  }
   {
     std::lock_guard lock(mutex_);
     ++stats_["created"];
   }
-  return {200, jobs_.create(where, kind, std::move(canonical))};
+  return {200, created};
+}
+
+bool Emulator::authorized(const Request& request) {
+  auto authorization = request.headers.find("authorization");
+  const std::string bearer = "Bearer ";
+  return authorization != request.headers.end() && authorization->second.rfind(bearer, 0) == 0 &&
+         tokens_.valid(authorization->second.substr(bearer.size()));
 }
 
 Response Emulator::handleVertex(const Request& request) {
-  auto authorization = request.headers.find("authorization");
-  const std::string bearer = "Bearer ";
-  if (authorization == request.headers.end() || authorization->second.rfind(bearer, 0) != 0 ||
-      !tokens_.valid(authorization->second.substr(bearer.size()))) {
+  if (!authorized(request)) {
     throw ApiError(401, "UNAUTHENTICATED",
                    "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or "
                    "other valid authentication credential.");
@@ -177,8 +207,12 @@ Response Emulator::handleVertex(const Request& request) {
   if (collection == "operations" && segments.size() == 7 && request.method == "GET") {
     return {200, jobs_.operation(where.parent() + "/operations/" + segments[6])};
   }
+  bool modelOperation = collection == "models" && segments.size() == 9 && segments[7] == "operations";
   // The official clients' first HTTP rule for GetOperation is /ui/{name=...}; /v1/ is its alternative.
-  if (segments[0] == "ui") throw ApiError(404, "NOT_FOUND", "No such path: " + request.path);
+  if (segments[0] == "ui" && !modelOperation) throw ApiError(404, "NOT_FOUND", "No such path: " + request.path);
+  if (collection == "models" || collection == "models:upload") {
+    return models_.handle(request, where, std::vector<std::string>(segments.begin() + 5, segments.end()));
+  }
   auto kind = kindOfCollection(collection);
   if (!kind) throw ApiError(404, "NOT_FOUND", "No such collection: " + collection);
   if (segments.size() == 6) {
@@ -194,7 +228,7 @@ Response Emulator::handleVertex(const Request& request) {
           throw ApiError(400, "INVALID_ARGUMENT", error.what());
         }
       }
-      auto page = jobs_.list(where, *kind, filter, parsePageSize(request.query), token, mask);
+      auto page = jobs_.list(where, *kind, filter, pageSizeParameter(request.query), token, mask);
       json body = {{std::string(vertex::collectionName(*kind)), page.jobs}};
       if (!page.nextPageToken.empty()) body["nextPageToken"] = page.nextPageToken;
       return {200, body};
@@ -214,20 +248,53 @@ Response Emulator::handleVertex(const Request& request) {
   throw ApiError(404, "NOT_FOUND", "No method " + request.method + " " + request.path);
 }
 
+Response Emulator::handleLogging(const Request& request) {
+  if (!authorized(request)) {
+    throw ApiError(401, "UNAUTHENTICATED",
+                   "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or "
+                   "other valid authentication credential.");
+  }
+  if (request.path != "/v2/entries:list" || request.method != "POST") {
+    throw ApiError(404, "NOT_FOUND", "No method " + request.method + " " + request.path +
+                                         "; vto-emulator serves Cloud Logging's POST /v2/entries:list only.");
+  }
+  auto body = json::parse(request.body.empty() ? "{}" : request.body, nullptr, false);
+  if (body.is_discarded()) throw ApiError(400, "INVALID_ARGUMENT", "Invalid JSON payload received. The body is not JSON.");
+  return {200, logs_.list(body)};
+}
+
+Response Emulator::handleCapacity(const Request& request) {
+  if (request.method == "POST") {
+    auto body = json::parse(request.body, nullptr, false);
+    if (body.is_discarded()) throw ApiError(400, "INVALID_ARGUMENT", "The body is not JSON: send a capacity entry.");
+    capacity_.add(body);
+  } else if (request.method == "DELETE") {
+    capacity_.clear();
+  } else if (request.method != "GET") {
+    throw ApiError(404, "NOT_FOUND", "No control method " + request.method + " /emulator/v1/capacity; use GET, POST or DELETE.");
+  }
+  return {200, {{"entries", capacity_.entries()}}};
+}
+
 Response Emulator::handleControl(const Request& request) {
   auto rest = request.path.substr(std::string("/emulator/v1/").size());
+  if (rest == "capacity") return handleCapacity(request);
   if (rest == "stats" && request.method == "GET") {
     json byState = jobs_.countByState();
-    std::size_t queued = 0;
+    std::size_t queued = 0, modelFilesQueued = 0;
     for (auto& writer : writers_) {
       std::lock_guard lock(writer->mutex);
       queued += writer->queue.size();
+      modelFilesQueued += writer->modelFiles.size();
     }
+    auto logEntries = logs_.size();
     std::lock_guard lock(mutex_);
     json body = stats_;
     body["tokensIssued"] = tokens_.issuedCount();
     body["jobsByState"] = std::move(byState);
     body["checkpointsQueued"] = queued;
+    body["modelFilesQueued"] = modelFilesQueued;
+    body["logEntries"] = logEntries;
     return {200, body};
   }
   if (rest == "faults" && request.method == "POST") {
@@ -253,8 +320,8 @@ Response Emulator::handleControl(const Request& request) {
   }
   throw ApiError(404, "NOT_FOUND",
                  "No control method " + request.method + " " + request.path +
-                     "; use GET /emulator/v1/stats, POST /emulator/v1/faults, POST /emulator/v1/{job}:fail or GET "
-                     "/emulator/v1/{job}:trace");
+                     "; use GET /emulator/v1/stats, POST /emulator/v1/faults, GET/POST/DELETE /emulator/v1/capacity, "
+                     "POST /emulator/v1/{job}:fail or GET /emulator/v1/{job}:trace");
 }
 
 namespace {
@@ -280,7 +347,14 @@ void Emulator::startCheckpointWriters(int count) {
 void Emulator::tick() {
   std::lock_guard tickLock(tickMutex_);
   auto writes = jobs_.advance();
-  if (checkpoints_ == nullptr) return;
+  models_.advance();
+  if (checkpoints_ == nullptr) {
+    // Nowhere to write model files: the jobs that ran their last step succeed now.
+    for (const auto& write : writes) {
+      if (write.completesJob) jobs_.artifactsWritten(write.jobName);
+    }
+    return;
+  }
   if (writers_.empty()) {
     std::set<std::string> crashed;
     for (const auto& write : writes) writeCheckpoint(write, crashed);
@@ -289,12 +363,22 @@ void Emulator::tick() {
   int dropped = 0;
   for (auto& write : writes) {
     auto& writer = *writers_[std::hash<std::string>{}(write.jobName) % writers_.size()];
-    std::lock_guard lock(writer.mutex);
-    if (writer.queue.size() >= kMaxQueuedPerWriter) {
-      ++dropped;
+    std::unique_lock lock(writer.mutex);
+    auto& queue = write.modelFile ? writer.modelFiles : writer.queue;
+    if (queue.size() >= kMaxQueuedPerWriter) {
+      lock.unlock();
+      if (!write.modelFile) {
+        ++dropped;
+        continue;
+      }
+      {
+        std::lock_guard statsLock(mutex_);
+        ++stats_["modelFilesDropped"];
+      }
+      if (write.completesJob) jobs_.artifactsWritten(write.jobName);  // succeeds without its files
       continue;
     }
-    writer.queue.push_back(std::move(write));
+    queue.push_back(std::move(write));
     writer.ready.notify_one();
   }
   if (dropped == 0) return;
@@ -315,10 +399,11 @@ void Emulator::runWriter(CheckpointWriter& writer, std::stop_token stop) {
     CheckpointWrite write;
     {
       std::unique_lock lock(writer.mutex);
-      writer.ready.wait(lock, stop, [&] { return !writer.queue.empty(); });
+      writer.ready.wait(lock, stop, [&] { return !writer.queue.empty() || !writer.modelFiles.empty(); });
       if (stop.stop_requested()) return;
-      write = std::move(writer.queue.front());
-      writer.queue.pop_front();
+      auto& queue = writer.modelFiles.empty() ? writer.queue : writer.modelFiles;
+      write = std::move(queue.front());
+      queue.pop_front();
     }
     if (crashed.size() > 10000) crashed.clear();  // bounded; a crashed job writes nothing new
     writeCheckpoint(write, crashed);
@@ -328,6 +413,7 @@ void Emulator::runWriter(CheckpointWriter& writer, std::stop_token stop) {
 void Emulator::writeCheckpoint(const CheckpointWrite& write, std::set<std::string>& crashed) {
   if (crashed.count(write.jobName)) return;
   std::string uri = "gs://" + write.bucket + "/" + write.object;
+  std::string what = write.modelFile ? "model file" : "checkpoint";
   try {
     try {
       checkpoints_->upload(write.bucket, write.object, write.content, "application/json");
@@ -337,20 +423,24 @@ void Emulator::writeCheckpoint(const CheckpointWrite& write, std::set<std::strin
       checkpoints_->upload(write.bucket, write.object, write.content, "application/json");
     }
   } catch (const ApiError& error) {
-    // Real training code crashes when its checkpoint bucket is missing; so does the emulated job.
-    if (!error.isNotFound()) {
-      spdlog::warn("cannot write checkpoint {}: {}", uri, error.what());
+    // Real training code crashes when its output bucket is missing; so does the emulated job.
+    if (error.isNotFound()) {
+      crashed.insert(write.jobName);
+      spdlog::warn("job {} fails: its {} bucket gs://{} does not exist", write.jobName, what, write.bucket);
+      // Model files overtake the job's own checkpoints on the writer; with its bucket missing, the real
+      // code would have crashed at the first of them, so that is where the job stops.
+      jobs_.crash(write.jobName, write.modelFile ? 0 : write.step,
+                  "The training code could not write its " + what + " " + uri + ": the bucket gs://" + write.bucket +
+                      " does not exist (404). Create the bucket, or set baseOutputDirectory (or "
+                      "checkpointing.directory) to a bucket the job can write.");
       return;
     }
-    crashed.insert(write.jobName);
-    spdlog::warn("job {} fails: its checkpoint bucket gs://{} does not exist", write.jobName, write.bucket);
-    jobs_.crash(write.jobName, write.step,
-                "The training code could not write its checkpoint " + uri + ": the bucket gs://" + write.bucket +
-                    " does not exist (404). Create the bucket, or set baseOutputDirectory (or "
-                    "checkpointing.directory) to a bucket the job can write.");
+    spdlog::warn("cannot write {} {}: {}", what, uri, error.what());
   } catch (const std::exception& error) {
-    spdlog::warn("cannot write checkpoint {}: {}", uri, error.what());
+    spdlog::warn("cannot write {} {}: {}", what, uri, error.what());
   }
+  // Written, or failed for a reason real training code would retry past: the job succeeds.
+  if (write.completesJob) jobs_.artifactsWritten(write.jobName);
 }
 
 }  // namespace vto::emulator

@@ -1,8 +1,9 @@
 #pragma once
 // A local Vertex AI: the v1 REST surface for CustomJobs, HyperparameterTuningJobs and their delete
-// Operations, its own token issuer, fault injection, quota emulation and a control API for tests.
-// Transport-free: the HTTP server (http_server.h) turns requests into handle() calls, and unit tests
-// call handle() directly.
+// Operations, the Model Registry (model_registry.h), the jobs' Cloud Logging entries (job_logs.h), its
+// own token issuer, fault injection, quota and capacity emulation (capacity.h) and a control API for
+// tests. Transport-free: the HTTP server (http_server.h) turns requests into handle() calls, and unit
+// tests call handle() directly.
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -18,7 +19,11 @@
 #include <nlohmann/json.hpp>
 
 #include "base/clock.h"
+#include "emulator/capacity.h"
+#include "emulator/job_logs.h"
 #include "emulator/job_store.h"
+#include "emulator/model_registry.h"
+#include "emulator/request.h"
 #include "emulator/token_issuer.h"
 #include "vertex/gcs_client.h"
 #include "vertex/rate_limiter.h"
@@ -38,24 +43,15 @@ struct EmulatorOptions {
   // A job whose checkpoint bucket is missing fails, as real training code would; true creates the
   // bucket instead (for benches, such as the Go peer's, that never create one).
   bool createMissingBuckets = false;
-};
-
-struct Request {
-  std::string method;
-  std::string path;  // decoded, without the query
-  std::map<std::string, std::string> query;    // decoded
-  std::map<std::string, std::string> headers;  // names in lower case
-  std::string body;
-};
-
-struct Response {
-  int status = 200;
-  nlohmann::json body = nlohmann::json::object();
+  nlohmann::json capacity = nlohmann::json::array();   // capacity entries at start (capacity.h)
+  std::chrono::milliseconds modelUploadTime{2000};     // models:upload Operations are done after this
+  std::size_t logEntriesPerJob = 32;                   // the newest entries each job keeps; 0: no logs
 };
 
 class Emulator {
  public:
-  // checkpoints may be null: jobs then run without writing checkpoint objects.
+  // checkpoints may be null: jobs then run without writing checkpoint objects or model files.
+  // Throws vertex::ApiError(400) when options.capacity holds an invalid entry.
   Emulator(const Clock& clock, EmulatorOptions options, vertex::GcsClient* checkpoints);
 
   ~Emulator();
@@ -72,26 +68,48 @@ class Emulator {
 
  private:
   Response handleVertex(const Request& request);
+  Response handleLogging(const Request& request);
   Response handleControl(const Request& request);
+  Response handleCapacity(const Request& request);
+  bool authorized(const Request& request);
   Response createJob(const vto::Location& where, vertex::JobKind kind, const std::string& body);
   bool injectFault(Response& response);
   bool overCreateQuota();
-  // Uploads one checkpoint; a job whose bucket is missing crashes there (recorded in `crashed`).
+  // Uploads one checkpoint or model file; a job whose bucket is missing crashes there (recorded in
+  // `crashed`). The last model file of a job makes it SUCCEEDED, written or not.
   void writeCheckpoint(const CheckpointWrite& write, std::set<std::string>& crashed);
 
   // One writer thread and the writes waiting for it (bounded: beyond the bound a write is dropped
-  // and counted in stats as checkpointsDropped).
+  // and counted in stats as checkpointsDropped or modelFilesDropped). Model files go first: a job is
+  // SUCCEEDED only once they are written, and a GCS that falls behind on checkpoints must not hold
+  // jobs RUNNING.
   struct CheckpointWriter {
     std::mutex mutex;
     std::condition_variable_any ready;  // waits with a stop_token
+    std::deque<CheckpointWrite> modelFiles;
     std::deque<CheckpointWrite> queue;
     std::jthread thread;
   };
   void runWriter(CheckpointWriter& writer, std::stop_token stop);
 
+  // What the lifecycle asks of capacity and tells the logs and the quota counts.
+  class Hooks final : public LifecycleHooks {
+   public:
+    explicit Hooks(Emulator& emulator) : emulator_(emulator) {}
+    StartDecision beforeStart(const nlohmann::json& job, vertex::JobKind kind) override;
+    void onEvent(const JobEvent& event) override;
+
+   private:
+    Emulator& emulator_;
+  };
+
   const Clock& clock_;
   EmulatorOptions options_;
   vertex::GcsClient* checkpoints_;
+  Capacity capacity_;
+  JobLogs logs_;
+  ModelRegistry models_;
+  Hooks hooks_{*this};
   JobStore jobs_;
   TokenIssuer tokens_;
   std::mutex mutex_;  // guards the members below

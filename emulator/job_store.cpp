@@ -3,11 +3,13 @@
 #include <algorithm>
 
 #include "base/rfc3339.h"
+#include "emulator/capacity.h"
 #include "emulator/list_filter.h"
+#include "emulator/listing.h"
+#include "emulator/model_artifacts.h"
 #include "emulator/study.h"
 #include "vertex/api_error.h"
 #include "vertex/gcs_client.h"
-#include "vertex/jwt.h"
 
 namespace vto::emulator {
 namespace {
@@ -34,7 +36,6 @@ constexpr int kCancelled = 1, kInvalidArgument = 3, kResourceExhausted = 8, kInt
 
 // Job ids look like Vertex's: 19 decimal digits.
 constexpr long long kFirstId = 1000000000000000000LL;
-constexpr int kDefaultPageSize = 100, kMaxPageSize = 1000;
 
 ApiError notFound(const std::string& name) {
   return ApiError(404, "NOT_FOUND", "The resource \"" + name + "\" was not found.");
@@ -81,19 +82,17 @@ void checkWorkerPools(const json& spec, const std::string& field) {
   }
 }
 
-std::string pageToken(std::size_t offset) { return vertex::base64UrlEncode("offset:" + std::to_string(offset)); }
-
-std::size_t pageOffset(const std::string& token) {
-  if (token.empty()) return 0;
-  try {
-    auto decoded = vertex::base64UrlDecode(token);
-    if (decoded.rfind("offset:", 0) == 0) return std::stoul(decoded.substr(7));
-  } catch (const std::exception&) {
-  }
-  throw ApiError(400, "INVALID_ARGUMENT", "Invalid page token \"" + token + "\"; pass the nextPageToken of the previous page.");
-}
-
 }  // namespace
+
+vto::Location locationIn(const std::string& resourceName) {
+  // projects/P/locations/L[/...]
+  auto project = resourceName.find('/') + 1;
+  auto locations = resourceName.find('/', project);
+  auto location = resourceName.find('/', locations + 1) + 1;
+  auto end = resourceName.find('/', location);
+  if (project == 0 || locations == std::string::npos || location == 0) return {};
+  return {resourceName.substr(project, locations - project), resourceName.substr(location, end - location)};
+}
 
 FailureClass parseFailureClass(const std::string& name) {
   if (name == "Preemption") return FailureClass::Preemption;
@@ -104,7 +103,17 @@ FailureClass parseFailureClass(const std::string& name) {
                  "failureClass \"" + name + "\" is unknown; use Preemption, Stockout, UserError or InternalError.");
 }
 
-JobStore::JobStore(const Clock& clock, SimulationSettings settings) : clock_(clock), settings_(settings) {}
+JobStore::JobStore(const Clock& clock, SimulationSettings settings, LifecycleHooks* hooks)
+    : clock_(clock), settings_(settings), hooks_(hooks) {}
+
+void JobStore::notify(const Job& job, JobEvent::Kind kind, Clock::time_point at, int step, int trial) {
+  if (hooks_ == nullptr) return;
+  JobEvent event{kind, job.resource, job.kind, at};
+  event.step = step;
+  event.steps = settings_.steps;
+  event.trial = trial;
+  hooks_->onEvent(event);
+}
 
 json JobStore::create(const vto::Location& where, JobKind kind, json resource) {
   checkWorkerPools(resource.value(kind == JobKind::Custom ? "jobSpec" : "trialJobSpec", json::object()),
@@ -159,30 +168,6 @@ json JobStore::get(const std::string& name) const {
   return find(name).resource;
 }
 
-namespace {
-// The fields of `resource` that `paths` name, at the same places (a path through a list keeps
-// that field of each item).
-void copyMasked(const json& from, json& to, const std::vector<std::string>& path, size_t depth) {
-  if (!from.is_object()) return;
-  auto found = from.find(path[depth]);
-  if (found == from.end()) return;
-  if (depth + 1 == path.size()) {
-    to[path[depth]] = *found;
-  } else if (found->is_array()) {
-    auto& items = to[path[depth]];
-    if (!items.is_array()) items = json::array();
-    for (size_t i = 0; i < found->size(); ++i) {
-      if (items.size() <= i) items.push_back(json::object());
-      copyMasked((*found)[i], items[i], path, depth + 1);
-    }
-  } else {
-    auto& inner = to[path[depth]];
-    if (!inner.is_object()) inner = json::object();
-    copyMasked(*found, inner, path, depth + 1);
-  }
-}
-}  // namespace
-
 ListResult JobStore::list(const vto::Location& where, JobKind kind, const std::string& filterText, int pageSize,
                           const std::string& token, const std::vector<std::vector<std::string>>& readMask) const {
   ListFilter filter;
@@ -191,8 +176,7 @@ ListResult JobStore::list(const vto::Location& where, JobKind kind, const std::s
   } catch (const std::invalid_argument& error) {
     throw ApiError(400, "INVALID_ARGUMENT", error.what());
   }
-  if (pageSize < 0) throw ApiError(400, "INVALID_ARGUMENT", "pageSize must not be negative.");
-  std::size_t size = pageSize == 0 ? kDefaultPageSize : std::min(pageSize, kMaxPageSize);
+  std::size_t size = pageSizeOf(pageSize);
   auto offset = pageOffset(token);
   auto prefix = where.parent() + "/" + std::string(vertex::collectionName(kind)) + "/";
 
@@ -211,13 +195,7 @@ ListResult JobStore::list(const vto::Location& where, JobKind kind, const std::s
   }
   ListResult result;
   for (std::size_t i = offset; i < matching.size() && i < offset + size; ++i) {
-    if (readMask.empty()) {
-      result.jobs.push_back(*matching[i]);
-      continue;
-    }
-    json masked = json::object();
-    for (const auto& path : readMask) copyMasked(*matching[i], masked, path, 0);
-    result.jobs.push_back(std::move(masked));
+    result.jobs.push_back(applyReadMask(*matching[i], readMask));
   }
   if (offset + size < matching.size()) result.nextPageToken = pageToken(offset + size);
   return result;
@@ -244,7 +222,7 @@ json JobStore::remove(const std::string& name) {
     throw failedPrecondition("Cannot delete \"" + name + "\" in state " + std::string(vertex::jobStateName(state)) +
                              "; cancel it and wait until it has stopped.");
   }
-  auto location = vertex::locationOf(name);
+  auto location = locationIn(name);
   auto now = rfc3339Millis(clock_.now());
   auto operationName = location.parent() + "/operations/" + std::to_string(kFirstId + nextId_++);
   json operation = {
@@ -275,19 +253,20 @@ void JobStore::fail(const std::string& name, FailureClass failure) {
   switch (failure) {
     case FailureClass::Preemption:
       finish(job, JobState::Failed, clock_.now(),
-             std::make_pair(kUnavailable, "The replica workerpool0-0 was preempted: the VM was reclaimed by Compute Engine."));
+             std::make_pair(kUnavailable, "The replica workerpool0-0 was preempted: the VM was reclaimed by Compute Engine."),
+             failure);
       break;
     case FailureClass::Stockout:
       finish(job, JobState::Failed, clock_.now(),
-             std::make_pair(kResourceExhausted, "Resources are insufficient in region: " + vertex::locationOf(name).location +
-                                                    ". Please try a different region."));
+             std::make_pair(kResourceExhausted, stockoutMessage(locationIn(name).location)), failure);
       break;
     case FailureClass::UserError:
       finish(job, JobState::Failed, clock_.now(),
-             std::make_pair(kInvalidArgument, "The replica workerpool0-0 exited with a non-zero status of 1."));
+             std::make_pair(kInvalidArgument, "The replica workerpool0-0 exited with a non-zero status of 1."), failure);
       break;
     case FailureClass::InternalError:
-      finish(job, JobState::Failed, clock_.now(), std::make_pair(kInternal, "Internal error occurred. Please retry."));
+      finish(job, JobState::Failed, clock_.now(), std::make_pair(kInternal, "Internal error occurred. Please retry."),
+             failure);
       break;
   }
 }
@@ -297,10 +276,25 @@ void JobStore::crash(const std::string& name, int step, const std::string& reaso
   auto& job = find(name);
   auto state = vertex::jobStateFromJson(job.resource["state"]);
   if (vertex::isTerminal(state) && state != JobState::Succeeded) return;
+  if (step <= 0 && !job.stepsRun.empty()) step = job.stepsRun.front();
   std::erase_if(job.stepsRun, [&](int s) { return s > step; });
   job.nextStep = settings_.steps + 1;  // no further steps
+  job.succeededAt.reset();             // its model files will not make it succeed
   finish(job, JobState::Failed, clock_.now(),
-         std::make_pair(kInvalidArgument, "The replica workerpool0-0 exited with a non-zero status of 1. " + reason));
+         std::make_pair(kInvalidArgument, "The replica workerpool0-0 exited with a non-zero status of 1. " + reason),
+         std::nullopt, reason);
+}
+
+void JobStore::artifactsWritten(const std::string& name) {
+  std::lock_guard lock(mutex_);
+  auto found = jobs_.find(name);
+  if (found == jobs_.end()) return;
+  auto& job = found->second;
+  // Cancelled, failed or crashed meanwhile: it stays so.
+  if (!job.succeededAt || vertex::jobStateFromJson(job.resource["state"]) != JobState::Running) return;
+  auto at = *job.succeededAt;
+  job.succeededAt.reset();
+  finish(job, JobState::Succeeded, at, std::nullopt);
 }
 
 json JobStore::trace(const std::string& name) const {
@@ -321,10 +315,29 @@ void JobStore::setState(Job& job, JobState state, Clock::time_point at) {
   job.resource["updateTime"] = rfc3339Millis(at);
 }
 
-void JobStore::finish(Job& job, JobState state, Clock::time_point at, std::optional<std::pair<int, std::string>> error) {
+void JobStore::finish(Job& job, JobState state, Clock::time_point at, std::optional<std::pair<int, std::string>> error,
+                      std::optional<FailureClass> failure, const std::string& crash) {
+  bool firstEnd = !vertex::isTerminal(vertex::jobStateFromJson(job.resource["state"]));
   setState(job, state, at);
   job.resource["endTime"] = rfc3339Millis(at);
   if (error) job.resource["error"] = {{"code", error->first}, {"message", error->second}};
+  if (hooks_ == nullptr) return;
+  JobEvent event{JobEvent::Kind::Ended, job.resource, job.kind, at};
+  event.steps = settings_.steps;
+  event.firstEnd = firstEnd;
+  event.failure = failure;
+  event.crash = crash;
+  hooks_->onEvent(event);
+}
+
+void JobStore::start(Job& job, Clock::time_point at) {
+  job.held = false;
+  setState(job, JobState::Running, at);
+  job.resource["startTime"] = rfc3339Millis(at);
+  job.nextStepAt = at + settings_.stepTime;
+  // Before the first trials, which start at startTime as written (to the millisecond).
+  job.advancedTo = std::chrono::floor<std::chrono::milliseconds>(at) - Clock::duration(1);
+  notify(job, JobEvent::Kind::Started, at, job.nextStep);
 }
 
 std::vector<CheckpointWrite> JobStore::advance() {
@@ -339,9 +352,21 @@ std::vector<CheckpointWrite> JobStore::advance() {
       setState(job, state = JobState::Pending, pendingAt);
     }
     if (state == JobState::Pending && now >= runningAt) {
-      setState(job, state = JobState::Running, runningAt);
-      job.resource["startTime"] = rfc3339Millis(runningAt);
-      job.nextStepAt = runningAt + settings_.stepTime;
+      // A job held for capacity starts (or fails) when the capacity changes, at this tick.
+      auto at = job.held ? now : runningAt;
+      switch (hooks_ != nullptr ? hooks_->beforeStart(job.resource, job.kind) : StartDecision::Start) {
+        case StartDecision::Start:
+          start(job, at);
+          state = JobState::Running;
+          break;
+        case StartDecision::Fail:
+          finish(job, JobState::Failed, at,
+                 std::make_pair(kResourceExhausted, stockoutMessage(locationIn(name).location)));
+          continue;
+        case StartDecision::Hold:
+          job.held = true;
+          break;
+      }
     }
     if (state == JobState::Running) {
       if (job.kind == JobKind::Custom) {
@@ -374,6 +399,7 @@ std::vector<CheckpointWrite> JobStore::advance() {
 }
 
 void JobStore::advanceCustom(Job& job, Clock::time_point now, std::vector<CheckpointWrite>& writes) {
+  if (job.succeededAt) return;  // waiting for its model files
   auto finishedAt = job.nextStepAt - settings_.stepTime;
   while (job.nextStep <= settings_.steps && job.nextStepAt <= now) {
     job.stepsRun.push_back(job.nextStep);
@@ -382,11 +408,24 @@ void JobStore::advanceCustom(Job& job, Clock::time_point now, std::vector<Checkp
       writes.push_back({job.checkpointBucket, job.checkpointPrefix + "ckpt-" + std::to_string(job.nextStep), content.dump(),
                         job.resource["name"].get<std::string>(), job.nextStep});
     }
+    notify(job, JobEvent::Kind::Step, job.nextStepAt, job.nextStep);
     finishedAt = job.nextStepAt;
     ++job.nextStep;
     job.nextStepAt += settings_.stepTime;
   }
-  if (job.nextStep > settings_.steps) finish(job, JobState::Succeeded, finishedAt, std::nullopt);
+  if (job.nextStep <= settings_.steps) return;
+  auto artifacts = settings_.modelArtifacts ? modelArtifactsOf(job.resource, settings_.steps) : ModelArtifacts{};
+  if (!artifacts.error.empty()) {
+    finish(job, JobState::Failed, finishedAt,
+           std::make_pair(kInvalidArgument, "The replica workerpool0-0 exited with a non-zero status of 1. " + artifacts.error),
+           std::nullopt, artifacts.error);
+  } else if (artifacts.writes.empty()) {
+    finish(job, JobState::Succeeded, finishedAt, std::nullopt);
+  } else {
+    // SUCCEEDED once the files are in Cloud Storage, so that a client seeing it finds them.
+    job.succeededAt = finishedAt;
+    for (auto& write : artifacts.writes) writes.push_back(std::move(write));
+  }
 }
 
 void JobStore::advanceTuning(Job& job, Clock::time_point now) {
@@ -395,6 +434,10 @@ void JobStore::advanceTuning(Job& job, Clock::time_point now) {
   int parallel = job.resource["parallelTrialCount"].get<int>();
   auto trialTime = std::max<Clock::duration>(settings_.stepTime * settings_.steps, std::chrono::milliseconds(1));
   auto startTime = parseRfc3339(job.resource["startTime"].get<std::string>());
+  // What happened since the previous advance, in (advancedTo, now]: each moment is logged once.
+  auto since = job.advancedTo;
+  auto happened = [&](Clock::time_point t) { return t > since && t <= now; };
+  job.advancedTo = now;
   json trials = json::array();
   Clock::time_point lastEnd = startTime;
   bool allDone = true;
@@ -408,6 +451,15 @@ void JobStore::advanceTuning(Job& job, Clock::time_point now) {
     auto parameters = trialParameters(study, index);
     json trial = {{"id", std::to_string(index + 1)}, {"state", "ACTIVE"}, {"parameters", parameters},
                   {"startTime", rfc3339Millis(start)}};
+    if (happened(start)) notify(job, JobEvent::Kind::TrialStarted, start, 0, index + 1);
+    // Steps of this trial that ended since the previous advance, without walking every step.
+    auto stepTime = std::max<Clock::duration>(settings_.stepTime, Clock::duration(1));
+    long long firstStep = since < start ? 1 : (since - start) / stepTime + 1;
+    long long lastStep = std::min<long long>(settings_.steps, (std::min(now, end) - start) / stepTime);
+    for (auto step = firstStep; step <= lastStep; ++step) {
+      notify(job, JobEvent::Kind::TrialStep, start + stepTime * step, static_cast<int>(step), index + 1);
+    }
+    if (happened(end)) notify(job, JobEvent::Kind::TrialEnded, end, settings_.steps, index + 1);
     if (end <= now) {
       json metrics = json::array();
       for (const auto& metric : study.value("metrics", json::array())) {

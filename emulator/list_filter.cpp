@@ -1,9 +1,11 @@
 #include "emulator/list_filter.h"
 
+#include <algorithm>
 #include <cctype>
 #include <stdexcept>
 
 #include "base/rfc3339.h"
+#include "emulator/filter_scanner.h"
 #include "vertex/json_codec.h"
 
 namespace vto::emulator {
@@ -12,63 +14,6 @@ namespace {
 constexpr const char* kSupported =
     "supported: display_name (= != :), state (= !=), create_time and update_time (= != < <= > >=) "
     "with RFC 3339 values, labels.KEY (= and :*), joined by AND";
-
-class Scanner {
- public:
-  explicit Scanner(const std::string& text) : text_(text) {}
-  void skipSpace() {
-    while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
-  }
-  bool done() {
-    skipSpace();
-    return pos_ >= text_.size();
-  }
-  bool keyword(const std::string& word) {
-    skipSpace();
-    if (text_.compare(pos_, word.size(), word) != 0) return false;
-    auto after = pos_ + word.size();
-    if (after < text_.size() && !std::isspace(static_cast<unsigned char>(text_[after]))) return false;
-    pos_ = after;
-    return true;
-  }
-  std::string identifier() {
-    skipSpace();
-    auto start = pos_;
-    while (pos_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_' ||
-                                   text_[pos_] == '.' || text_[pos_] == '-')) {
-      ++pos_;
-    }
-    return text_.substr(start, pos_ - start);
-  }
-  std::string op() {
-    skipSpace();
-    for (const char* candidate : {"!=", "<=", ">=", "=", "<", ">", ":"}) {
-      std::string symbol(candidate);
-      if (text_.compare(pos_, symbol.size(), symbol) == 0) {
-        pos_ += symbol.size();
-        return symbol;
-      }
-    }
-    return "";
-  }
-  std::string value() {
-    skipSpace();
-    if (pos_ < text_.size() && text_[pos_] == '"') {
-      auto end = text_.find('"', pos_ + 1);
-      if (end == std::string::npos) throw std::invalid_argument("unterminated string in filter \"" + text_ + "\"");
-      auto quoted = text_.substr(pos_ + 1, end - pos_ - 1);
-      pos_ = end + 1;
-      return quoted;
-    }
-    auto start = pos_;
-    while (pos_ < text_.size() && !std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
-    return text_.substr(start, pos_ - start);
-  }
-
- private:
-  const std::string& text_;
-  std::size_t pos_ = 0;
-};
 
 // `pattern` with `*` wildcards, as display_name:"my_job_*".
 bool wildcardMatch(const std::string& pattern, const std::string& text) {
@@ -88,30 +33,25 @@ bool wildcardMatch(const std::string& pattern, const std::string& text) {
   return p == pattern.size();
 }
 
-template <typename T>
-bool compare(const T& left, const std::string& op, const T& right) {
-  if (op == "=") return left == right;
-  if (op == "!=") return left != right;
-  if (op == "<") return left < right;
-  if (op == "<=") return left <= right;
-  if (op == ">") return left > right;
-  return left >= right;
-}
-
 }  // namespace
 
 ListFilter ListFilter::parse(const std::string& text) {
   ListFilter filter;
-  Scanner scanner(text);
+  FilterScanner scanner(text);
   while (!scanner.done()) {
     if (!filter.terms_.empty() && !scanner.keyword("AND")) {
       throw std::invalid_argument("filter \"" + text + "\": terms must be joined by AND; " + kSupported);
     }
     Term term;
     term.negated = scanner.keyword("NOT");
-    term.field = scanner.identifier();
-    term.op = scanner.op();
-    term.value = scanner.value();
+    scanner.skipSpace();
+    term.field = scanner.take([](unsigned char c) { return std::isalnum(c) || c == '_' || c == '.' || c == '-'; });
+    term.op = scanner.symbol({"!=", "<=", ">=", "=", "<", ">", ":"});
+    try {
+      term.value = scanner.value();
+    } catch (const std::invalid_argument&) {
+      throw std::invalid_argument("unterminated string in filter \"" + text + "\"");
+    }
     bool isLabel = term.field.rfind("labels.", 0) == 0 && term.field.size() > 7;
     bool isTime = term.field == "create_time" || term.field == "update_time";
     bool valid = !term.op.empty() && !term.value.empty() &&
@@ -146,22 +86,26 @@ std::optional<std::pair<std::string, std::string>> ListFilter::requiredLabel() c
   return std::nullopt;
 }
 
+bool ListFilter::onlyLabels() const {
+  return std::all_of(terms_.begin(), terms_.end(), [](const Term& term) { return term.field.rfind("labels.", 0) == 0; });
+}
+
 bool ListFilter::matches(const Term& term, const nlohmann::json& job) const {
   if (term.field == "display_name") {
     auto name = job.value("displayName", std::string());
-    return term.op == ":" ? wildcardMatch(term.value, name) : compare(name, term.op, term.value);
+    return term.op == ":" ? wildcardMatch(term.value, name) : compareBy(name, term.op, term.value);
   }
-  if (term.field == "state") return compare(job.value("state", std::string()), term.op, term.value);
+  if (term.field == "state") return compareBy(job.value("state", std::string()), term.op, term.value);
   if (term.field == "create_time" || term.field == "update_time") {
     auto field = term.field == "create_time" ? "createTime" : "updateTime";
     if (!job.contains(field)) return false;
-    return compare(parseRfc3339(job[field].get<std::string>()), term.op, parseRfc3339(term.value));
+    return compareBy(parseRfc3339(job[field].get<std::string>()), term.op, parseRfc3339(term.value));
   }
   auto key = term.field.substr(7);
   auto labels = job.value("labels", nlohmann::json::object());
   if (term.op == ":") return labels.contains(key) && (term.value == "*" || wildcardMatch(term.value, labels[key].get<std::string>()));
   auto value = labels.contains(key) ? labels[key].get<std::string>() : std::string();
-  return labels.contains(key) ? compare(value, term.op, term.value) : term.op == "!=";
+  return labels.contains(key) ? compareBy(value, term.op, term.value) : term.op == "!=";
 }
 
 }  // namespace vto::emulator

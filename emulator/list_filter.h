@@ -13,6 +13,17 @@
 
 namespace vto::emulator {
 
+// `left op right` for a filter's comparison operator (= != < <= > >=).
+template <typename T>
+bool compareBy(const T& left, const std::string& op, const T& right) {
+  if (op == "=") return left == right;
+  if (op == "!=") return left != right;
+  if (op == "<") return left < right;
+  if (op == "<=") return left <= right;
+  if (op == ">") return left > right;
+  return left >= right;
+}
+
 class ListFilter {
  public:
   // Throws std::invalid_argument with what is wrong and what is supported.
@@ -22,6 +33,8 @@ class ListFilter {
   // A label that every matching job carries with exactly this value (a `labels.KEY="VALUE"` term not
   // negated): a store can look its candidates up by it instead of testing every job.
   std::optional<std::pair<std::string, std::string>> requiredLabel() const;
+  // Whether every term is on labels (the one field ListModelVersions filters on).
+  bool onlyLabels() const;
 
  private:
   struct Term {

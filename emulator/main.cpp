@@ -11,6 +11,7 @@
 
 #include "emulator/emulator.h"
 #include "emulator/http_server.h"
+#include "vertex/api_error.h"
 #include "vertex/gcs_client.h"
 
 namespace {
@@ -33,6 +34,13 @@ constexpr const char* kUsage = R"(usage: vto-emulator --listen HOST:PORT [option
                                  inside each tick, so a slow GCS holds back every job's state)
   --missing-bucket create|fail   a job whose checkpoint bucket is missing fails (default), or the
                                  bucket is created (benches that never create one)
+  --capacity FILE                capacity and accelerator quota entries at start: a JSON list of
+                                 {"location", "acceleratorType", "machineType", "strategy", "available",
+                                 "mode": "fail"|"hold", "quota"} (see POST /emulator/v1/capacity)
+  --model-artifacts on|off       a CustomJob that succeeds writes model.txt and metrics.json under
+                                 <baseOutputDirectory>/model/ before it is SUCCEEDED (default on)
+  --model-upload-time DURATION   time until a models:upload Operation is done (default 2s)
+  --log-entries-per-job N        Cloud Logging entries kept per job, the newest (default 32; 0: no logs)
 DURATION is a number with ms, s or m, e.g. 500ms, 2s, 1m.)";
 
 std::chrono::milliseconds parseDuration(const std::string& flag, const std::string& text) {
@@ -114,6 +122,16 @@ int main(int argc, char** argv) {
         }
         options.createMissingBuckets = value == "create";
       } else if (flag == "--checkpoint-writers") checkpointWriters = parseCount(flag, value);
+      else if (flag == "--capacity") {
+        options.capacity = nlohmann::json::parse(readFile(value), nullptr, false);
+        if (!options.capacity.is_array()) {
+          throw std::invalid_argument("--capacity " + value + ": expected a JSON list of capacity entries");
+        }
+      } else if (flag == "--model-artifacts") {
+        if (value != "on" && value != "off") throw std::invalid_argument("--model-artifacts " + value + ": expected on or off");
+        options.simulation.modelArtifacts = value == "on";
+      } else if (flag == "--model-upload-time") options.modelUploadTime = parseDuration(flag, value);
+      else if (flag == "--log-entries-per-job") options.logEntriesPerJob = parseCount(flag, value);
       else if (flag == "--seed") options.seed = static_cast<std::uint32_t>(parseCount(flag, value));
       else throw std::invalid_argument("unknown flag " + flag + "; see --help");
     }
@@ -140,7 +158,14 @@ int main(int argc, char** argv) {
   auto endpoint = gcsEndpoint ? *gcsEndpoint : vertex::processEnv("STORAGE_EMULATOR_HOST").value_or("");
   if (!endpoint.empty()) gcs = std::make_unique<vertex::RestGcsClient>(http, vertex::gcsEndpoint(endpoint), nullptr);
 
-  emulator::Emulator emulator(clock, options, gcs.get());
+  std::unique_ptr<emulator::Emulator> emulatorOwner;
+  try {
+    emulatorOwner = std::make_unique<emulator::Emulator>(clock, options, gcs.get());
+  } catch (const vertex::ApiError& error) {
+    std::cerr << "vto-emulator: --capacity: " << error.message() << "\n";
+    return 2;
+  }
+  auto& emulator = *emulatorOwner;
   emulator.startCheckpointWriters(checkpointWriters);
   std::unique_ptr<emulator::HttpServer> serverOwner;
   try {

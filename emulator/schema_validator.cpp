@@ -5,6 +5,7 @@
 #include <regex>
 
 #include "base/rfc3339.h"
+#include "vertex/api_error.h"
 #include "vertex/json_codec.h"
 
 namespace vto::emulator {
@@ -233,6 +234,20 @@ json SchemaValidator::normalizeValue(const json& value, const json& property, co
     return value;
   }
   return value;
+}
+
+json parseRequestBody(const std::string& body, const std::string& schemaId) {
+  auto parsed = json::parse(body, nullptr, false);
+  if (parsed.is_discarded()) {
+    throw vertex::ApiError(400, "INVALID_ARGUMENT", "Invalid JSON payload received. The body is not JSON.");
+  }
+  try {
+    return SchemaValidator::vertexV1().normalize(parsed, schemaId);
+  } catch (const ValidationError& error) {
+    json violation = {{"@type", "type.googleapis.com/google.rpc.BadRequest"},
+                      {"fieldViolations", {{{"field", error.field()}, {"description", error.what()}}}}};
+    throw vertex::ApiError(400, "INVALID_ARGUMENT", error.what(), json::array({violation}));
+  }
 }
 
 }  // namespace vto::emulator

@@ -49,4 +49,9 @@ class SchemaValidator {
 const std::string& embeddedDiscovery();
 const std::string& embeddedProtos();
 
+// A request body as Google's API front end takes it: JSON, validated and normalized as `schemaId` of
+// the embedded aiplatform v1 subset. Throws vertex::ApiError(400 INVALID_ARGUMENT), with a BadRequest
+// detail naming the field when the schema refuses it.
+nlohmann::json parseRequestBody(const std::string& body, const std::string& schemaId);
+
 }  // namespace vto::emulator

@@ -8,7 +8,7 @@ const {spawn} = require('node:child_process');
 const path = require('node:path');
 const readline = require('node:readline');
 const {after, before, describe, test} = require('node:test');
-const {v1} = require('@google-cloud/aiplatform');
+const {v1, helpers} = require('@google-cloud/aiplatform');
 const {OAuth2Client} = require('google-auth-library');
 
 const binDir = process.env.VTO_BIN_DIR;
@@ -20,7 +20,7 @@ const parent = 'projects/conformance/locations/us-central1';
 function startEmulator() {
   const child = spawn(path.join(binDir, 'vto-emulator'),
       ['--listen', '127.0.0.1:0', '--queue-time', '100ms', '--steps', '2', '--step-time', '100ms',
-        '--cancel-time', '100ms'],
+        '--cancel-time', '100ms', '--model-upload-time', '300ms'],
       {stdio: ['ignore', 'pipe', 'inherit']});
   return new Promise((resolve, reject) => {
     const lines = readline.createInterface({input: child.stdout});
@@ -56,12 +56,21 @@ function workerPool() {
 }
 
 let emulator;
+let emulatorUrl;
 let client;
+let modelClient;
+
+// The emulator's control API (not Vertex's): capacity entries for the tests that need a stockout.
+async function setCapacity(entry) {
+  const response = await fetch(`${emulatorUrl}/emulator/v1/capacity`, {method: 'POST', body: JSON.stringify(entry)});
+  assert.equal(response.status, 200, await response.text());
+}
 
 before(async () => {
   const started = await startEmulator();
   emulator = started.child;
   const port = started.port;
+  emulatorUrl = `http://127.0.0.1:${port}`;
   // The token comes from the emulator's metadata endpoint, as GKE Workload Identity would give it.
   const response = await fetch(
       `http://127.0.0.1:${port}/computeMetadata/v1/instance/service-accounts/default/token`,
@@ -73,10 +82,14 @@ before(async () => {
   client = new v1.JobServiceClient({
     apiEndpoint: '127.0.0.1', port, protocol: 'http', fallback: true, auth,
   });
+  modelClient = new v1.ModelServiceClient({
+    apiEndpoint: '127.0.0.1', port, protocol: 'http', fallback: true, auth,
+  });
 });
 
 after(async () => {
   if (client) await client.close();
+  if (modelClient) await modelClient.close();
   if (emulator) emulator.kill('SIGTERM');
 });
 
@@ -140,6 +153,36 @@ describe('CustomJob', () => {
     assert.ok(done.startTime && done.endTime);
   });
 
+  test('a job without capacity fails with the error Vertex reports, and the client reads it', async () => {
+    await setCapacity({location: 'us-central1', acceleratorType: 'NVIDIA_TESLA_V100', available: false, mode: 'fail'});
+    const pool = {...workerPool(), machineSpec: {machineType: 'n1-standard-8', acceleratorType: 'NVIDIA_TESLA_V100',
+      acceleratorCount: 1}};
+    const [job] = await client.createCustomJob({parent, customJob: {
+      displayName: 'stockout', jobSpec: {workerPoolSpecs: [pool], scheduling: {strategy: 'SPOT'}}}});
+    const failed = await eventually(async () => {
+      const [current] = await client.getCustomJob({name: job.name});
+      return current.state === 'JOB_STATE_FAILED' && current;
+    }, 'the job to fail for lack of capacity');
+    assert.equal(failed.error.code, 8);  // RESOURCE_EXHAUSTED
+    assert.match(failed.error.message, /^Resources are insufficient in region: us-central1\. Please try a different region\./);
+    assert.ok(failed.endTime, 'endTime is set');
+    assert.ok(!failed.startTime, 'it never ran');
+    const [listed] = await client.listCustomJobs({parent, filter: 'state="JOB_STATE_FAILED" AND display_name="stockout"'});
+    assert.deepEqual(listed.map(j => j.name), [job.name]);
+  });
+
+  test('a create beyond an accelerator quota is a 429 the client reports with the quota metric', async () => {
+    await setCapacity({location: 'us-central1', acceleratorType: 'NVIDIA_L4', quota: 1});
+    const pool = {...workerPool(), machineSpec: {machineType: 'g2-standard-8', acceleratorType: 'NVIDIA_L4',
+      acceleratorCount: 2}};
+    await assert.rejects(client.createCustomJob({parent, customJob: {
+      displayName: 'over-quota', jobSpec: {workerPoolSpecs: [pool]}}}), error => {
+      assert.equal(error.code, 8);  // RESOURCE_EXHAUSTED
+      assert.match(error.message, /custom_model_training_nvidia_l4_gpus/);
+      return true;
+    });
+  });
+
   test('an invalid body is a 400 INVALID_ARGUMENT the client reports', async () => {
     const invalid = {displayName: 'no-image', jobSpec: {workerPoolSpecs: [{
       machineSpec: {machineType: 'n1-standard-4'}, replicaCount: 1, containerSpec: {args: ['x']}}]}};
@@ -194,5 +237,76 @@ describe('HyperparameterTuningJob', () => {
     await assert.rejects(client.createHyperparameterTuningJob({parent, hyperparameterTuningJob: {
       displayName: 'no-study', maxTrialCount: 1, parallelTrialCount: 1,
       trialJobSpec: {workerPoolSpecs: [workerPool()]}}}), error => error.code === 3 && /studySpec/.test(error.message));
+  });
+});
+
+describe('Model Registry', () => {
+  const modelName = `${parent}/models/conformance-model`;
+  const model = artifactUri => ({
+    displayName: 'conformance-model',
+    artifactUri,
+    containerSpec: {imageUri: 'us-docker.pkg.dev/vertex-ai/prediction/xgboost-cpu.1-7:latest'},
+    labels: {suite: 'conformance'},
+  });
+
+  test('upload, versions, aliases and evaluations through ModelServiceClient', async () => {
+    const [operation] = await modelClient.uploadModel({parent, modelId: 'conformance-model', model: model('gs://c/1/model/')});
+    assert.match(operation.name, new RegExp(`^${modelName}/operations/\\d+$`));
+    const [uploaded] = await operation.promise();
+    assert.equal(uploaded.model, modelName);
+    assert.equal(uploaded.modelVersionId, '1');
+
+    const [first] = await modelClient.getModel({name: modelName});
+    assert.equal(first.versionId, '1');
+    assert.deepEqual(first.versionAliases, ['default']);
+    assert.equal(first.artifactUri, 'gs://c/1/model/');
+    assert.equal(first.labels.suite, 'conformance');
+    assert.ok(first.createTime && first.versionCreateTime, 'times are set');
+
+    await assert.rejects(
+        modelClient.uploadModel({parent, modelId: 'conformance-model', model: model('gs://c/x/')}),
+        // 409 ALREADY_EXISTS; the REST client maps HTTP 409 to code 10 (ABORTED) whatever the status says.
+        error => error.code === 10 && /already exists/.test(error.message));
+    const [second] = await modelClient.uploadModel({parent, parentModel: modelName,
+      model: {...model('gs://c/2/model/'), labels: {suite: 'conformance', run: 'two'}}});
+    const [secondDone] = await second.promise();
+    assert.equal(secondDone.modelVersionId, '2');
+    const [version2] = await modelClient.getModel({name: `${modelName}@2`});
+    assert.equal(version2.artifactUri, 'gs://c/2/model/');
+
+    const [versions] = await modelClient.listModelVersions({name: modelName});
+    assert.deepEqual(versions.map(v => v.versionId), ['1', '2']);
+    const [byLabel, nextRequest] = await modelClient.listModelVersions(
+        {name: modelName, filter: 'labels.run="two"', pageSize: 1}, {autoPaginate: false});
+    assert.deepEqual(byLabel.map(v => v.versionId), ['2']);
+    assert.equal(nextRequest, null, 'one version has the label');
+
+    const [merged] = await modelClient.mergeVersionAliases({name: `${modelName}@2`, versionAliases: ['champion', 'default']});
+    assert.deepEqual([...merged.versionAliases].sort(), ['champion', 'default']);
+    const [now1] = await modelClient.getModel({name: `${modelName}@1`});
+    assert.deepEqual(now1.versionAliases, [], 'default moved to version 2');
+    await assert.rejects(modelClient.mergeVersionAliases({name: `${modelName}@2`, versionAliases: ['-default']}),
+        error => error.code === 3);  // INVALID_ARGUMENT
+
+    const [evaluation] = await modelClient.importModelEvaluation({parent: `${modelName}@2`, modelEvaluation: {
+      displayName: 'holdout',
+      metricsSchemaUri: 'gs://google-cloud-aiplatform/schema/modelevaluation/classification_metrics_1.0.0.yaml',
+      metrics: helpers.toValue({auc: 0.913}),
+    }});
+    assert.match(evaluation.name, new RegExp(`^${modelName}/evaluations/\\d+$`));
+    const [evaluations] = await modelClient.listModelEvaluations({parent: `${modelName}@2`});
+    assert.equal(evaluations.length, 1);
+    assert.equal(evaluations[0].displayName, 'holdout');
+    assert.deepEqual(helpers.fromValue(evaluations[0].metrics), {auc: 0.913});
+    const [ofVersion1] = await modelClient.listModelEvaluations({parent: `${modelName}@1`});
+    assert.equal(ofVersion1.length, 0);
+    const [fetched] = await modelClient.getModelEvaluation({name: evaluation.name});
+    assert.equal(fetched.name, evaluation.name);
+  });
+
+  test('a missing model or parent is NOT_FOUND', async () => {
+    await assert.rejects(modelClient.getModel({name: `${parent}/models/nobody`}), error => error.code === 5);
+    await assert.rejects(modelClient.uploadModel({parent, parentModel: `${parent}/models/nobody`, model: model('gs://c/')}),
+        error => error.code === 5);
   });
 });

@@ -9,6 +9,7 @@
 #include "tests/fakes/clock_fake.h"
 #include "tests/fakes/gcs_fake_client.h"
 #include "tests/support/wait.h"
+#include "tests/unit/emulator/emulator_fixture.h"
 #include "vertex/api_error.h"
 #include "vertex/vertex_client.h"
 
@@ -17,19 +18,6 @@ namespace {
 
 using nlohmann::json;
 using namespace std::chrono_literals;
-
-const std::string kParent = "/v1/projects/emu-project/locations/us-central1";
-
-json customJob(const std::string& name = "train", json env = json::array()) {
-  return {{"displayName", name},
-          {"labels", {{"run", name}}},
-          {"jobSpec",
-           {{"workerPoolSpecs",
-             {{{"machineSpec", {{"machineType", "n1-standard-4"}}},
-               {"replicaCount", "1"},
-               {"containerSpec", {{"imageUri", "img"}, {"env", env}}}}}},
-            {"baseOutputDirectory", {{"outputUriPrefix", "gs://bkt/runs/a"}}}}}};
-}
 
 json tuningJob() {
   auto job = json::parse(R"({
@@ -44,10 +32,10 @@ json tuningJob() {
   return job;
 }
 
-// The emulator on a fake clock, with checkpoints going to an in-memory bucket.
-class EmulatorTest : public ::testing::Test {
+// The emulator on a fake clock: 3 steps of 10 s, a creation quota of 5 a minute.
+class EmulatorTest : public EmulatorFixture {
  protected:
-  EmulatorTest() : emulator_(clock_, options(), &gcs_) {}
+  EmulatorTest() : EmulatorFixture(options()) {}
 
   static EmulatorOptions options() {
     EmulatorOptions options;
@@ -56,38 +44,6 @@ class EmulatorTest : public ::testing::Test {
     options.tokenLifetime = 600s;
     return options;
   }
-
-  std::string token() {
-    Request request{"GET", "/computeMetadata/v1/instance/service-accounts/default/token", {},
-                    {{"metadata-flavor", "Google"}}, ""};
-    return emulator_.handle(request).body["access_token"].get<std::string>();
-  }
-
-  Response call(const std::string& method, const std::string& path, const json& body = nullptr,
-                std::map<std::string, std::string> query = {}) {
-    if (token_.empty()) token_ = token();
-    Request request{method, path, std::move(query), {{"authorization", "Bearer " + token_}},
-                    body.is_null() ? "" : body.dump()};
-    return emulator_.handle(request);
-  }
-
-  std::string create(const json& job, const std::string& collection = "customJobs") {
-    auto response = call("POST", kParent + "/" + collection, job);
-    EXPECT_EQ(response.status, 200) << response.body.dump();
-    return response.body.value("name", std::string());
-  }
-
-  json get(const std::string& name) { return call("GET", "/v1/" + name).body; }
-
-  void advance(std::chrono::milliseconds by) {
-    clock_.advance(by);
-    emulator_.tick();
-  }
-
-  testing::FakeClock clock_;
-  testing::FakeGcsClient gcs_;
-  Emulator emulator_;
-  std::string token_;
 };
 
 TEST_F(EmulatorTest, RequiresATokenItIssued) {
@@ -137,19 +93,6 @@ TEST_F(EmulatorTest, RunsTheLifecycleAndWritesACheckpointPerStep) {
   EXPECT_EQ(trace["stepsRun"], json({1, 2, 3}));
   EXPECT_EQ(trace["resumedFrom"], "");
 }
-
-// The in-memory bucket, with uploads that a subclass changes.
-class UploadsChangedGcs : public vertex::GcsClient {
- public:
-  vertex::ObjectPage listObjectsPage(const std::string& b, const std::string& p, const std::string& token,
-                                     const vertex::ListObjectsOptions& options) override {
-    return objects.listObjectsPage(b, p, token, options);
-  }
-  std::optional<vertex::GcsObject> getObject(const std::string& b, const std::string& n) override { return objects.getObject(b, n); }
-  std::optional<std::string> readObject(const std::string& b, const std::string& n, std::size_t max) override { return objects.readObject(b, n, max); }
-  void ensureBucket(const std::string&, const std::string&) override {}
-  testing::FakeGcsClient objects;
-};
 
 // Cloud Storage without the bucket "bkt": uploads there answer 404 as the real service does.
 class NoBucketGcs final : public UploadsChangedGcs {
@@ -438,33 +381,6 @@ TEST_F(EmulatorTest, StatsCountTheJobsInEachState) {
   auto stats = emulator_.handle({"GET", "/emulator/v1/stats", {}, {}, ""}).body;
   EXPECT_EQ(stats["jobsByState"], (json{{"JOB_STATE_CANCELLING", 1}, {"JOB_STATE_QUEUED", 1}}));
 }
-
-// Cloud Storage whose uploads wait until the test opens the gate: a GCS that has fallen behind.
-class GatedGcs final : public UploadsChangedGcs {
- public:
-  vertex::GcsObject upload(const std::string& bucket, const std::string& name, const std::string& content,
-                           const std::string& type) override {
-    std::unique_lock lock(mutex_);
-    ++waiting_;
-    open_.wait(lock, [&] { return isOpen_; });
-    return objects.upload(bucket, name, content, type);
-  }
-  void open() {
-    std::lock_guard lock(mutex_);
-    isOpen_ = true;
-    open_.notify_all();
-  }
-  int waiting() {
-    std::lock_guard lock(mutex_);
-    return waiting_;
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable open_;
-  bool isOpen_ = false;
-  int waiting_ = 0;
-};
 
 TEST(EmulatorCheckpointWriters, ASlowGcsDelaysCheckpointsButNoJobsState) {
   testing::FakeClock clock;
