@@ -27,6 +27,8 @@ inline constexpr const char* kTriggerTimeAnnotation = "vto.dev/trigger-time";
 inline constexpr const char* kRetrainRequestedAnnotation = "vto.dev/retrain-requested";
 // Run names are "<policy>-<unix seconds>": 52 + 1 + 10 digits stays within the 63 of a label value.
 inline constexpr size_t kMaxPolicyNameLength = 52;
+// The shortest pollInterval a trigger may have (refused at apply below it).
+inline constexpr std::chrono::seconds kMinPollInterval{10};
 
 enum class ConcurrencyPolicy { Allow, Forbid, Replace };
 enum class MissedRunsPolicy { Latest, Skip, All };

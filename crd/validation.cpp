@@ -9,6 +9,7 @@
 
 #include "base/gcp_names.h"
 #include "base/url.h"
+#include "crd/duration.h"
 #include "crd/labels.h"
 #include "crd/machine_catalog.h"
 #include "crd/schedule.h"
@@ -409,6 +410,13 @@ void checkPositiveDuration(Findings& f, const std::string& field, const std::str
   if (d.count() <= 0) f.error(field, name + " must be a positive duration like 30s, 5m or 1h");
 }
 
+// A trigger poll reads a tenant's bucket or Prometheus: more often than this is load, not freshness.
+void checkPollInterval(Findings& f, const std::string& field, std::chrono::seconds d) {
+  if (d < kMinPollInterval)
+    f.error(field, "pollInterval must be a duration of at least " + formatDuration(kMinPollInterval.count()) +
+                       ", like 30s, 5m or 1h (a shorter one would poll a bucket or Prometheus many times a minute)");
+}
+
 void checkNonNegativeDuration(Findings& f, const std::string& field, const std::string& name, std::chrono::seconds d) {
   if (d.count() < 0) f.error(field, name + " must be a duration of 0s or more, like 0s, 5m or 1h");
 }
@@ -441,7 +449,7 @@ void checkScheduleTrigger(Findings& f, const ScheduleTrigger& s) {
 void checkNewDataTrigger(Findings& f, const NewDataTrigger& n) {
   const std::string at = "spec.triggers.newData";
   if (!isGcsUri(n.gcsPrefix)) f.error(at + ".gcsPrefix", "gcsPrefix must be a gs:// prefix, e.g. gs://BUCKET/incoming/");
-  checkPositiveDuration(f, at + ".pollInterval", "pollInterval", n.pollInterval);
+  checkPollInterval(f, at + ".pollInterval", n.pollInterval);
   checkNonNegativeDuration(f, at + ".quietPeriod", "quietPeriod", n.quietPeriod);
 }
 
@@ -467,7 +475,7 @@ void checkMetricTrigger(Findings& f, const MetricTrigger& m) {
   if (m.below.has_value() == m.above.has_value())
     f.error(at, "set exactly one of below or above: the threshold that triggers a retrain");
   checkNonNegativeDuration(f, at + ".for", "for", m.forDuration);
-  checkPositiveDuration(f, at + ".pollInterval", "pollInterval", m.pollInterval);
+  checkPollInterval(f, at + ".pollInterval", m.pollInterval);
 }
 
 void checkRetrainingPolicySpec(Findings& f, const RetrainingPolicySpec& spec) {

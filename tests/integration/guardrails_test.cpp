@@ -6,6 +6,7 @@
 #include <fstream>
 #include <mutex>
 
+#include "tests/support/loopback_http_server.h"
 #include "tests/support/operator_stack.h"
 #include "tests/support/ports.h"
 #include "tests/support/wait.h"
@@ -76,8 +77,21 @@ class ForbiddingGcsStub {
 
 ForbiddingGcsStub* stub = nullptr;  // set by stack()
 
+// The hostile tenant's Prometheus: it accepts and never answers (a black hole a tenant may name).
+LoopbackHttpServer& blackHole() {
+  static LoopbackHttpServer server("{}", LoopbackHttpServer::Mode::Silent);
+  return server;
+}
+// A service inside the cluster's network that no rule names: nothing may reach it for a tenant.
+LoopbackHttpServer& internalService() {
+  static LoopbackHttpServer server(R"({"status": "success", "data": {"resultType": "vector", "result": []}})");
+  return server;
+}
+
 // team-a may use only its own project, bucket and service account; team-cap may hold 4 accelerators
-// at once; "buckets" may use anything. Jobs queue 1 s and train 6 steps of 1 s.
+// at once; "buckets" may use anything. team-x is the hostile tenant (its own prefix, 4 accelerators,
+// one Prometheus that never answers); team-calm is the neighbour it must not slow. Jobs queue 1 s and
+// train 6 steps of 1 s.
 OperatorStack& stack() {
   static OperatorStack shared({"--queue-time", "1s", "--steps", "6", "--step-time", "1s"});
   static bool started = [] {
@@ -89,7 +103,12 @@ OperatorStack& stack() {
                              "    serviceAccounts: [trainer@test-project.iam.gserviceaccount.com]\n"
                              "  - namespaces: [team-cap]\n"
                              "    maxAccelerators: 4\n"
-                             "  - namespaces: [buckets]\n";
+                             "  - namespaces: [buckets]\n"
+                             "  - namespaces: [team-x]\n"
+                             "    bucketPrefixes: [gs://test-bucket/team-x/]\n"
+                             "    maxAccelerators: 4\n"
+                             "    prometheusUrls: [\"" << blackHole().url() << "\"]\n"
+                             "  - namespaces: [team-calm]\n";
     // Destroyed before `shared` stops the operator: its last GCS calls at exit may fail; nothing asserts on them.
     static ForbiddingGcsStub gcs(shared.gcs().url());
     stub = &gcs;
@@ -273,6 +292,121 @@ TEST(Guardrails, APolicyWhoseDataPrefixIsAnotherTeamsIsRefusedAndTheBucketNeverL
   auto runs = stack().kubectlOk("-n " + ns + " get trainingruns -l vto.dev/retraining-policy=their-data -o name");
   EXPECT_EQ(runs, "") << "and no run was created";
   stack().cluster().kubectl("-n " + ns + " delete rtp own-data their-data --wait=false");
+}
+
+// A tenant trying the known ways through (docs/security.md, "Threat model") is refused, and its
+// neighbour's runs and manual retrains go on undisturbed while it holds its black-hole Prometheus.
+TEST(Guardrails, AHostileTenantIsRefusedAndSlowsNoOtherTenant) {
+  const std::string ns = "team-x", calm = "team-calm";
+  stack().createNamespace(ns);
+  stack().createNamespace(calm);
+  auto policy = [](const std::string& space, const std::string& name, const std::string& extra) {
+    return "apiVersion: vto.dev/v1alpha1\nkind: RetrainingPolicy\nmetadata: {name: " + name + ", namespace: " + space +
+           "}\nspec:\n  template:\n    spec:\n      trainer:\n        container:\n"
+           "          imageUri: us-central1-docker.pkg.dev/test-project/train/model:1\n"
+           "      resources: {machineType: n1-standard-4}\n"
+           "      baseOutputDirectory: gs://test-bucket/" + space + "/" + name + "\n" + extra;
+  };
+  auto conditionOf = [](const std::string& space, const std::string& kind, const std::string& name, const std::string& type) {
+    auto out = stack().cluster().kubectl("-n " + space + " get " + kind + " " + name + " -o json");
+    if (out.exitCode != 0) return nlohmann::json::object();
+    for (const auto& c : nlohmann::json::parse(out.output)["status"].value("conditions", nlohmann::json::array()))
+      if (c.value("type", "") == type) return c;
+    return nlohmann::json::object();
+  };
+
+  // 1. Twenty policies whose metric trigger names the black hole: each poll holds a connection until
+  // its deadline. Polls run off the reconcile workers, one per namespace at a time.
+  std::string many;
+  for (int i = 0; i < 20; ++i)
+    many += "---\n" + policy(ns, "hole-" + std::to_string(i),
+                             "  triggers:\n    metric: {prometheusUrl: \"" + blackHole().url() +
+                                 "\", query: up, below: 0.5, pollInterval: 10s}\n");
+  apply(many);
+  ASSERT_TRUE(waitFor([] { return blackHole().accepted() >= 2; }, seconds(60))) << stack().operatorLog();
+
+  // 2. Meanwhile the neighbour's manual retrain and its run go on: a request handled and a run
+  // created within a few seconds, not after twenty polls of ten seconds.
+  apply(policy(calm, "on-request", ""));
+  stack().kubectlOk("-n " + calm + " annotate rtp on-request vto.dev/retrain-requested=now");
+  ASSERT_TRUE(waitFor(
+      [&] {
+        return stack().kubectlOk("-n " + calm + " get trainingruns -l vto.dev/retraining-policy=on-request -o name") != "";
+      },
+      seconds(20)))
+      << "the neighbour's manual retrain waited behind the hostile tenant's polls\n" << stack().operatorLog();
+  apply(simpleRunManifest(calm, "calm-run"));
+  ASSERT_TRUE(stack().waitForPhase(calm, "calm-run", "Succeeded", seconds(120))) << stack().operatorLog();
+
+  // 3. A Prometheus no rule names (here: a service on the operator's network) is refused before any
+  // connection: no port scan, no answers read back through status.
+  apply(policy(ns, "scan", "  triggers:\n    metric: {prometheusUrl: \"" + internalService().url() +
+                               "\", query: up, below: 0.5}\n"));
+  ASSERT_TRUE(waitFor([&] { return conditionOf(ns, "rtp", "scan", "Valid").value("reason", "") == "TenantPolicyViolation"; },
+                      seconds(60)))
+      << conditionOf(ns, "rtp", "scan", "Valid").dump() << "\n" << stack().operatorLog();
+  EXPECT_NE(conditionOf(ns, "rtp", "scan", "Valid").value("message", "").find("spec.triggers.metric.prometheusUrl"),
+            std::string::npos);
+  EXPECT_EQ(internalService().accepted(), 0);
+
+  // 4. A data prefix without its slash is a directory: team-x/ is listed, never team-xy's names.
+  stack().gcsClient().upload("test-bucket", "team-xy/other-teams-secret.csv", "x");
+  stack().gcsClient().upload("test-bucket", "team-x/data/new.csv", "x");
+  apply(policy(ns, "no-slash", "  triggers:\n    newData: {gcsPrefix: \"gs://test-bucket/team-x\", pollInterval: 10s}\n"));
+  auto listed = [](const std::string& prefix) {
+    for (const auto& target : gcsStub().listings())
+      if (target.find("/b/test-bucket/o?") != std::string::npos &&
+          (target.find("prefix=" + prefix + "%2F") != std::string::npos || target.find("prefix=" + prefix + "/") != std::string::npos))
+        return true;
+    return false;
+  };
+  ASSERT_TRUE(waitFor([&] { return listed("team-x"); }, seconds(60))) << stack().operatorLog();
+  for (const auto& target : gcsStub().listings()) EXPECT_EQ(target.find("prefix=team-x&"), std::string::npos) << target;
+  auto status = stack().cluster().kubectl("-n " + ns + " get rtp no-slash -o jsonpath={.status}").output;
+  EXPECT_EQ(status.find("team-xy"), std::string::npos) << status;
+
+  // 5. The accelerator cap counts what Vertex holds: a run deleted with deletionPolicy Orphan leaves
+  // its job, and the job's accelerators count until it ends. The emulator holds V100 jobs PENDING.
+  vertex::CppRestTransport http;
+  auto capacity = [&](bool available) {
+    auto body = nlohmann::json{{"location", "us-central1"}, {"acceleratorType", "NVIDIA_TESLA_V100"}, {"available", available}};
+    if (!available) body["mode"] = "hold";
+    auto response = http.send({"POST", stack().emulator().url() + "/emulator/v1/capacity",
+                               {{"Content-Type", "application/json"}}, body.dump(), seconds(5)});
+    ASSERT_EQ(response.status, 200) << response.body;
+  };
+  capacity(false);
+  auto gpuRun = [&](const std::string& name, const std::string& extra) {
+    auto yaml = simpleRunManifest(ns, name, extra);
+    const std::string cpu = "  resources:\n    machineType: n1-standard-4\n";
+    return yaml.replace(yaml.find(cpu), cpu.size(),
+                        "  resources:\n    machineType: n1-standard-16\n    acceleratorType: NVIDIA_TESLA_V100\n"
+                        "    acceleratorCount: 4\n");
+  };
+  apply(gpuRun("orphaned", "  deletionPolicy: Orphan\n"));
+  ASSERT_TRUE(waitFor([&] { return !stack().getRun(ns, "orphaned")["status"]["job"].is_null(); }, seconds(60)))
+      << stack().operatorLog();
+  auto orphanUid = uidOf(ns, "orphaned");
+  stack().kubectlOk("-n " + ns + " delete trun orphaned --wait=true --timeout=60s");
+  ASSERT_EQ(stack().jobsOfRun(orphanUid).size(), 1u);
+  apply(gpuRun("next", ""));
+  ASSERT_TRUE(waitFor([&] { return condition(ns, "next", "Ready") == "False/TenantQuotaExceeded"; }, seconds(60)))
+      << stack().getRun(ns, "next")["status"].dump() << "\n" << stack().operatorLog();
+  EXPECT_TRUE(stack().jobsOfRun(uidOf(ns, "next")).empty());
+  capacity(true);  // the orphaned job runs and ends; only then does the claim go, and "next" starts
+  ASSERT_TRUE(stack().waitForPhase(ns, "next", "Succeeded", seconds(180))) << stack().operatorLog();
+  auto orphan = stack().jobsOfRun(orphanUid);
+  auto next = stack().jobsOfRun(uidOf(ns, "next"));
+  ASSERT_EQ(orphan.size(), 1u);
+  ASSERT_EQ(next.size(), 1u);
+  ASSERT_TRUE(orphan[0].endTime && next[0].createTime);
+  EXPECT_LE(*orphan[0].endTime, *next[0].createTime);
+
+  // The bound held all along: the tenant's polls one at a time (four workers would hold four).
+  EXPECT_LE(blackHole().peakOpen(), 2);  // one at a time; a closing connection may be counted as the next opens
+  std::string names;
+  for (int i = 0; i < 20; ++i) names += " hole-" + std::to_string(i);
+  stack().cluster().kubectl("-n " + ns + " delete rtp" + names + " scan no-slash --wait=false");
 }
 
 }  // namespace

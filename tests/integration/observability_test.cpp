@@ -210,9 +210,9 @@ Scenario& scenario() {
                                 "      resources: {machineType: n1-standard-4}\n"
                                 "      baseOutputDirectory: gs://test-bucket/obs-retrain/nightly\n"
                                 "  triggers:\n    schedule: {cron: \"0 3 * * *\"}\n"
-                                "    newData: {gcsPrefix: \"gs://test-bucket/obs-retrain-data/\", pollInterval: 1s}\n"
+                                "    newData: {gcsPrefix: \"gs://test-bucket/obs-retrain-data/\", pollInterval: 10s}\n"
                                 "    metric: {prometheusUrl: \"" + server.url() +
-                                "\", query: \"vector(0.9)\", below: 0.5, for: 1m, pollInterval: 1s}\n");
+                                "\", query: \"vector(0.9)\", below: 0.5, for: 1m, pollInterval: 10s}\n");
     auto spotJob = runningJob("spot", 1);
     EXPECT_FALSE(spotJob.empty()) << stack().operatorLog();
     EXPECT_TRUE(waitFor(
