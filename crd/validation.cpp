@@ -230,9 +230,11 @@ void checkPlacement(Findings& f, const TrainingRunSpec& spec) {
     f.error("location", "\"" + spec.location.substr(0, 64) + "\" " + std::string(kRegionRule));
 }
 
-void checkLabels(Findings& f, const TrainingRunSpec& spec) {
-  for (const auto& [key, value] : spec.labels) {
-    std::string field = "labels." + key;
+// Google Cloud labels a user writes (`at`: "labels" or "model.labels"), next to the `operatorCount`
+// labels vto adds of its own (vto-* and managed-by) within Google's 64.
+void checkGcpLabels(Findings& f, const std::string& at, const std::map<std::string, std::string>& labels, size_t operatorCount) {
+  for (const auto& [key, value] : labels) {
+    std::string field = at + "." + key;
     if (!isValidGcpLabelKey(key))
       f.error(field, "Google Cloud label keys start with a lowercase letter and use only lowercase letters, digits, "
                      "'_' and '-' (at most 63 characters); rename the key");
@@ -242,10 +244,12 @@ void checkLabels(Findings& f, const TrainingRunSpec& spec) {
       f.error(field, "Google Cloud label values use only lowercase letters, digits, '_' and '-' (at most 63 "
                      "characters); change the value");
   }
-  if (spec.labels.size() + kOperatorLabelCount > kMaxGcpLabels)
-    f.error("labels", "at most " + std::to_string(kMaxGcpLabels - kOperatorLabelCount) +
-                          " labels (the operator adds " + std::to_string(kOperatorLabelCount) + " of its own to the 64 allowed)");
+  if (labels.size() + operatorCount > kMaxGcpLabels)
+    f.error(at, "at most " + std::to_string(kMaxGcpLabels - operatorCount) + " labels (the operator adds " +
+                    std::to_string(operatorCount) + " of its own to the 64 allowed)");
 }
+
+void checkLabels(Findings& f, const TrainingRunSpec& spec) { checkGcpLabels(f, "labels", spec.labels, kOperatorLabelCount); }
 
 // Labels vto writes on every model version it uploads (vto-run-uid, vto-namespace, managed-by).
 constexpr size_t kOperatorModelLabelCount = 3;
@@ -286,20 +290,7 @@ void checkModel(Findings& f, const TrainingRunSpec& spec) {
     else if (m.versionAliases[i] == "default")
       f.error(field, "Vertex keeps the alias default on one version itself; choose another alias, e.g. candidate");
   }
-  for (const auto& [key, value] : m.labels) {
-    std::string field = "model.labels." + key;
-    if (!isValidGcpLabelKey(key))
-      f.error(field, "Google Cloud label keys start with a lowercase letter and use only lowercase letters, digits, "
-                     "'_' and '-' (at most 63 characters); rename the key");
-    else if (key.rfind("vto-", 0) == 0 || key == "managed-by")
-      f.error(field, "vto-* and managed-by are the operator's labels; choose another key");
-    if (!isValidGcpLabelValue(value))
-      f.error(field, "Google Cloud label values use only lowercase letters, digits, '_' and '-' (at most 63 "
-                     "characters); change the value");
-  }
-  if (m.labels.size() + kOperatorModelLabelCount > kMaxGcpLabels)
-    f.error("model.labels", "at most " + std::to_string(kMaxGcpLabels - kOperatorModelLabelCount) + " labels (the operator adds " +
-                                std::to_string(kOperatorModelLabelCount) + " of its own to the 64 allowed)");
+  checkGcpLabels(f, "model.labels", m.labels, kOperatorModelLabelCount);
   if (m.evaluation && !isRelativeObjectPath(m.evaluation->metricsFile))
     f.error("model.evaluation.metricsFile",
             "must be a path under the artifact directory such as metrics.json or eval/metrics.json (no leading '/', "
