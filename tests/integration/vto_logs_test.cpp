@@ -62,19 +62,15 @@ std::string jobOf(const std::string& ns, const std::string& name) {
   return run.value(nlohmann::json::json_pointer("/status/job/name"), std::string());
 }
 
-// The log tests need the emulator's Cloud Logging; until it serves /v2/entries:list they are skipped.
-bool emulatorServesLogs() {
+// Ends a running job as Vertex would (the emulator's control API), e.g. "UserError" or "Preemption".
+void failJob(const std::string& job, const std::string& failureClass) {
   vertex::PooledHttpTransport http;
   RealClock clock;
   vertex::MetadataTokenSource tokens(http, clock, stack().emulator().hostPort());
-  vertex::RestLoggingClient logging(http, tokens, clock, {.endpoint = stack().emulator().url()});
-  try {
-    logging.listEntries({.resourceNames = {std::string("projects/") + kTestProject}, .filter = "", .pageSize = 1});
-    return true;
-  } catch (const vertex::ApiError& error) {
-    if (error.isNotFound()) return false;
-    throw;
-  }
+  auto failed = http.send({"POST", stack().emulator().url() + "/emulator/v1/" + job + ":fail",
+                           {{"Content-Type", "application/json"}, {"Authorization", "Bearer " + tokens.token().value}},
+                           nlohmann::json{{"failureClass", failureClass}}.dump(), std::chrono::seconds(10)});
+  ASSERT_EQ(failed.status, 200) << failed.body;
 }
 
 TEST(VtoLogs, UserMistakesExitTwoWithWhatToDo) {
@@ -114,7 +110,6 @@ TEST(VtoLogs, KubectlRunsItAsAPlugin) {
 }
 
 TEST(VtoLogs, FollowsASucceedingRunToItsEndAndExitsZero) {
-  if (!emulatorServesLogs()) GTEST_SKIP() << "the emulator does not serve POST /v2/entries:list yet";
   const std::string ns = "logs-follow";
   stack().createNamespace(ns);
   applyManifest(simpleRunManifest(ns, "fine"));
@@ -133,19 +128,11 @@ TEST(VtoLogs, FollowsASucceedingRunToItsEndAndExitsZero) {
 }
 
 TEST(VtoLogs, AFailedRunShowsItsTracebackAndExitsOne) {
-  if (!emulatorServesLogs()) GTEST_SKIP() << "the emulator does not serve POST /v2/entries:list yet";
   const std::string ns = "logs-failure";
   stack().createNamespace(ns);
   applyManifest(simpleRunManifest(ns, "broken"));
   ASSERT_TRUE(stack().waitForPhase(ns, "broken", "Running", seconds(60))) << stack().operatorLog();
-  auto job = jobOf(ns, "broken");
-  vertex::PooledHttpTransport http;
-  RealClock clock;
-  vertex::MetadataTokenSource tokens(http, clock, stack().emulator().hostPort());
-  auto failed = http.send({"POST", stack().emulator().url() + "/emulator/v1/" + job + ":fail",
-                           {{"Content-Type", "application/json"}, {"Authorization", "Bearer " + tokens.token().value}},
-                           R"({"failureClass": "UserError"})", std::chrono::seconds(10)});
-  ASSERT_EQ(failed.status, 200) << failed.body;
+  failJob(jobOf(ns, "broken"), "UserError");
   auto followed = vtoLogs("trun/broken -n " + ns + " -f");
   EXPECT_EQ(followed.exitCode, 1) << followed.err;
   EXPECT_NE(followed.err.find("ended JOB_STATE_FAILED"), std::string::npos) << followed.err;
@@ -153,6 +140,27 @@ TEST(VtoLogs, AFailedRunShowsItsTracebackAndExitsOne) {
   auto errors = vtoLogs("trun/broken -n " + ns + " --severity ERROR");
   EXPECT_NE(errors.out.find("Traceback"), std::string::npos) << errors.out;
   EXPECT_EQ(errors.out.find(" INFO "), std::string::npos) << errors.out;
+}
+
+TEST(VtoLogs, AResumedRunShowsEachAttemptsOwnLog) {
+  const std::string ns = "logs-resume";
+  stack().createNamespace(ns);
+  applyManifest(simpleRunManifest(ns, "spot", "  scheduling: {strategy: Spot}\n  checkpointing: {resumeBackoff: 1s}\n"));
+  ASSERT_TRUE(stack().waitForPhase(ns, "spot", "Running", seconds(60))) << stack().operatorLog();
+  auto first = jobOf(ns, "spot");
+  failJob(first, "Preemption");
+  ASSERT_TRUE(stack().waitForPhase(ns, "spot", "Succeeded", seconds(120))) << stack().operatorLog();
+  ASSERT_NE(jobOf(ns, "spot"), first) << "the run resumed on a second job";
+  // Attempt 1's job was preempted (exit 1), the newest attempt's succeeded (exit 0): each command
+  // read the log of the job it names.
+  auto preempted = vtoLogs("trun/spot -n " + ns + " --attempt 1 -f");
+  EXPECT_EQ(preempted.exitCode, 1) << preempted.err;
+  EXPECT_NE(preempted.err.find("ended JOB_STATE_FAILED"), std::string::npos) << preempted.err;
+  auto latest = vtoLogs("trun/spot -n " + ns + " -f");
+  EXPECT_EQ(latest.exitCode, 0) << latest.err;
+  EXPECT_NE(latest.err.find("ended JOB_STATE_SUCCEEDED"), std::string::npos) << latest.err;
+  EXPECT_NE(preempted.out, latest.out);
+  EXPECT_NE(preempted.out.find(" workerpool0-0 "), std::string::npos) << preempted.out;
 }
 
 }  // namespace
