@@ -147,7 +147,16 @@ Plan continueWorkAfterSuccess(Draft& d) {
   }
   if (reading.failure) {
     auto reason = reasonOfFailure(reading.failure->httpStatus);
-    notRegistered(d, reason, reading.failure->message + whatToDo(reason));
+    std::string message = reading.failure->message + whatToDo(reason);
+    // The upload status records is gone (an operation Vertex no longer keeps, or its version deleted
+    // since): forget it, or every retry would read it again. The next pass looks for the run's version
+    // by its label and uploads only when there is none.
+    if (reading.failure->httpStatus == 404 && !model.operation.empty()) {
+      model.operation.clear();
+      model.uploadStartTime.reset();
+      message = reading.failure->message + "; looking for the run's version by its label, uploading again if there is none";
+    }
+    notRegistered(d, reason, message);
     return retryLater(d, reading.failure->message);
   }
   if (reading.version) return versionExists(d, *reading.version);

@@ -187,6 +187,30 @@ TEST(Registration, AFailedUploadSaysWhyAndTriesAgainLater) {
   EXPECT_NE(plan.status->conditions.back().message.find("caller lacks storage.objects.get"), std::string::npos);
 }
 
+// An upload whose operation Vertex no longer knows (expired, or its model deleted) is forgotten: the
+// next pass looks for the version by label and uploads again only when there is none, instead of
+// reading the same missing operation on every retry.
+TEST(Registration, AnUploadOperationThatIsGoneIsForgottenNotReadForever) {
+  auto o = succeeded();
+  o.status.history.model->operation = kModel + "/operations/99";
+  o.status.history.model->uploadStartTime = T0 - minutes(30);
+  o.registry.failure = VertexFailure{404, "reading the upload " + kModel + "/operations/99: 404 NOT_FOUND"};
+  auto plan = decide(o);
+  ASSERT_TRUE(plan.status);
+  EXPECT_EQ(registered(plan), "False/UploadFailed");
+  EXPECT_EQ(plan.status->history.model->operation, "");
+  EXPECT_FALSE(plan.status->history.model->uploadStartTime);
+  EXPECT_TRUE(plan.failure);
+  EXPECT_NE(plan.status->conditions.back().message.find("by its label"), std::string::npos);
+
+  // The next pass, from that status, finds no version of the run: it uploads again at once.
+  auto next = succeeded();
+  next.status = *plan.status;
+  next.registry.artifactPresent = true;
+  next.registry.modelExists = true;
+  EXPECT_TRUE(decide(next).uploadModel);
+}
+
 TEST(Registration, TheVersionWithAMetricsFileIsRegisteredAndItsEvaluationImportedOnce) {
   auto o = succeeded();
   o.registry.version = version7();
