@@ -174,9 +174,10 @@ Plan continueWorkAfterSuccess(Draft& d) {
     notRegistered(d, reason, message);
     return retryLater(d, message);
   }
-  // Asked for, but its operation never recorded: a crash came in between. Its version may still appear.
+  // Asked for, but its operation never recorded: a crash came in between. Its version may still appear:
+  // this is an upload in flight whose operation name was lost, looked at as often as one.
   if (model.uploadStartTime && d.o.now < *model.uploadStartTime + options.uploadGracePeriod) {
-    d.plan.requeueAfter = std::min<Clock::duration>(options.uploadGracePeriod / 10 + std::chrono::seconds(1),
+    d.plan.requeueAfter = std::min<Clock::duration>(options.uploadPollPeriod,
                                                     *model.uploadStartTime + options.uploadGracePeriod - d.o.now);
     return finish(d);
   }

@@ -159,7 +159,8 @@ TEST(Registration, AnUploadAskedForButNotRecordedIsWaitedForNotRepeated) {
   auto plan = decide(o);
   EXPECT_FALSE(plan.uploadModel);  // its version may still appear: no second upload
   EXPECT_FALSE(plan.status) << crd::encodeTrainingRunStatus(*plan.status).dump() << "\n" << crd::encodeTrainingRunStatus(o.status).dump();
-  EXPECT_GT(plan.requeueAfter, Clock::duration::zero());
+  // Looked at as often as an upload in flight: its version appears seconds after a crash, not minutes.
+  EXPECT_EQ(plan.requeueAfter, DecideOptions{}.uploadPollPeriod);
   // After the grace period, nothing appeared: upload again.
   o.now = T0 + minutes(5);
   EXPECT_TRUE(decide(o).uploadModel);
