@@ -93,7 +93,7 @@ def query_var(name, label, query, multi=True):
             "current": {"selected": True, "text": ["All"], "value": ["$__all"]}, "hide": 0, "options": [], "regex": ""}
 
 
-def dashboard(uid, title, description, variables, panels):
+def dashboard(uid, title, description, variables, panels, annotations=()):
     return {
         "uid": uid,
         "title": title,
@@ -107,7 +107,7 @@ def dashboard(uid, title, description, variables, panels):
         "refresh": "30s",
         "time": {"from": "now-6h", "to": "now"},
         "templating": {"list": variables},
-        "annotations": {"list": []},
+        "annotations": {"list": list(annotations)},
         "links": [{"title": "vto dashboards", "type": "dashboards", "tags": ["vto"], "asDropdown": True}],
         "panels": panels,
     }
@@ -276,12 +276,33 @@ def retraining_dashboard():
                                     target(f"max by (namespace, policy) (vto_retrainingpolicy_data_pending_bytes{{{sel}}})", "bytes {{policy}}", "B")],
                            overrides=[{"matcher": {"id": "byFrameRefID", "options": "B"},
                                        "properties": [{"id": "unit", "value": "bytes"}, {"id": "custom.axisPlacement", "value": "right"}]}]), 12, 8))
+    # Models (spec.model, spec.promotion): versions registered per namespace (no policy label), the
+    # champion per policy with its moves as annotations.
+    ns_sel = f'{JOB},namespace=~"$namespace"'
+    p.append(L.place(panel("timeseries", "Champion metric", "Each policy's champion's value of spec.promotion.metric (the version holding the promotion alias); the Promotions annotations mark each move: Promoted (a better version) or Manual (vto.dev/promote-version, a rollback).",
+                           "none", [target(f"max by (namespace, policy) (vto_model_champion_metric{{{sel}}})",
+                                           "{{namespace}}/{{policy}}")]), 12, 8))
+    p.append(L.place(panel("bargauge", "Promotion decisions", "What promotion decided in the time range, by policy and result: Promoted, NotBetter (the champion stayed), NoMetric (the version's evaluation lacks the metric), Manual, Failed.",
+                           "none", [target(f"sum by (policy, result) (increase(vto_model_promotions_total{{{sel}}}[$__range]))",
+                                           "{{policy}} {{result}}", instant=True)]), 12, 8))
+    p.append(L.place(panel("timeseries", "Model versions registered", "Model versions succeeded TrainingRuns registered in Vertex AI Model Registry per interval, by namespace and model (spec.model).",
+                           "none", [target(f"sum by (namespace, model) (increase(vto_model_versions_registered_total{{{ns_sel}}}[$__rate_interval]))",
+                                           "{{namespace}}/{{model}}")]), 12, 8))
+    p.append(L.place(panel("timeseries", "Model registration failures", "Registration passes that failed per interval, by namespace and reason (ArtifactMissing, PermissionDenied, UploadFailed, TenantPolicyViolation); each is retried with backoff, VtoModelRegistrationFailing fires after an hour.",
+                           "none", [target(f"sum by (namespace, reason) (increase(vto_model_registration_failures_total{{{ns_sel}}}[$__rate_interval]))",
+                                           "{{namespace}} {{reason}}")]), 12, 8))
+    moves = f'vto_model_promotions_total{{{sel},result=~"Promoted|Manual"}}'
+    promotions = {"name": "Promotions", "datasource": DS, "enable": True, "iconColor": "green",
+                  # A counter's first sample has no increase: its appearance counts too.
+                  "expr": f"sum by (namespace, policy, result) (increase({moves}[2m]) > 0 or ({moves} unless {moves} offset 2m))",
+                  "step": "1m", "titleFormat": "{{result}}", "textFormat": "{{namespace}}/{{policy}}: the champion moved ({{result}})",
+                  "tagKeys": "policy,result"}
     variables = [datasource_var(),
                  query_var("namespace", "Namespace", f"label_values(vto_retrainingpolicy_active_runs{{{JOB}}}, namespace)"),
                  query_var("policy", "Policy", f'label_values(vto_retrainingpolicy_active_runs{{{JOB},namespace=~"$namespace"}}, policy)')]
     return dashboard("vto-retraining", "vto / Retraining",
-                     "Did retraining run and is each model fresh: per-policy schedule, last success, triggers and their health, schedule skew, metric and pending data.",
-                     variables, p)
+                     "Did retraining run and is each model fresh and better: per-policy schedule, last success, triggers and their health, schedule skew, metric and pending data, model versions registered and the champion.",
+                     variables, p, [promotions])
 
 
 def main():

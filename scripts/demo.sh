@@ -117,6 +117,8 @@ if "$BIN/vto" run --help >/dev/null 2>&1; then
   say "RetrainingPolicy mnist-every-minute retrains each minute from the last good model; in another terminal:"
   say "  kubectl get rtp -w"
   say "  kubectl annotate rtp/mnist-every-minute vto.dev/retrain-requested=\"\$(date +%s)\" --overwrite"
+  # Models: each run registers a version of mnist; the better auc becomes champion (README "Models").
+  say "  kubectl get rtp mnist-every-minute   # CHAMPION and METRIC: the version in production and its auc"
 else
   say "the operator is not implemented yet (issue 6): the control plane and emulators run without it"
 fi

@@ -106,6 +106,48 @@ void promoteOnRequest(retraining::Decision& d, const PromotionReading& reading, 
   record(d, request, PromotionResult::Manual, "version " + request + " holds " + alias + " by request" + was);
 }
 
+struct Verdict {
+  bool better = true;
+  std::string message;  // with both numbers when the holder has one
+};
+
+// The rule: `mine` (version `versionId`'s metric) against the version holding the alias, if any.
+Verdict judge(const crd::PromotionSpec& spec, const std::string& versionId, double mine,
+              const std::optional<VersionMetric>& holder) {
+  const auto& metric = spec.metric;
+  std::string mineText = metric + " " + number(mine);
+  if (!holder) return {true, mineText + ": the first version with " + metric + " becomes " + spec.alias};
+  if (!holder->metric) {
+    return {true, mineText + "; version " + holder->versionId + ", which held " + spec.alias + ", has no " + metric};
+  }
+  double theirs = *holder->metric;
+  bool maximize = spec.goal == crd::PromotionGoal::Maximize;
+  // Strictly better by minImprovement: a tie keeps the champion.
+  bool better = maximize ? mine > theirs + spec.minImprovement : mine < theirs - spec.minImprovement;
+  std::string op = better ? (maximize ? " > " : " < ") : (maximize ? " is not > " : " is not < ");
+  std::string message = mineText + op + number(theirs) + (maximize ? " + " : " - ") + number(spec.minImprovement);
+  message += better ? ": version " + versionId + " replaces version " + holder->versionId + " as " + spec.alias
+                    : ": version " + holder->versionId + " stays " + spec.alias;
+  return {better, message};
+}
+
+// The alias is on the candidate already, though status.champion names another version: this policy
+// moved it in a pass whose status write never happened (a crash between the two), or someone moved it
+// by hand. Either way it was promoted now; the numbers come from the champion status still names.
+void alreadyHolds(retraining::Decision& d, const VersionMetric& mine) {
+  const auto& spec = *d.policy.spec.promotion;
+  const auto& stored = d.in.status.history.champion;
+  bool recorded = stored && stored->versionId == mine.versionId;
+  std::string message = "version " + mine.versionId + " holds " + spec.alias + " already";
+  if (!recorded && stored) {
+    auto verdict = judge(spec, mine.versionId, *mine.metric,
+                         VersionMetric{stored->versionId, stored->metric, stored->run, stored->artifactUri});
+    if (verdict.better) message = verdict.message;
+  }
+  d.history().champion = championOf(d, mine, !recorded);
+  record(d, mine.versionId, PromotionResult::Promoted, message);
+}
+
 // The oldest registered version not compared yet: the alias holder's metric against its own.
 void compare(retraining::Decision& d, const PromotionReading& reading, const ChildRun& candidate) {
   const auto& spec = *d.policy.spec.promotion;
@@ -125,36 +167,16 @@ void compare(retraining::Decision& d, const PromotionReading& reading, const Chi
     return;
   }
   const auto& holder = reading.holder;
-  if (holder && holder->versionId == model.versionId) {
-    history.champion = championOf(d, mine, false);
-    record(d, model.versionId, PromotionResult::Promoted, "version " + model.versionId + " holds " + spec.alias + " already");
-    return;
-  }
-  std::string mineText = metric + " " + number(*mine.metric);
-  bool better = true;
-  std::string message;
-  if (!holder) {
-    message = mineText + ": the first version with " + metric + " becomes " + spec.alias;
-  } else if (!holder->metric) {
-    message = mineText + "; version " + holder->versionId + ", which held " + spec.alias + ", has no " + metric;
-  } else {
-    double theirs = *holder->metric;
-    bool maximize = spec.goal == crd::PromotionGoal::Maximize;
-    // Strictly better by minImprovement: a tie keeps the champion.
-    better = maximize ? *mine.metric > theirs + spec.minImprovement : *mine.metric < theirs - spec.minImprovement;
-    std::string op = better ? (maximize ? " > " : " < ") : (maximize ? " is not > " : " is not < ");
-    message = mineText + op + number(theirs) + (maximize ? " + " : " - ") + number(spec.minImprovement);
-    message += better ? ": version " + model.versionId + " replaces version " + holder->versionId + " as " + spec.alias
-                      : ": version " + holder->versionId + " stays " + spec.alias;
-  }
-  if (!better) {
+  if (holder && holder->versionId == model.versionId) return alreadyHolds(d, mine);
+  auto verdict = judge(spec, model.versionId, *mine.metric, holder);
+  if (!verdict.better) {
     history.champion = championOf(d, *holder, false);
-    record(d, model.versionId, PromotionResult::NotBetter, message);
+    record(d, model.versionId, PromotionResult::NotBetter, verdict.message);
     return;
   }
   moveAlias(d, reading.model, model.versionId, PromotionResult::Promoted);
   history.champion = championOf(d, mine, true);
-  record(d, model.versionId, PromotionResult::Promoted, message);
+  record(d, model.versionId, PromotionResult::Promoted, verdict.message);
 }
 
 }  // namespace

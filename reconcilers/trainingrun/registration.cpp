@@ -147,7 +147,16 @@ Plan continueWorkAfterSuccess(Draft& d) {
   }
   if (reading.failure) {
     auto reason = reasonOfFailure(reading.failure->httpStatus);
-    notRegistered(d, reason, reading.failure->message + whatToDo(reason));
+    std::string message = reading.failure->message + whatToDo(reason);
+    // The upload status records is gone (an operation Vertex no longer keeps, or its version deleted
+    // since): forget it, or every retry would read it again. The next pass looks for the run's version
+    // by its label and uploads only when there is none.
+    if (reading.failure->httpStatus == 404 && !model.operation.empty()) {
+      model.operation.clear();
+      model.uploadStartTime.reset();
+      message = reading.failure->message + "; looking for the run's version by its label, uploading again if there is none";
+    }
+    notRegistered(d, reason, message);
     return retryLater(d, reading.failure->message);
   }
   if (reading.version) return versionExists(d, *reading.version);
@@ -165,9 +174,10 @@ Plan continueWorkAfterSuccess(Draft& d) {
     notRegistered(d, reason, message);
     return retryLater(d, message);
   }
-  // Asked for, but its operation never recorded: a crash came in between. Its version may still appear.
+  // Asked for, but its operation never recorded: a crash came in between. Its version may still appear:
+  // this is an upload in flight whose operation name was lost, looked at as often as one.
   if (model.uploadStartTime && d.o.now < *model.uploadStartTime + options.uploadGracePeriod) {
-    d.plan.requeueAfter = std::min<Clock::duration>(options.uploadGracePeriod / 10 + std::chrono::seconds(1),
+    d.plan.requeueAfter = std::min<Clock::duration>(options.uploadPollPeriod,
                                                     *model.uploadStartTime + options.uploadGracePeriod - d.o.now);
     return finish(d);
   }

@@ -38,6 +38,9 @@ const std::map<std::string, std::string> kAbsentMetrics = {
      "retrainingpolicy_test checks this gauge on a simulated clock"},
     {"vto_trainingrun_capacity_failovers_total",
      "no run here fails over (a counter appears at its first increment); trainingrun_capacity_test scrapes it"},
+    {"vto_model_registration_failures_total",
+     "every model here registers (a counter appears at its first increment); models_test scrapes it after an "
+     "ArtifactMissing, and tests/promtool fires VtoModelRegistrationFailing on it"},
 };
 bool absentHere(const std::string& text) {
   for (const auto& [metric, why] : kAbsentMetrics) {
@@ -59,6 +62,7 @@ const std::map<std::string, std::string> kQuietAlerts = {
     {"VtoRetrainingScheduleLate", "the policy's runs start on their slots"},
     {"VtoRetrainingStale", "the policy succeeded minutes ago"},
     {"VtoRetrainingTriggerBlind", "the policy's new-data and metric triggers read their sources"},
+    {"VtoModelRegistrationFailing", "the policy's run registers its model at the first try"},
 };
 // Panels that may be empty after this scenario, by dashboard file and title, and why.
 const std::map<std::pair<std::string, std::string>, std::string> kEmptyPanels = {
@@ -209,6 +213,10 @@ Scenario& scenario() {
                                 "          imageUri: us-central1-docker.pkg.dev/test-project/train/model:1\n"
                                 "      resources: {machineType: n1-standard-4}\n"
                                 "      baseOutputDirectory: gs://test-bucket/obs-retrain/nightly\n"
+                                "      model:\n        model: obs-nightly\n"
+                                "        servingContainer: {imageUri: us-docker.pkg.dev/vertex-ai/prediction/xgboost-cpu.1-7:latest}\n"
+                                "        evaluation: {metricsFile: metrics.json}\n"
+                                "  promotion: {metric: auc}\n"
                                 "  triggers:\n    schedule: {cron: \"0 3 * * *\"}\n"
                                 "    newData: {gcsPrefix: \"gs://test-bucket/obs-retrain-data/\", pollInterval: 10s}\n"
                                 "    metric: {prometheusUrl: \"" + server.url() +
@@ -233,6 +241,9 @@ Scenario& scenario() {
     EXPECT_TRUE(waitFor(
         [&] { return server.scalar("sum(vto_trainingruns_finished_total{namespace=\"" + std::string(kNamespace) + "\"})") == 4; },
         seconds(60)));
+    // The policy's run registered its model (the emulated job writes metrics.json) and it became champion.
+    EXPECT_TRUE(waitFor([&] { return server.scalar("count(vto_model_champion_metric{job=\"vto\"})") == 1; }, seconds(120)))
+        << stack().cluster().kubectl(std::string("-n ") + kRetrainNamespace + " get rtp,trun -o yaml").output;
     double samples = server.scalar("count_over_time(up{job=\"vto\"}[1h])");
     EXPECT_TRUE(waitFor([&] { return server.scalar("count_over_time(up{job=\"vto\"}[1h])") >= samples + 5; }, seconds(60)));
     s.pages = s.runningPage + scrapeMetrics();
@@ -326,6 +337,19 @@ TEST(Observability, EveryDashboardQueryParsesAndReturnsDataAndNamesOnlyExportedM
     }
   }
   std::cout << queries << " dashboard queries, " << withData << " returned data\n";
+  // Annotation queries (marks on the time axis) must parse; they return data only near an event.
+  for (const auto& entry : std::filesystem::directory_iterator(sourceDir() + "/helm/vto/dashboards")) {
+    auto board = json::parse(slurp(entry.path()));
+    auto variables = resolveVariables(board, prometheus);
+    for (const auto& annotation : board["annotations"]["list"]) {
+      std::string expr = annotation.value("expr", "");
+      if (expr.empty()) continue;
+      for (const auto& [name, value] : variables) expr = replaceAll(expr, "$" + name, value);
+      auto answer = prometheus.query(expr);
+      EXPECT_EQ(answer.value("status", ""), "success") << entry.path() << " annotation " << annotation["name"] << ": " << expr;
+      for (const auto& metric : metricNames(expr)) EXPECT_TRUE(onMetricsPage(page, metric)) << metric;
+    }
+  }
   EXPECT_GT(queries, 40);
 }
 
@@ -386,6 +410,13 @@ TEST(Observability, TheScenarioShowsInTheDomainMetrics) {
   EXPECT_GE(prometheus.scalar("sum(vto_vertex_requests_total{method=\"CreateCustomJob\",code=\"200\"})"), 5);
   EXPECT_GT(prometheus.scalar("sum(vto_gcs_requests_total{method=\"ListObjects\"})"), 0);
   EXPECT_EQ(prometheus.scalar("count(vto_build_info)"), 1);
+  // The policy's run registered one version, which was compared once and became champion.
+  std::string retrain = std::string("namespace=\"") + kRetrainNamespace + "\"";
+  EXPECT_EQ(prometheus.scalar("sum(vto_model_versions_registered_total{" + retrain + ",model=\"obs-nightly\"})"), 1);
+  EXPECT_EQ(prometheus.scalar("sum(vto_model_promotions_total{" + retrain + ",policy=\"nightly\",result=\"Promoted\"})"), 1);
+  double champion = prometheus.scalar("vto_model_champion_metric{" + retrain + ",policy=\"nightly\"}");
+  EXPECT_GE(champion, 0.80);  // the emulator's auc for a job without EMULATOR_MODEL_METRICS is in [0.80, 0.95]
+  EXPECT_LE(champion, 0.95);
 }
 
 TEST(Observability, TheScrapedMetricsPassPromtool) {

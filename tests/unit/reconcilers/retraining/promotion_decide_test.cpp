@@ -155,6 +155,35 @@ TEST(Promotion, AComparedVersionIsNeverComparedAgainAndNothingIsRead) {
   EXPECT_EQ(plan.status.history.champion->versionId, "5");
 }
 
+// The pass that moved the alias crashed before its status write: the next pass finds the candidate
+// holding the alias already. It is recorded as promoted now, with both numbers, and not moved again.
+TEST(Promotion, AnAliasMovedBeforeACrashIsRecordedWithBothNumbersAndAPromotedTime) {
+  auto observed = readPolicy(policy(kMaximize, kChampion5), {run("fraud-7", "7", {{"auc", 0.913}})}, T0 + minutes(10));
+  observed.promotion = PromotionReading{kModel, holding("7", 0.913), std::nullopt, std::nullopt};
+  auto plan = decidePolicy(observed);
+  EXPECT_FALSE(plan.moveAlias);
+  EXPECT_EQ(plan.promotion, crd::PromotionResult::Promoted);
+  const auto& history = plan.status.history;
+  ASSERT_TRUE(history.champion);
+  EXPECT_EQ(history.champion->versionId, "7");
+  EXPECT_EQ(history.champion->metric, 0.913);
+  EXPECT_EQ(history.champion->run, "fraud-7");
+  EXPECT_EQ(history.champion->promotedTime, T0 + minutes(10));
+  EXPECT_EQ(history.lastComparedVersion, "7");
+  EXPECT_EQ(history.lastPromotion->message, "auc 0.913 > 0.905 + 0.002: version 7 replaces version 5 as champion");
+  EXPECT_TRUE(std::any_of(plan.events.begin(), plan.events.end(), [&](const auto& e) {
+    return e.reason == "ModelPromoted" && e.message == history.lastPromotion->message;
+  }));
+
+  // Status already names it champion (the pass was recorded): its promotedTime is kept.
+  auto stored = policy(kMaximize, R"({"champion": {"versionId": "7", "metric": 0.913, "promotedTime": "2026-12-01T00:05:00Z"}, "lastComparedVersion": "5"})");
+  auto again = readPolicy(stored, {run("fraud-7", "7", {{"auc", 0.913}})}, T0 + minutes(10));
+  again.promotion = PromotionReading{kModel, holding("7", 0.913), std::nullopt, std::nullopt};
+  auto kept = decidePolicy(again);
+  EXPECT_EQ(kept.status.history.champion->promotedTime, T0 + minutes(5));
+  EXPECT_EQ(kept.status.history.lastPromotion->message, "version 7 holds champion already");
+}
+
 TEST(Promotion, ARollbackMovesTheAliasToTheNamedVersionAsManual) {
   json annotations = {{kPromoteVersionAnnotation, "5"}};
   auto observed = readPolicy(policy(kMaximize, R"({"champion": {"versionId": "7", "metric": 0.913}, "lastComparedVersion": "7"})", annotations),

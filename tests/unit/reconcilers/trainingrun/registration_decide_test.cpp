@@ -159,7 +159,8 @@ TEST(Registration, AnUploadAskedForButNotRecordedIsWaitedForNotRepeated) {
   auto plan = decide(o);
   EXPECT_FALSE(plan.uploadModel);  // its version may still appear: no second upload
   EXPECT_FALSE(plan.status) << crd::encodeTrainingRunStatus(*plan.status).dump() << "\n" << crd::encodeTrainingRunStatus(o.status).dump();
-  EXPECT_GT(plan.requeueAfter, Clock::duration::zero());
+  // Looked at as often as an upload in flight: its version appears seconds after a crash, not minutes.
+  EXPECT_EQ(plan.requeueAfter, DecideOptions{}.uploadPollPeriod);
   // After the grace period, nothing appeared: upload again.
   o.now = T0 + minutes(5);
   EXPECT_TRUE(decide(o).uploadModel);
@@ -185,6 +186,30 @@ TEST(Registration, AFailedUploadSaysWhyAndTriesAgainLater) {
   EXPECT_EQ(plan.status->history.model->operation, "");
   EXPECT_TRUE(plan.failure);
   EXPECT_NE(plan.status->conditions.back().message.find("caller lacks storage.objects.get"), std::string::npos);
+}
+
+// An upload whose operation Vertex no longer knows (expired, or its model deleted) is forgotten: the
+// next pass looks for the version by label and uploads again only when there is none, instead of
+// reading the same missing operation on every retry.
+TEST(Registration, AnUploadOperationThatIsGoneIsForgottenNotReadForever) {
+  auto o = succeeded();
+  o.status.history.model->operation = kModel + "/operations/99";
+  o.status.history.model->uploadStartTime = T0 - minutes(30);
+  o.registry.failure = VertexFailure{404, "reading the upload " + kModel + "/operations/99: 404 NOT_FOUND"};
+  auto plan = decide(o);
+  ASSERT_TRUE(plan.status);
+  EXPECT_EQ(registered(plan), "False/UploadFailed");
+  EXPECT_EQ(plan.status->history.model->operation, "");
+  EXPECT_FALSE(plan.status->history.model->uploadStartTime);
+  EXPECT_TRUE(plan.failure);
+  EXPECT_NE(plan.status->conditions.back().message.find("by its label"), std::string::npos);
+
+  // The next pass, from that status, finds no version of the run: it uploads again at once.
+  auto next = succeeded();
+  next.status = *plan.status;
+  next.registry.artifactPresent = true;
+  next.registry.modelExists = true;
+  EXPECT_TRUE(decide(next).uploadModel);
 }
 
 TEST(Registration, TheVersionWithAMetricsFileIsRegisteredAndItsEvaluationImportedOnce) {
