@@ -149,6 +149,26 @@ spec:
   EXPECT_LT(linted.output.find("spec.resources.acceleratorType"), linted.output.find("spec.trainer.container.imageUri")) << linted.output;
 }
 
+TEST_F(CrdTest, AFallbackMayChangeTheWaitOfTheSpecsFlexStart) {
+  // The rule on a fallback's maxWaitDuration judges the merged placement: this one keeps FlexStart.
+  std::string path = makeTempDir("vto-crd-flex-fallback") + "/flex.yaml";
+  std::ofstream(path) << R"(apiVersion: vto.dev/v1alpha1
+kind: TrainingRun
+metadata: {name: flex, namespace: default}
+spec:
+  trainer: {container: {imageUri: us-central1-docker.pkg.dev/p/r/img:1}}
+  resources: {machineType: a3-highgpu-8g, acceleratorType: NVIDIA_H100_80GB, acceleratorCount: 8}
+  scheduling: {strategy: FlexStart, maxWaitDuration: 1h}
+  baseOutputDirectory: gs://bucket/out
+  capacity:
+    fallbacks: [{location: us-east4, scheduling: {maxWaitDuration: 4h}}]
+)";
+  auto applied = sharedCluster().kubectl("apply --dry-run=server -f " + shellQuote(path));
+  EXPECT_EQ(applied.exitCode, 0) << applied.output;
+  auto linted = runShell(shellQuote(binDir() + "/vto") + " lint -f " + shellQuote(path));
+  EXPECT_EQ(linted.exitCode, 0) << linted.output;
+}
+
 TEST_F(CrdTest, DefaultsAreAppliedByTheApiServer) {
   auto& cluster = sharedCluster();
   auto sample = sourceDir() / "config/samples/trainingrun_custom_container.yaml";
