@@ -60,9 +60,10 @@ void setCapacity(OperatorStack& stack, const json& entries) {
   ASSERT_TRUE(emulatorCall(stack, "POST", "/emulator/v1/capacity", entries.dump()).is_object()) << entries.dump();
 }
 
-// Jobs train 5 steps of 1 s after 1 s in the queue, and write ckpt-<step> after each step.
+// Jobs train 8 steps of 1 s after 1 s in the queue, and write ckpt-<step> after each step (the stockout
+// scenario fails its first job after step 2: six steps leave time for that on a loaded machine).
 OperatorStack& stack() {
-  static OperatorStack shared({"--queue-time", "1s", "--steps", "5", "--step-time", "1s", "--cancel-time", "300ms"});
+  static OperatorStack shared({"--queue-time", "1s", "--steps", "8", "--step-time", "1s", "--cancel-time", "300ms"});
   static bool started = [] {
     std::string config = shared.dir() + "/vto-config.yaml";
     std::string others;
@@ -169,7 +170,7 @@ std::string jobOfAttempt(const std::string& ns, const std::string& name, int att
         }
         return !job.empty();
       },
-      seconds(60));
+      seconds(120));
   return job;
 }
 
@@ -190,12 +191,12 @@ TEST(TrainingRunCapacity, AStockoutMovesTheRunToItsFallbackFromItsCheckpoint) {
         auto trace = emulatorCall(stack(), "GET", "/emulator/v1/" + first + ":trace");
         return trace.is_object() && trace.value("stepsRun", json::array()).size() >= 2;
       },
-      seconds(60), std::chrono::milliseconds(50)));
+      seconds(120), std::chrono::milliseconds(50)));
   setCapacity(stack(), {{"location", "us-central1"}, {"acceleratorType", "NVIDIA_TESLA_A100"}, {"available", false},
                         {"mode", "fail"}});
   ASSERT_TRUE(emulatorCall(stack(), "POST", "/emulator/v1/" + first + ":fail", R"({"failureClass": "Stockout"})").is_object());
 
-  ASSERT_TRUE(stack().waitForPhase(ns, name, "Succeeded", seconds(60))) << stack().getRun(ns, name).dump(2);
+  ASSERT_TRUE(stack().waitForPhase(ns, name, "Succeeded", seconds(120))) << stack().getRun(ns, name).dump(2);
   auto run = stack().getRun(ns, name);
   const auto& status = run["status"];
   ASSERT_EQ(status["attempts"].size(), 2u) << status.dump(2);
@@ -247,7 +248,7 @@ TEST(TrainingRunCapacity, WithEveryPlacementOutTheRunWaitsThenStartsWhenCapacity
         return waiting.is_object() && waiting["status"].value("phase", "") == "Queued" &&
                conditionOf(waiting, "Ready").value("reason", "") == "WaitingForCapacity";
       },
-      seconds(60), std::chrono::milliseconds(100)))
+      seconds(120), std::chrono::milliseconds(100)))
       << stack().getRun(ns, name).dump(2);
   EXPECT_EQ(conditionOf(waiting, "Ready")["status"], "False");
   std::string message = waiting["status"]["message"];
@@ -258,7 +259,7 @@ TEST(TrainingRunCapacity, WithEveryPlacementOutTheRunWaitsThenStartsWhenCapacity
   // Capacity comes back in both regions: the run starts by itself once a block expires.
   setCapacity(stack(), json::array({{{"location", "europe-west4"}, {"available", true}},
                                     {{"location", "europe-west3"}, {"available", true}}}));
-  ASSERT_TRUE(stack().waitForPhase(ns, name, "Succeeded", seconds(60))) << stack().getRun(ns, name).dump(2);
+  ASSERT_TRUE(stack().waitForPhase(ns, name, "Succeeded", seconds(120))) << stack().getRun(ns, name).dump(2);
   auto status = stack().getRun(ns, name)["status"];
   EXPECT_FALSE(status["capacity"].contains("waitingSince")) << status.dump(2);
   int attempts = status["attemptCount"];
@@ -270,7 +271,7 @@ TEST(TrainingRunCapacity, WithEveryPlacementOutTheRunWaitsThenStartsWhenCapacity
 
 TEST(TrainingRunCapacity, GiveUpAfterFailsTheRunWithOneLinePerPlacement) {
   const std::string ns = "cap-giveup", name = "hopeless";
-  ASSERT_TRUE(stack().waitForPhase(ns, name, "Failed", seconds(60))) << stack().getRun(ns, name).dump(2);
+  ASSERT_TRUE(stack().waitForPhase(ns, name, "Failed", seconds(120))) << stack().getRun(ns, name).dump(2);
   auto run = stack().getRun(ns, name);
   EXPECT_EQ(conditionOf(run, "Failed")["reason"], "CapacityUnavailable");
   EXPECT_EQ(conditionOf(run, "Ready")["reason"], "CapacityUnavailable");
@@ -291,7 +292,7 @@ TEST(TrainingRunCapacity, GiveUpAfterFailsTheRunWithOneLinePerPlacement) {
 
 TEST(TrainingRunCapacity, ACreateRefusedForAcceleratorQuotaGoesToTheFallbackInTheSamePass) {
   const std::string ns = "cap-quota", name = "quota";
-  ASSERT_TRUE(stack().waitForPhase(ns, name, "Succeeded", seconds(60))) << stack().getRun(ns, name).dump(2);
+  ASSERT_TRUE(stack().waitForPhase(ns, name, "Succeeded", seconds(120))) << stack().getRun(ns, name).dump(2);
   auto status = stack().getRun(ns, name)["status"];
   ASSERT_EQ(status["attempts"].size(), 1u) << status.dump(2);
   EXPECT_EQ(status["attempts"][0]["placement"], 1);
@@ -314,7 +315,7 @@ TEST(TrainingRunCapacity, ACreateRefusedForAcceleratorQuotaGoesToTheFallbackInTh
 
 TEST(TrainingRunCapacity, AJobHeldPendingPastMaxQueueTimeIsCancelledAndCountsAsNoCapacity) {
   const std::string ns = "cap-hold", name = "held";
-  ASSERT_TRUE(stack().waitForPhase(ns, name, "Succeeded", seconds(60))) << stack().getRun(ns, name).dump(2);
+  ASSERT_TRUE(stack().waitForPhase(ns, name, "Succeeded", seconds(120))) << stack().getRun(ns, name).dump(2);
   auto status = stack().getRun(ns, name)["status"];
   ASSERT_EQ(status["attempts"].size(), 2u) << status.dump(2);
   std::string held = status["attempts"][0]["jobName"];
@@ -335,7 +336,7 @@ TEST(TrainingRunCapacity, AJobHeldPendingPastMaxQueueTimeIsCancelledAndCountsAsN
 
 TEST(TrainingRunCapacity, AFallbackOutsideTheTenancyRuleRefusesTheRunBeforeAnyJob) {
   const std::string ns = kTenancyNamespace, name = "outside";
-  ASSERT_TRUE(stack().waitForPhase(ns, name, "Invalid", seconds(60))) << stack().getRun(ns, name).dump(2);
+  ASSERT_TRUE(stack().waitForPhase(ns, name, "Invalid", seconds(120))) << stack().getRun(ns, name).dump(2);
   auto run = stack().getRun(ns, name);
   auto valid = conditionOf(run, "Valid");
   EXPECT_EQ(valid["status"], "False");
@@ -359,15 +360,15 @@ TEST(TrainingRunCapacity, SigkillDuringAFailoverLeavesNoDuplicateJob) {
         auto jobs = jobsNow();
         return !jobs.empty() && jobs.front().state == vertex::JobState::Failed;
       },
-      seconds(60), std::chrono::milliseconds(20)));
+      seconds(120), std::chrono::milliseconds(20)));
   EXPECT_EQ(stack().stopOperator(SIGKILL), 128 + SIGKILL);
   stack().startOperator({"--config", stack().dir() + "/vto-config.yaml", "--checkpoint-poll-interval", "1"});
-  ASSERT_TRUE(waitFor([&] { return jobsNow().size() >= 2; }, seconds(60), std::chrono::milliseconds(20)))
+  ASSERT_TRUE(waitFor([&] { return jobsNow().size() >= 2; }, seconds(120), std::chrono::milliseconds(20)))
       << stack().operatorLog();
   EXPECT_EQ(stack().stopOperator(SIGKILL), 128 + SIGKILL);
   stack().startOperator({"--config", stack().dir() + "/vto-config.yaml", "--checkpoint-poll-interval", "1"});
 
-  ASSERT_TRUE(stack().waitForPhase(ns, name, "Succeeded", seconds(60))) << stack().getRun(ns, name).dump(2);
+  ASSERT_TRUE(stack().waitForPhase(ns, name, "Succeeded", seconds(120))) << stack().getRun(ns, name).dump(2);
   auto jobs = jobsNow();
   EXPECT_EQ(jobs.size(), 2u);
   expectOneJobPerAttempt(jobs, 2);
