@@ -47,6 +47,13 @@ std::string expectedCelMessage(const fs::path& file) {
   return "";
 }
 
+// `yaml` in a file of its own; its path.
+std::string writeManifest(const std::string& name, const std::string& yaml) {
+  std::string path = makeTempDir("vto-crd-" + name) + "/" + name + ".yaml";
+  std::ofstream(path) << yaml;
+  return path;
+}
+
 class CrdTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -123,8 +130,7 @@ TEST_F(CrdTest, EveryAcceleratorCaseIsRefusedByTheApiServerWithLintsAdvice) {
 
 TEST_F(CrdTest, LintReportsInOnePassWhatTheApiServerReports) {
   // Issue 15's manifest: a structural mistake (workerCount: 0) and three semantic ones.
-  std::string path = makeTempDir("vto-crd-four") + "/four.yaml";
-  std::ofstream(path) << R"(apiVersion: vto.dev/v1alpha1
+  std::string path = writeManifest("four", R"(apiVersion: vto.dev/v1alpha1
 kind: TrainingRun
 metadata: {name: four, namespace: default}
 spec:
@@ -132,7 +138,7 @@ spec:
   resources: {machineType: n1-standard-8, acceleratorType: NVIDIA_TESLA_A100, acceleratorCount: 1}
   distribution: {strategy: MultiWorkerMirrored, workerCount: 0}
   baseOutputDirectory: s3://bucket/out
-)";
+)");
   auto applied = sharedCluster().kubectl("apply --dry-run=server -f " + shellQuote(path));
   EXPECT_NE(applied.exitCode, 0) << applied.output;
   auto linted = runShell(shellQuote(binDir() + "/vto") + " lint -f " + shellQuote(path));
@@ -151,8 +157,7 @@ spec:
 
 TEST_F(CrdTest, AFallbackMayChangeTheWaitOfTheSpecsFlexStart) {
   // The rule on a fallback's maxWaitDuration judges the merged placement: this one keeps FlexStart.
-  std::string path = makeTempDir("vto-crd-flex-fallback") + "/flex.yaml";
-  std::ofstream(path) << R"(apiVersion: vto.dev/v1alpha1
+  std::string path = writeManifest("flex-fallback", R"(apiVersion: vto.dev/v1alpha1
 kind: TrainingRun
 metadata: {name: flex, namespace: default}
 spec:
@@ -162,7 +167,7 @@ spec:
   baseOutputDirectory: gs://bucket/out
   capacity:
     fallbacks: [{location: us-east4, scheduling: {maxWaitDuration: 4h}}]
-)";
+)");
   auto applied = sharedCluster().kubectl("apply --dry-run=server -f " + shellQuote(path));
   EXPECT_EQ(applied.exitCode, 0) << applied.output;
   auto linted = runShell(shellQuote(binDir() + "/vto") + " lint -f " + shellQuote(path));
