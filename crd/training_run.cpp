@@ -210,15 +210,21 @@ Capacity readCapacity(const json& value, const std::string& path) {
       return fallback;
     });
   });
-  auto duration = [&](const char* key, int64_t& out) {
+  // The CRD's advice, word for word (`vto lint` and `kubectl apply` say the same). A zero blockFor
+  // would retry a placement that just had no capacity at once; a zero giveUpAfter would never wait.
+  auto duration = [&](const char* key, int64_t& out, bool positive, const std::string& advice) {
     r.with(key, [&](const json& v, const std::string& p) {
-      out = readDuration(v, p);
-      if (out < 0) throw DecodeError(p, "must not be negative");
+      try {
+        out = readDuration(v, p);
+      } catch (const DecodeError&) {
+        throw DecodeError(p, advice);
+      }
+      if (out < 0 || (positive && out == 0)) throw DecodeError(p, advice);
     });
   };
-  duration("maxQueueTime", c.maxQueueSeconds);
-  duration("blockFor", c.blockForSeconds);
-  duration("giveUpAfter", c.giveUpAfterSeconds);
+  duration("maxQueueTime", c.maxQueueSeconds, false, "maxQueueTime must be a duration like 30m, 1h or 0s (never)");
+  duration("blockFor", c.blockForSeconds, true, "blockFor must be a positive duration like 30m or 1h");
+  duration("giveUpAfter", c.giveUpAfterSeconds, true, "giveUpAfter must be a positive duration like 24h or 2h");
   r.finish();
   return c;
 }

@@ -123,6 +123,20 @@ else
   say "the operator is not implemented yet (issue 6): the control plane and emulators run without it"
 fi
 
+# --- Capacity failover: once llm-failover's first job has checkpointed, us-central1 runs out of its
+# A100s on Spot (only that sample asks for them) and Vertex fails the job as a stockout; vto moves the run
+# to us-east4, resuming from the checkpoint (docs/capacity.md). `kubectl describe trun llm-failover`. ---
+if [ -n "${VERTEX_PORT:-}" ] && kubectl get trun llm-failover >/dev/null 2>&1; then
+  start capacity-drill env VERTEX="http://127.0.0.1:$VERTEX_PORT" bash -c '
+    until job=$(kubectl get trun llm-failover -o jsonpath="{.status.job.name}") && [ -n "$job" ] &&
+          curl -sf "$VERTEX/emulator/v1/$job:trace" | grep -q "\"stepsRun\":\[[0-9]*,[0-9]"; do sleep 1; done
+    curl -sf -X POST -H "Content-Type: application/json" "$VERTEX/emulator/v1/capacity" -d "{\"location\": \"us-central1\",
+      \"acceleratorType\": \"NVIDIA_TESLA_A100\", \"machineType\": \"a2-highgpu-8g\", \"strategy\": \"SPOT\", \"available\": false}"
+    curl -sf -X POST -H "Content-Type: application/json" "$VERTEX/emulator/v1/$job:fail" -d "{\"failureClass\": \"Stockout\"}"'
+  say "capacity: us-central1 runs out of A100s once llm-failover has checkpointed; it moves to us-east4 and resumes"
+fi
+# --- end capacity failover ---
+
 # --- Observability (issue 13): Debian's Prometheus scraping the operator, with vto's alert rules. ---
 if command -v prometheus >/dev/null; then
   PROMETHEUS_PORT=$(free_port)

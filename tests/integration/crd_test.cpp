@@ -47,6 +47,13 @@ std::string expectedCelMessage(const fs::path& file) {
   return "";
 }
 
+// `yaml` in a file of its own; its path.
+std::string writeManifest(const std::string& name, const std::string& yaml) {
+  std::string path = makeTempDir("vto-crd-" + name) + "/" + name + ".yaml";
+  std::ofstream(path) << yaml;
+  return path;
+}
+
 class CrdTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -123,8 +130,7 @@ TEST_F(CrdTest, EveryAcceleratorCaseIsRefusedByTheApiServerWithLintsAdvice) {
 
 TEST_F(CrdTest, LintReportsInOnePassWhatTheApiServerReports) {
   // Issue 15's manifest: a structural mistake (workerCount: 0) and three semantic ones.
-  std::string path = makeTempDir("vto-crd-four") + "/four.yaml";
-  std::ofstream(path) << R"(apiVersion: vto.dev/v1alpha1
+  std::string path = writeManifest("four", R"(apiVersion: vto.dev/v1alpha1
 kind: TrainingRun
 metadata: {name: four, namespace: default}
 spec:
@@ -132,7 +138,7 @@ spec:
   resources: {machineType: n1-standard-8, acceleratorType: NVIDIA_TESLA_A100, acceleratorCount: 1}
   distribution: {strategy: MultiWorkerMirrored, workerCount: 0}
   baseOutputDirectory: s3://bucket/out
-)";
+)");
   auto applied = sharedCluster().kubectl("apply --dry-run=server -f " + shellQuote(path));
   EXPECT_NE(applied.exitCode, 0) << applied.output;
   auto linted = runShell(shellQuote(binDir() + "/vto") + " lint -f " + shellQuote(path));
@@ -147,6 +153,25 @@ spec:
   // In path order, as the API server lists them.
   EXPECT_LT(linted.output.find("spec.baseOutputDirectory"), linted.output.find("spec.distribution.workerCount")) << linted.output;
   EXPECT_LT(linted.output.find("spec.resources.acceleratorType"), linted.output.find("spec.trainer.container.imageUri")) << linted.output;
+}
+
+TEST_F(CrdTest, AFallbackMayChangeTheWaitOfTheSpecsFlexStart) {
+  // The rule on a fallback's maxWaitDuration judges the merged placement: this one keeps FlexStart.
+  std::string path = writeManifest("flex-fallback", R"(apiVersion: vto.dev/v1alpha1
+kind: TrainingRun
+metadata: {name: flex, namespace: default}
+spec:
+  trainer: {container: {imageUri: us-central1-docker.pkg.dev/p/r/img:1}}
+  resources: {machineType: a3-highgpu-8g, acceleratorType: NVIDIA_H100_80GB, acceleratorCount: 8}
+  scheduling: {strategy: FlexStart, maxWaitDuration: 1h}
+  baseOutputDirectory: gs://bucket/out
+  capacity:
+    fallbacks: [{location: us-east4, scheduling: {maxWaitDuration: 4h}}]
+)");
+  auto applied = sharedCluster().kubectl("apply --dry-run=server -f " + shellQuote(path));
+  EXPECT_EQ(applied.exitCode, 0) << applied.output;
+  auto linted = runShell(shellQuote(binDir() + "/vto") + " lint -f " + shellQuote(path));
+  EXPECT_EQ(linted.exitCode, 0) << linted.output;
 }
 
 TEST_F(CrdTest, DefaultsAreAppliedByTheApiServer) {

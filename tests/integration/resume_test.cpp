@@ -12,9 +12,9 @@ namespace {
 
 using std::chrono::seconds;
 
-// Jobs train 10 steps of 2 s and write ckpt-<step> after each; the operator looks at checkpoints every second.
+// Jobs train 6 steps of 2 s and write ckpt-<step> after each; the operator looks at checkpoints every second.
 OperatorStack& stack() {
-  static OperatorStack shared({"--queue-time", "1s", "--steps", "10", "--step-time", "2s", "--cancel-time", "300ms"});
+  static OperatorStack shared({"--queue-time", "1s", "--steps", "6", "--step-time", "2s", "--cancel-time", "300ms"});
   static bool started = (shared.startOperator({"--checkpoint-poll-interval", "1"}), true);
   (void)started;
   return shared;
@@ -77,7 +77,7 @@ TEST(Resume, APreemptedSpotRunContinuesFromItsLatestCheckpoint) {
   apply("spot", "    resumeBackoff: 1s\n");
   std::string first = currentJob("spot", 1);
   ASSERT_FALSE(first.empty()) << stack().operatorLog();
-  failAfter(first, 4, "Preemption");
+  failAfter(first, 3, "Preemption");
   ASSERT_TRUE(stack().waitForPhase(kNamespace, "spot", "Succeeded", seconds(120))) << stack().operatorLog();
 
   auto run = stack().getRun(kNamespace, "spot");
@@ -86,12 +86,12 @@ TEST(Resume, APreemptedSpotRunContinuesFromItsLatestCheckpoint) {
   ASSERT_EQ(status["attempts"].size(), 2u);
   EXPECT_EQ(status["attempts"][0]["failureClass"], "Preemption");
   std::string resumedFrom = status["attempts"][1]["resumedFrom"];
-  EXPECT_EQ(resumedFrom, "gs://test-bucket/resume/spot/checkpoints/ckpt-4");
-  // What the second job really did: steps 5..10 only, from ckpt-4.
+  EXPECT_EQ(resumedFrom, "gs://test-bucket/resume/spot/checkpoints/ckpt-3");
+  // What the second job really did: steps 4..6 only, from ckpt-3.
   auto trace = emulatorControl("GET", status["attempts"][1]["jobName"], "trace");
-  EXPECT_EQ(trace["stepsRun"], nlohmann::json::array({5, 6, 7, 8, 9, 10}));
+  EXPECT_EQ(trace["stepsRun"], nlohmann::json::array({4, 5, 6}));
   EXPECT_EQ(trace["resumedFrom"], resumedFrom);
-  EXPECT_EQ(status["lastCheckpoint"]["uri"], "gs://test-bucket/resume/spot/checkpoints/ckpt-10");
+  EXPECT_EQ(status["lastCheckpoint"]["uri"], "gs://test-bucket/resume/spot/checkpoints/ckpt-6");
   auto events = stack().cluster().kubectl("-n resume get events --field-selector involvedObject.name=spot "
                                           "-o jsonpath='{range .items[*]}{.reason}: {.message}{\"\\n\"}{end}'");
   EXPECT_NE(events.output.find("Resumed: attempt 1 failed (Preemption): attempt 2 resumes from " + resumedFrom),

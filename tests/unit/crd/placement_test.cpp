@@ -37,6 +37,20 @@ TEST(Placement, DefaultsAndDurations) {
   EXPECT_EQ(run.spec.capacity->giveUpAfterSeconds, 86400);
   EXPECT_EQ(placementCount(run.spec), 2u);
   EXPECT_THROW(runWith(R"({"blockFor": "half an hour"})"), DecodeError);
+  // The CRD's advice, word for word; zero would retry a placement at once, or never wait.
+  for (const auto& [capacity, advice] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"blockFor": "0s"})", "spec.capacity.blockFor: blockFor must be a positive duration like 30m or 1h"},
+           {R"({"giveUpAfter": 0})", "spec.capacity.giveUpAfter: giveUpAfter must be a positive duration like 24h or 2h"},
+           {R"({"maxQueueTime": "-5m"})", "spec.capacity.maxQueueTime: maxQueueTime must be a duration like 30m, 1h or 0s (never)"},
+           {R"({"maxQueueTime": "soon"})", "spec.capacity.maxQueueTime: maxQueueTime must be a duration like 30m, 1h or 0s (never)"}}) {
+    try {
+      runWith(capacity);
+      ADD_FAILURE() << capacity << " was accepted";
+    } catch (const DecodeError& e) {
+      EXPECT_EQ(std::string(e.what()), advice);
+    }
+  }
+  EXPECT_EQ(runWith(R"({"maxQueueTime": "0s"})").spec.capacity->maxQueueSeconds, 0) << "0s: never";
   EXPECT_THROW(runWith(R"({"fallbacks": [{"resources": {"machineTyp": "x"}}]})"), DecodeError) << "unknown fields are refused";
 }
 
@@ -81,6 +95,10 @@ TEST(Placement, FlexStartRulesHoldOnTheMergedPlacement) {
   auto bad = errors(runWith(R"({"fallbacks": [{"scheduling": {"strategy": "Spot", "maxWaitDuration": "1h"}}]})"));
   ASSERT_EQ(bad.size(), 1u) << ::testing::PrintToString(bad);
   EXPECT_EQ(bad[0].rfind("spec.capacity.fallbacks[0].scheduling.maxWaitDuration: only FlexStart waits", 0), 0u) << bad[0];
+  // A fallback that names no strategy keeps the spec's FlexStart, and may wait longer there.
+  auto longer = runWith(R"({"fallbacks": [{"location": "us-east4", "scheduling": {"maxWaitDuration": "4h"}}]})");
+  EXPECT_TRUE(errors(longer).empty()) << ::testing::PrintToString(errors(longer));
+  EXPECT_EQ(specAt(longer.spec, 1).scheduling.maxWaitSeconds, 4 * 3600);
 }
 
 }  // namespace

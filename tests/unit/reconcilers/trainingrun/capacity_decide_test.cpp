@@ -261,5 +261,26 @@ TEST(CapacityDecide, AFallbackOutsideTheTenantsRuleRefusesTheRunNamingTheFallbac
   EXPECT_EQ(plan.status->message.rfind("spec.capacity.fallbacks[0]: ", 0), 0u) << plan.status->message;
 }
 
+TEST(CapacityDecide, AFallbackTheCatalogRefusesMakesTheRunInvalidNamingTheFallback) {
+  // What CEL cannot judge (the spec's A100s on the fallback's H100 machine), decide refuses before any job.
+  Observed o;
+  o.now = T0;
+  o.run = runWith(R"({"location": "us-central1",
+    "resources": {"machineType": "a2-highgpu-8g", "acceleratorType": "NVIDIA_TESLA_A100", "acceleratorCount": 8},
+    "capacity": {"fallbacks": [{"location": "us-east4"}, {"resources": {"machineType": "a3-highgpu-8g"}}]}})");
+  o.metadata = o.run->metadata;
+  o.defaults = {"test-project", "us-central1"};
+  auto plan = decide(o);
+  EXPECT_FALSE(plan.createJob.has_value());
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ(plan.status->phase, crd::Phase::Invalid);
+  EXPECT_EQ(condition(*plan.status, "Valid"), "False/SpecInvalid");
+  EXPECT_NE(plan.status->message.find("ERROR spec.capacity.fallbacks[1].resources.acceleratorType: Accelerator "
+                                      "\"NVIDIA_TESLA_A100\" is not supported for machine type \"a3-highgpu-8g\""),
+            std::string::npos)
+      << plan.status->message;
+  EXPECT_TRUE(hasEvent(plan, "InvalidSpec"));
+}
+
 }  // namespace
 }  // namespace vto::reconcilers
