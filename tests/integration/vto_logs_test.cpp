@@ -62,6 +62,17 @@ std::string jobOf(const std::string& ns, const std::string& name) {
   return run.value(nlohmann::json::json_pointer("/status/job/name"), std::string());
 }
 
+// Ends a running job as the training code's crash (the emulator's traceback at ERROR in its log).
+void failWithUserError(const std::string& job) {
+  vertex::PooledHttpTransport http;
+  RealClock clock;
+  vertex::MetadataTokenSource tokens(http, clock, stack().emulator().hostPort());
+  auto failed = http.send({"POST", stack().emulator().url() + "/emulator/v1/" + job + ":fail",
+                           {{"Content-Type", "application/json"}, {"Authorization", "Bearer " + tokens.token().value}},
+                           R"({"failureClass": "UserError"})", std::chrono::seconds(10)});
+  ASSERT_EQ(failed.status, 200) << failed.body;
+}
+
 // The log tests need the emulator's Cloud Logging; until it serves /v2/entries:list they are skipped.
 bool emulatorServesLogs() {
   vertex::PooledHttpTransport http;
@@ -138,14 +149,7 @@ TEST(VtoLogs, AFailedRunShowsItsTracebackAndExitsOne) {
   stack().createNamespace(ns);
   applyManifest(simpleRunManifest(ns, "broken"));
   ASSERT_TRUE(stack().waitForPhase(ns, "broken", "Running", seconds(60))) << stack().operatorLog();
-  auto job = jobOf(ns, "broken");
-  vertex::PooledHttpTransport http;
-  RealClock clock;
-  vertex::MetadataTokenSource tokens(http, clock, stack().emulator().hostPort());
-  auto failed = http.send({"POST", stack().emulator().url() + "/emulator/v1/" + job + ":fail",
-                           {{"Content-Type", "application/json"}, {"Authorization", "Bearer " + tokens.token().value}},
-                           R"({"failureClass": "UserError"})", std::chrono::seconds(10)});
-  ASSERT_EQ(failed.status, 200) << failed.body;
+  failWithUserError(jobOf(ns, "broken"));
   auto followed = vtoLogs("trun/broken -n " + ns + " -f");
   EXPECT_EQ(followed.exitCode, 1) << followed.err;
   EXPECT_NE(followed.err.find("ended JOB_STATE_FAILED"), std::string::npos) << followed.err;
@@ -153,6 +157,46 @@ TEST(VtoLogs, AFailedRunShowsItsTracebackAndExitsOne) {
   auto errors = vtoLogs("trun/broken -n " + ns + " --severity ERROR");
   EXPECT_NE(errors.out.find("Traceback"), std::string::npos) << errors.out;
   EXPECT_EQ(errors.out.find(" INFO "), std::string::npos) << errors.out;
+}
+
+// The operator's side of a failure (status.attempts[].logTail, the Failed Event): with
+// --vertex-endpoint naming the emulator, the same emulator serves the operator the job's log.
+TEST(VtoLogs, AFailedRunShowsTheTracebackInDescribeWithinSeconds) {
+  if (!emulatorServesLogs()) GTEST_SKIP() << "the emulator does not serve POST /v2/entries:list yet";
+  const std::string ns = "logs-tail";
+  stack().createNamespace(ns);
+  applyManifest(simpleRunManifest(ns, "nan"));
+  ASSERT_TRUE(stack().waitForPhase(ns, "nan", "Running", seconds(60))) << stack().operatorLog();
+  failWithUserError(jobOf(ns, "nan"));
+  ASSERT_TRUE(stack().waitForPhase(ns, "nan", "Failed", seconds(60))) << stack().operatorLog();
+  auto failedAt = std::chrono::steady_clock::now();
+  std::string tail;
+  ASSERT_TRUE(waitFor(
+      [&] {
+        auto run = stack().getRun(ns, "nan");
+        tail = run.value(nlohmann::json::json_pointer("/status/attempts/0/logTail"), std::string());
+        return !tail.empty();
+      },
+      seconds(15)))
+      << stack().operatorLog();
+  EXPECT_LT(std::chrono::steady_clock::now() - failedAt, seconds(10));
+  EXPECT_NE(tail.find("Traceback (most recent call last):"), std::string::npos) << tail;
+  EXPECT_EQ(tail.substr(tail.rfind('\n') + 1), "ValueError: Input 'features' contains NaN values") << tail;
+  std::string described;
+  ASSERT_TRUE(waitFor(
+      [&] {
+        described = stack().kubectlOk("describe trun nan -n " + ns);
+        return described.find("Warning  Failed") != std::string::npos;
+      },
+      seconds(15)))
+      << described;
+  EXPECT_NE(described.find("Log Tail:"), std::string::npos) << described;
+  EXPECT_NE(described.find("ValueError: Input 'features' contains NaN values"), std::string::npos) << described;
+  auto event = described.substr(described.find("Warning  Failed"));
+  EXPECT_NE(event.find("log: "), std::string::npos) << event;
+  EXPECT_NE(event.find("ValueError: Input 'features' contains NaN values"), std::string::npos) << event;
+  // Tenant data stays out of the operator's own log.
+  EXPECT_EQ(stack().operatorLog().find("contains NaN values"), std::string::npos);
 }
 
 }  // namespace
