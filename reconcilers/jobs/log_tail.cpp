@@ -188,7 +188,10 @@ std::string LogTailPoller::read(const Wanted& wanted) {
   request.resourceNames = {"projects/" + job->where.project};
   request.orderBy = "timestamp desc";
   request.pageSize = options_.limits.lines;
-  vertex::VertexLogQuery query{.jobId = job->jobId, .replica = wanted.replica, .minSeverity = vertex::LogSeverity::Error};
+  vertex::VertexLogQuery query;
+  query.jobId = job->jobId;
+  query.replica = wanted.replica;
+  query.minSeverity = vertex::LogSeverity::Error;
   request.filter = vertex::vertexJobLogFilter(query);
   auto errors = logging_->listEntries(request).entries;
   std::vector<vertex::LogEntry> others;
