@@ -8,6 +8,7 @@
 
 #include "base/rfc3339.h"
 #include "reconcilers/jobs/log_tail.h"
+#include "vertex/api_error.h"
 #include "vertex/json_codec.h"
 
 namespace vto::reconcilers {
@@ -763,7 +764,7 @@ TEST(DecideLogTailTest, TheTailIsRecordedOnceWithTheFailedEvent) {
   EXPECT_EQ(plan.status->history.attempts[0].logTail, kTraceback);
   ASSERT_EQ(reasons(plan), std::vector<std::string>{"Failed"});
   EXPECT_EQ(plan.events[0].type, controller::EventType::Warning);
-  EXPECT_NE(plan.events[0].message.find("attempt 1 failed: " + kUserError), std::string::npos) << plan.events[0].message;
+  EXPECT_NE(plan.events[0].message.find("attempt 1 failed (UserError): " + kUserError), std::string::npos) << plan.events[0].message;
   EXPECT_NE(plan.events[0].message.find("Traceback (most recent call last): |   File \"task.py\", line 3 | ValueError: NaN"),
             std::string::npos)
       << plan.events[0].message;
