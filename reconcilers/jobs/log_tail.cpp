@@ -201,6 +201,10 @@ std::string LogTailPoller::read(const Wanted& wanted) {
     request.pageSize = options_.limits.lines - static_cast<int>(errors.size());
     others = logging_->listEntries(request).entries;
   }
+  // Asked newest first (the newest page is the one wanted): oldest first again, so that lines with one
+  // timestamp (a traceback written at once) keep the order Cloud Logging gave them.
+  std::reverse(errors.begin(), errors.end());
+  std::reverse(others.begin(), others.end());
   auto tail = formatLogTail(errors, others, options_.limits);
   if (!tail.empty()) return tail;
   return "(the log of " + (wanted.replica.empty() ? "job " + job->jobId : wanted.replica) + " has no entries)";

@@ -36,8 +36,9 @@ bool wantsLogTail(const crd::Attempt& attempt, Clock::time_point now,
 // status of 1."), or "" when it names none (the whole job's log is read then).
 std::string failingReplicaOf(std::string_view vertexMessage);
 
-// The tail as status shows it, from the newest ERROR-and-above entries and the newest others (both
-// in any order): one line per line of a message, oldest first, each line's control characters but
+// The tail as status shows it, from the newest ERROR-and-above entries and the newest others (each
+// oldest first, as Cloud Logging orders them): one line per line of a message, oldest first (entries
+// with one timestamp in the order given), each line's control characters but
 // tab shown as '?'. While over `limits`, the oldest line below ERROR goes first, then the oldest
 // ERROR line; a single line still too long keeps its end. Valid UTF-8 in, valid UTF-8 out.
 std::string formatLogTail(const std::vector<vertex::LogEntry>& errors, const std::vector<vertex::LogEntry>& others,

@@ -13,6 +13,13 @@ TrainingRunReconcilerOptions withOwnWrites(TrainingRunReconcilerOptions options,
   options.logTails = &logTails;
   return options;
 }
+
+controller::PollingSourceOptions logTailPollingOptions() {
+  controller::PollingSourceOptions options;
+  options.workers = 2;
+  options.maxPerGroup = 2;
+  return options;
+}
 }  // namespace
 
 TrainingRunController::TrainingRunController(const controller::ObjectCache& runs, TrainingRunDeps deps,
@@ -29,7 +36,7 @@ TrainingRunController::TrainingRunController(const controller::ObjectCache& runs
       logTailPolling_(
           deps.clock, [this] { return logTails_.targets(); },
           [this](const std::string& target) { return logTails_.poll(target); },
-          controller::PollingSourceOptions{.workers = 2, .maxPerGroup = 2}),
+          logTailPollingOptions()),
       reconciler_(std::make_unique<TrainingRunReconciler>(runs, deps.kube, deps.vertex, deps.gcs, jobs_, deps.events,
                                                           deps.clock,
                                                           withOwnWrites(std::move(options), ownWrites_, logTails_),
