@@ -5,8 +5,10 @@ namespace vto::cmd {
 void RequestMetricsObserver::requestDone(const std::string& method, const std::string& code, Clock::duration took) {
   if (service_ == Service::Vertex) {
     metrics_.vertexRequest(method, code, std::chrono::duration<double>(took).count());
-  } else {
+  } else if (service_ == Service::Gcs) {
     metrics_.gcsRequest(method, code);
+  } else {
+    metrics_.loggingRequest(method, code);
   }
 }
 
@@ -18,8 +20,10 @@ OperatorClients::OperatorClients(const Flags& flags, const Clock& clock, metrics
     : tokens_(vertex::defaultTokenSource(http_, clock)),  // the token source keeps the bare transport
       vertexRequests_(requestMetrics, RequestMetricsObserver::Service::Vertex),
       gcsRequests_(requestMetrics, RequestMetricsObserver::Service::Gcs),
+      loggingRequests_(requestMetrics, RequestMetricsObserver::Service::Logging),
       vertexHttp_(http_, clock, vertexRequests_, vertex::vertexMethodOf),
-      gcsHttp_(http_, clock, gcsRequests_, vertex::gcsMethodOf) {
+      gcsHttp_(http_, clock, gcsRequests_, vertex::gcsMethodOf),
+      loggingHttp_(http_, clock, loggingRequests_, vertex::loggingMethodOf) {
   vertex::VertexClientOptions options;
   options.endpoint = flags.get("vertex-endpoint");
   options.allowInsecure = flags.getBool("allow-insecure-endpoints");
@@ -41,6 +45,15 @@ OperatorClients::OperatorClients(const Flags& flags, const Clock& clock, metrics
       gcsHttp_, vertex::gcsEndpoint(gcsFlag.empty() ? std::nullopt : std::optional(gcsFlag)), tokens_.get(),
       options.allowInsecure);
   prometheus_ = std::make_unique<vertex::PrometheusClient>(http_, options.allowInsecure);
+  // Failed attempts' log tails. A Vertex emulator (--vertex-endpoint) serves the logs too, as for `vto logs`.
+  if (flags.getInt("log-tail-lines") > 0) {
+    vertex::LoggingClientOptions logging;
+    logging.endpoint = flags.get("logging-endpoint");
+    if (logging.endpoint.empty()) logging.endpoint = options.endpoint.empty() ? "https://logging.googleapis.com" : options.endpoint;
+    logging.allowInsecure = options.allowInsecure;
+    // One tail is a page or two; the whole page's size bound stays as for `vto logs`.
+    logging_ = std::make_unique<vertex::RestLoggingClient>(loggingHttp_, *tokens_, clock, logging);
+  }
 }
 
 }  // namespace vto::cmd

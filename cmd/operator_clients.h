@@ -10,6 +10,7 @@
 #include "vertex/auth.h"
 #include "vertex/gcs_client.h"
 #include "vertex/http_transport.h"
+#include "vertex/logging_client.h"
 #include "vertex/model_registry.h"
 #include "vertex/prometheus_client.h"
 #include "vertex/request_observer.h"
@@ -20,7 +21,7 @@ namespace vto::cmd {
 // metrics::ApiRequestMetrics as a vertex::RequestObserver, for one service.
 class RequestMetricsObserver final : public vertex::RequestObserver {
  public:
-  enum class Service { Vertex, Gcs };
+  enum class Service { Vertex, Gcs, Logging };
   RequestMetricsObserver(metrics::ApiRequestMetrics& metrics, Service service) : metrics_(metrics), service_(service) {}
   void requestDone(const std::string& method, const std::string& code, Clock::duration took) override;
   void quotaWaited(Clock::duration waited) override;
@@ -32,23 +33,27 @@ class RequestMetricsObserver final : public vertex::RequestObserver {
 
 class OperatorClients {
  public:
-  // Reads --vertex-endpoint, --gcs-endpoint, --allow-insecure-endpoints and the Vertex quota flags.
+  // Reads --vertex-endpoint, --gcs-endpoint, --logging-endpoint, --log-tail-lines,
+  // --allow-insecure-endpoints and the Vertex quota flags.
   OperatorClients(const Flags& flags, const Clock& clock, metrics::ApiRequestMetrics& requestMetrics);
 
   vertex::VertexClient& vertex() { return *vertex_; }
   vertex::GcsClient& gcs() { return *gcs_; }
   vertex::PrometheusClient& prometheus() { return *prometheus_; }
   vertex::ModelRegistry& registry() { return *registry_; }
+  // Cloud Logging, for failed attempts' log tails; null with --log-tail-lines=0.
+  vertex::LoggingClient* logging() { return logging_.get(); }
 
  private:
   vertex::CppRestTransport http_;
   std::unique_ptr<vertex::TokenSource> tokens_;
-  RequestMetricsObserver vertexRequests_, gcsRequests_;
-  vertex::ObservedTransport vertexHttp_, gcsHttp_;
+  RequestMetricsObserver vertexRequests_, gcsRequests_, loggingRequests_;
+  vertex::ObservedTransport vertexHttp_, gcsHttp_, loggingHttp_;
   std::unique_ptr<vertex::RestVertexClient> vertex_;
   std::unique_ptr<vertex::RestModelRegistry> registry_;
   std::unique_ptr<vertex::RestGcsClient> gcs_;
   std::unique_ptr<vertex::PrometheusClient> prometheus_;
+  std::unique_ptr<vertex::RestLoggingClient> logging_;
 };
 
 }  // namespace vto::cmd

@@ -1,5 +1,6 @@
 // `vto run`: the operator. Wiring only: every decision lives in reconcilers/, every mechanism in
 // controller/ and vertex/.
+#include <algorithm>
 #include <malloc.h>
 #include <unistd.h>
 
@@ -41,6 +42,9 @@ Flags runFlags() {
       {"vertex-endpoint", 0, "", "Vertex AI base URL (default https://LOCATION-aiplatform.googleapis.com)"},
       {"allow-insecure-endpoints", 0, "false", "allow plain http (credentials in the clear) to a non-loopback Kubernetes, Vertex or GCS endpoint", true},
       {"gcs-endpoint", 0, "", "Cloud Storage base URL (default $STORAGE_EMULATOR_HOST, else storage.googleapis.com)"},
+      // Failed attempts' log tails (status.attempts[].logTail): the operator needs roles/logging.viewer.
+      {"logging-endpoint", 0, "", "Cloud Logging base URL (default: --vertex-endpoint when set, else https://logging.googleapis.com)"},
+      {"log-tail-lines", 0, "20", "log lines a failed attempt's status and Failed Event show (0: read no logs)"},
       {"default-project", 0, "", "GCP project for TrainingRuns that name none"},
       {"default-location", 0, "", "Vertex AI location for TrainingRuns that name none"},
       // Loopback by default: only the chart (or an admin) opens them to the pod network.
@@ -99,6 +103,13 @@ reconcilers::JobPollerOptions jobPollerOptions(const Flags& flags) {
   options.interval = std::chrono::seconds(flags.getInt("vertex-poll-interval"));
   options.fastInterval = std::chrono::seconds(flags.getInt("vertex-fast-poll-interval"));
   options.fullListInterval = std::chrono::seconds(flags.getInt("vertex-full-list-interval"));
+  return options;
+}
+
+reconcilers::LogTailOptions logTailOptions(const Flags& flags) {
+  reconcilers::LogTailOptions options;
+  // Cloud Logging pages hold at most 1,000 entries; the tail is bounded in bytes anyway.
+  options.limits.lines = std::clamp(flags.getInt("log-tail-lines"), 1, 1000);
   return options;
 }
 
@@ -168,8 +179,8 @@ int run(const Args& args) {
   auto runOptions = trainingRunOptions(flags, tenancy);
   runOptions.registry = &clients.registry();
   reconcilers::TrainingRunController trainingRuns(
-      runs.cache(), {kube, clients.vertex(), clients.gcs(), events, clock, &trainingRunMetrics, observer.get()},
-      runOptions, jobPollerOptions(flags));
+      runs.cache(), {kube, clients.vertex(), clients.gcs(), events, clock, &trainingRunMetrics, observer.get(), clients.logging()},
+      runOptions, jobPollerOptions(flags), logTailOptions(flags));
   metrics::RetrainingMetrics retrainingMetrics(*registry);
   reconcilers::RetrainingController retraining(
       policies.cache(), runs.cache(),

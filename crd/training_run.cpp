@@ -445,6 +445,7 @@ TrainingRunStatus decodeTrainingRunStatus(const json& value, const std::string& 
       });
       a.string("message", at.message);
       a.string("resumedFrom", at.resumedFrom);
+      a.string("logTail", at.logTail);
       a.finish();
       return at;
     });
@@ -632,6 +633,7 @@ json encodeTrainingRunStatus(const TrainingRunStatus& s) {
     if (a.failureClass) at["failureClass"] = enumName(*a.failureClass, failureClassNames());
     putString(at, "message", a.message);
     putString(at, "resumedFrom", a.resumedFrom);
+    putString(at, "logTail", a.logTail);
     out["attempts"].push_back(at);
   }
   if (const auto& p = s.placement) {

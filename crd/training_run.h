@@ -231,6 +231,10 @@ struct Attempt {
   std::optional<FailureClass> failureClass;
   std::string message;
   std::string resumedFrom;
+  // A failed attempt's (not a preemption's, not a capacity failure's): the newest lines of the failing
+  // replica's log, read once after the failure (reconcilers/jobs/log_tail.h), or why they could not be
+  // read. At most kMaxLogTailBytes. The tenant's data: shown to the user, never in vto's own log.
+  std::string logTail;
   bool operator==(const Attempt&) const = default;
 };
 
@@ -248,6 +252,7 @@ struct BestTrial {
 };
 
 inline constexpr size_t kMaxAttemptsInStatus = 20;
+inline constexpr size_t kMaxLogTailBytes = 4096;
 
 // status.placement: where the current attempt runs (with spec.capacity).
 struct PlacementRef {

@@ -102,6 +102,14 @@ struct RegistryReading {
   std::optional<VertexFailure> failure;
 };
 
+// The newest log lines of failed attempts (reconcilers/jobs/log_tail.h), read off the workers by the
+// LogTailPoller after the failure was written: decide records each once in status.attempts[].logTail.
+struct LogTailReading {
+  // The operator reads logs (vto run has a Logging client): a failure's Event waits for its tail.
+  bool enabled = false;
+  std::map<int32_t, std::string> read;  // by attempt number: tails read and not yet in status
+};
+
 struct Observed {
   Clock::time_point now{};
   crd::ObjectMeta metadata;             // always decoded
@@ -117,6 +125,7 @@ struct Observed {
   std::optional<std::string> outputBucketMissing;
   TenancyReading tenancy;
   RegistryReading registry;
+  LogTailReading logTails;
 };
 
 // Whether observe must list checkpoints for decide: a resume or unsuspend creates an attempt from

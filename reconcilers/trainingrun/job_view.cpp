@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "reconcilers/jobs/log_tail.h"
 #include "reconcilers/trainingrun/capacity.h"
 #include "reconcilers/trainingrun/draft.h"
 #include "vertex/json_codec.h"
@@ -80,6 +81,42 @@ void phaseOfJob(Draft& d, const CachedJob& job, const std::string& attemptText) 
   }
 }
 
+// An Event's message stays within what events.k8s.io allows a note (1 KiB): the log tail is shortened.
+constexpr size_t kMaxEventMessageBytes = 1024;
+
+// Whether the current attempt's log tail is still to come: the Failed Event waits for it (the phase
+// does not), and the pass that records it tells the failure.
+bool tailPending(const Draft& d) {
+  return d.o.logTails.enabled && !d.next.history.attempts.empty() &&
+         wantsLogTail(d.next.history.attempts.back(), d.o.now);
+}
+
+controller::Event failedEvent(const Draft& d) {
+  std::string message = d.next.message;
+  const auto& attempts = d.next.history.attempts;
+  if (!attempts.empty() && !attempts.back().logTail.empty()) {
+    message += "; log: ";
+    size_t room = kMaxEventMessageBytes > message.size() ? kMaxEventMessageBytes - message.size() : 0;
+    message += shortTail(attempts.back().logTail, std::max<size_t>(room, 256));
+  }
+  return warningEvent("Failed", message);
+}
+
+// The log tails read since the last pass go into their attempts, once. A tail that completes a
+// failure already written tells it now (its Event waited for the tail).
+void recordLogTails(Draft& d) {
+  bool currentRecorded = false;
+  for (auto& attempt : d.next.history.attempts) {
+    auto read = d.o.logTails.read.find(attempt.attempt);
+    if (read == d.o.logTails.read.end() || !wantsLogTail(attempt, d.o.now)) continue;
+    attempt.logTail = read->second;
+    currentRecorded = &attempt == &d.next.history.attempts.back();
+  }
+  if (currentRecorded && d.next.phase == Phase::Failed && d.o.status.phase == Phase::Failed) {
+    d.plan.events.push_back(failedEvent(d));
+  }
+}
+
 }  // namespace
 
 bool conditionIs(const Draft& d, ConditionType type, const char* status, Reason reason) {
@@ -124,7 +161,9 @@ void transitionEvent(Draft& d) {
     case Phase::Succeeded: d.plan.events.push_back(normalEvent("Succeeded", message)); break;
     case Phase::Suspended: d.plan.events.push_back(normalEvent("Suspended", message)); break;
     case Phase::Resuming: d.plan.events.push_back(normalEvent("Resuming", message)); break;
-    case Phase::Failed: d.plan.events.push_back(warningEvent("Failed", message)); break;
+    case Phase::Failed:
+      if (!tailPending(d)) d.plan.events.push_back(failedEvent(d));
+      break;
     case Phase::Cancelled: d.plan.events.push_back(warningEvent("Cancelled", message)); break;
     default: break;  // Pending, Submitted, Cancelling and Invalid are told where they happen
   }
@@ -134,6 +173,7 @@ void transitionEvent(Draft& d) {
 // it differs from what is stored.
 Plan finish(Draft& d) {
   placementView(d);
+  recordLogTails(d);
   std::stable_sort(d.next.conditions.begin(), d.next.conditions.end(), [](const auto& a, const auto& b) {
     auto rank = [](const std::string& type) {
       for (int i = 0; i <= static_cast<int>(ConditionType::ModelRegistered); ++i) {

@@ -94,6 +94,10 @@ Observed TrainingRunReconciler::observe(const nlohmann::json& object) {
   }
   bool deleting = !o.metadata.deletionTimestamp.empty();
   if (!o.run) return o;
+  if (const auto* tails = options_.logTails; tails != nullptr && tails->enabled()) {
+    o.logTails.enabled = true;
+    o.logTails.read = tails->tailsOf(o.metadata.uid);
+  }
   if (ended(o) && !deleting) {
     // Its job has nothing more to say; what follows a success is read from the registry.
     if (workAfterSuccess(o)) observeRegistry(o);

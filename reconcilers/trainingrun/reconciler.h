@@ -24,6 +24,7 @@
 #include "reconcilers/jobs/checkpoint_schedule.h"
 #include "reconcilers/jobs/checkpoints.h"
 #include "reconcilers/jobs/job_cache.h"
+#include "reconcilers/jobs/log_tail.h"
 #include "reconcilers/jobs/poll_targets.h"
 #include "reconcilers/tenancy/namespace_labels.h"
 #include "reconcilers/trainingrun/decide.h"
@@ -65,6 +66,8 @@ struct TrainingRunReconcilerOptions {
   controller::OwnWrites* ownWrites = nullptr;
   // Where succeeded runs with spec.model register it; null: such runs say the operator cannot.
   vertex::ModelRegistry* registry = nullptr;
+  // The failed attempts' log tails, read off the workers; null: no tails (the Failed Event is not held).
+  const LogTailPoller* logTails = nullptr;
   // How long an upload asked for but not recorded (a crash in between) is waited for (DecideOptions).
   Clock::duration uploadGracePeriod = std::chrono::minutes(5);
 };

@@ -7,18 +7,39 @@
 namespace vto::reconcilers {
 
 namespace {
-TrainingRunReconcilerOptions withOwnWrites(TrainingRunReconcilerOptions options, controller::OwnWrites& ownWrites) {
+TrainingRunReconcilerOptions withOwnWrites(TrainingRunReconcilerOptions options, controller::OwnWrites& ownWrites,
+                                           const LogTailPoller& logTails) {
   options.ownWrites = &ownWrites;
+  options.logTails = &logTails;
+  return options;
+}
+
+controller::PollingSourceOptions logTailPollingOptions() {
+  controller::PollingSourceOptions options;
+  options.workers = 2;
+  options.maxPerGroup = 2;
   return options;
 }
 }  // namespace
 
 TrainingRunController::TrainingRunController(const controller::ObjectCache& runs, TrainingRunDeps deps,
-                                             TrainingRunReconcilerOptions options, JobPollerOptions pollerOptions)
+                                             TrainingRunReconcilerOptions options, JobPollerOptions pollerOptions,
+                                             LogTailOptions logTailOptions)
     : runs_(runs),
       observer_(deps.observer),
+      logTails_(deps.logging, deps.clock,
+                [this](const std::string& uid) {
+                  if (auto key = runs_.keyByUid(uid)) enqueue_(*key);
+                },
+                logTailOptions),
+      // Each read waits on Cloud Logging (up to its timeout): a few at once, none on a reconcile worker.
+      logTailPolling_(
+          deps.clock, [this] { return logTails_.targets(); },
+          [this](const std::string& target) { return logTails_.poll(target); },
+          logTailPollingOptions()),
       reconciler_(std::make_unique<TrainingRunReconciler>(runs, deps.kube, deps.vertex, deps.gcs, jobs_, deps.events,
-                                                          deps.clock, withOwnWrites(std::move(options), ownWrites_),
+                                                          deps.clock,
+                                                          withOwnWrites(std::move(options), ownWrites_, logTails_),
                                                           deps.metrics)),
       pollerOptions_(pollerOptions),
       poller_(deps.vertex, jobs_, deps.clock,
@@ -53,6 +74,7 @@ void TrainingRunController::onRunEvent(const nlohmann::json& run) {
   };
   if (runs_.uidAt(key) != uid) {  // gone, or replaced by a namesake
     targets_.update(key, nullptr);
+    logTails_.update(uid, nullptr);
     wake(reconciler_->accelerators().update(uid, nullptr));
     if (observer_ != nullptr) observer_->forget(uid);
     if (ownWrites_.consume(run)) return;
@@ -67,6 +89,8 @@ void TrainingRunController::onRunEvent(const nlohmann::json& run) {
   }
   const auto* decodedRun = decoded ? &*decoded : nullptr;
   targets_.update(key, decodedRun);
+  // Own writes too: the status write that records a failure is what makes its tail wanted.
+  logTails_.update(uid, decodedRun);
   // Before the run is reconciled: admission must see every older run's claim.
   wake(reconciler_->accelerators().update(uid, decodedRun));
   if (observer_ != nullptr) {
@@ -85,6 +109,9 @@ void wireTrainingRuns(controller::Manager& manager, controller::Informer& runs, 
   controller.setEnqueue([&queue](const controller::ObjectKey& key) { queue.add(key); });
   runs.addHandler([&controller](const nlohmann::json& run) { controller.onRunEvent(run); });
   manager.addLoop([&controller](std::stop_token stop) { controller.polling().run(stop); });
+  if (controller.logTails().enabled()) {
+    manager.addLoop([&controller](std::stop_token stop) { controller.logTailPolling().run(stop); });
+  }
 }
 
 }  // namespace vto::reconcilers

@@ -29,6 +29,8 @@ struct TrainingRunDeps {
   const Clock& clock;
   metrics::TrainingRunMetrics* metrics = nullptr;   // may be null
   metrics::TrainingRunObserver* observer = nullptr;  // may be null
+  // Where failed attempts' log tails are read (the operator's credentials); null: no tails.
+  vertex::LoggingClient* logging = nullptr;
 };
 
 class TrainingRunController {
@@ -36,7 +38,7 @@ class TrainingRunController {
   using Enqueue = std::function<void(const controller::ObjectKey& run)>;
   // `runs` is the TrainingRun informer's cache. `options.ownWrites` is set to this object's record.
   TrainingRunController(const controller::ObjectCache& runs, TrainingRunDeps deps, TrainingRunReconcilerOptions options,
-                        JobPollerOptions pollerOptions = {});
+                        JobPollerOptions pollerOptions = {}, LogTailOptions logTailOptions = {});
 
   // Where reconciles go (the controller's work queue); set before any event arrives.
   void setEnqueue(Enqueue enqueue) { enqueue_ = std::move(enqueue); }
@@ -50,6 +52,8 @@ class TrainingRunController {
   JobCache& jobs() { return jobs_; }
   JobPoller& poller() { return poller_; }
   controller::PollingSource& polling() { return polling_; }
+  LogTailPoller& logTails() { return logTails_; }
+  controller::PollingSource& logTailPolling() { return logTailPolling_; }
 
  private:
   const controller::ObjectCache& runs_;
@@ -58,6 +62,8 @@ class TrainingRunController {
   controller::OwnWrites ownWrites_;
   JobCache jobs_;
   PollTargets targets_;
+  LogTailPoller logTails_;
+  controller::PollingSource logTailPolling_;
   std::unique_ptr<TrainingRunReconciler> reconciler_;
   JobPollerOptions pollerOptions_;
   JobPoller poller_;
@@ -65,7 +71,7 @@ class TrainingRunController {
 };
 
 // The controller named "trainingrun" with `workers` reconcile workers, its handler on the informer,
-// and Vertex polling as a loop that runs only on the leader.
+// and Vertex polling (and, with a Logging client, the log tails' reads) as loops that run only on the leader.
 void wireTrainingRuns(controller::Manager& manager, controller::Informer& runs, TrainingRunController& controller,
                       int workers);
 

@@ -1,7 +1,7 @@
 #pragma once
 // An in-memory LoggingClient for unit tests of code that reads job logs (`vto logs`): entries are
 // added by the test, and entries:list understands the filter vertexJobLogFilter writes
-// (resource.type="...", resource.labels.KEY="V", severity>=NAME, timestamp>="T", joined by AND),
+// (resource.type="...", resource.labels.KEY="V", severity>=NAME or <NAME, timestamp>="T", joined by AND),
 // orders by timestamp then insertId as Cloud Logging does, and pages with pageSize (default 50)
 // and offset tokens. Every request is recorded; errors can be queued for the next call.
 #include <algorithm>
@@ -71,7 +71,7 @@ class FakeLoggingClient final : public vertex::LoggingClient {
   // Terms joined by AND; anything else is a test bug.
   static bool matches(const vertex::LogEntry& entry, const std::string& filter) {
     static const std::regex term(
-        R"re(\s*(resource\.type|resource\.labels\.(\w+)|severity|timestamp)\s*(=|>=)\s*("([^"]*)"|(\w+))\s*(AND)?)re");
+        R"re(\s*(resource\.type|resource\.labels\.(\w+)|severity|timestamp)\s*(=|>=|<)\s*("([^"]*)"|(\w+))\s*(AND)?)re");
     std::size_t consumed = 0;
     for (auto it = std::sregex_iterator(filter.begin(), filter.end(), term); it != std::sregex_iterator(); ++it) {
       const auto& match = *it;
@@ -81,7 +81,8 @@ class FakeLoggingClient final : public vertex::LoggingClient {
       if (field == "resource.type") {
         if (entry.resourceType != value) return false;
       } else if (field == "severity") {
-        if (entry.severity < vertex::severityFromName(value).value()) return false;
+        auto severity = vertex::severityFromName(value).value();
+        if (match[3] == "<" ? entry.severity >= severity : entry.severity < severity) return false;
       } else if (field == "timestamp") {
         if (!entry.timestamp || *entry.timestamp < parseRfc3339(value)) return false;
       } else {

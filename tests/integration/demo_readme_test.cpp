@@ -165,6 +165,19 @@ TEST_F(DemoReadmeTest, PreemptionResumesFromACheckpointAndStoppingLeavesNoProces
   auto stepsRun = resumed.value("stepsRun", json::array());
   if (!stepsRun.empty()) EXPECT_EQ(stepsRun[0], step + 1) << resumed.dump();
 
+  // The crashing sample: `kubectl describe trun mnist-crash` shows the traceback's last line, in the
+  // attempt's Log Tail and in the Failed Event.
+  std::string described;
+  EXPECT_TRUE(waitFor(
+      [&] {
+        described = userShell("kubectl describe trun mnist-crash").output;
+        return described.find("Warning  Failed") != std::string::npos;
+      },
+      120s, 500ms))
+      << described;
+  EXPECT_NE(described.find("Log Tail:"), std::string::npos) << described;
+  EXPECT_NE(described.find("RuntimeError: EMULATOR_MODEL_METRICS"), std::string::npos) << described;
+
   // Stopping the demo stops everything it started.
   std::vector<pid_t> started;
   std::ifstream pids(state_ + "/pids");

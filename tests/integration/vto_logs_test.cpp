@@ -163,5 +163,42 @@ TEST(VtoLogs, AResumedRunShowsEachAttemptsOwnLog) {
   EXPECT_NE(preempted.out.find(" workerpool0-0 "), std::string::npos) << preempted.out;
 }
 
+// The operator's side of a failure (status.attempts[].logTail, the Failed Event): with
+// --vertex-endpoint naming the emulator, the same emulator serves the operator the job's log.
+TEST(VtoLogs, AFailedRunShowsTheTracebackInDescribeWithinSeconds) {
+  const std::string ns = "logs-tail";
+  stack().createNamespace(ns);
+  applyManifest(simpleRunManifest(ns, "nan"));
+  ASSERT_TRUE(stack().waitForPhase(ns, "nan", "Running", seconds(60))) << stack().operatorLog();
+  failJob(jobOf(ns, "nan"), "UserError");
+  ASSERT_TRUE(stack().waitForPhase(ns, "nan", "Failed", seconds(60))) << stack().operatorLog();
+  std::string tail;
+  ASSERT_TRUE(waitFor(
+      [&] {
+        auto run = stack().getRun(ns, "nan");
+        tail = run.value(nlohmann::json::json_pointer("/status/attempts/0/logTail"), std::string());
+        return !tail.empty();
+      },
+      seconds(15)))  // within seconds of the phase change, which was written first
+      << stack().operatorLog();
+  EXPECT_NE(tail.find("Traceback (most recent call last):"), std::string::npos) << tail;
+  EXPECT_EQ(tail.substr(tail.rfind('\n') + 1), "ValueError: Input 'features' contains NaN values") << tail;
+  std::string described;
+  ASSERT_TRUE(waitFor(
+      [&] {
+        described = stack().kubectlOk("describe trun nan -n " + ns);
+        return described.find("Warning  Failed") != std::string::npos;
+      },
+      seconds(15)))
+      << described;
+  EXPECT_NE(described.find("Log Tail:"), std::string::npos) << described;
+  EXPECT_NE(described.find("ValueError: Input 'features' contains NaN values"), std::string::npos) << described;
+  auto event = described.substr(described.find("Warning  Failed"));
+  EXPECT_NE(event.find("log: "), std::string::npos) << event;
+  EXPECT_NE(event.find("ValueError: Input 'features' contains NaN values"), std::string::npos) << event;
+  // Tenant data stays out of the operator's own log.
+  EXPECT_EQ(stack().operatorLog().find("contains NaN values"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace vto::testing

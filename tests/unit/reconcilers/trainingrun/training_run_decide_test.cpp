@@ -7,6 +7,8 @@
 #include <functional>
 
 #include "base/rfc3339.h"
+#include "reconcilers/jobs/log_tail.h"
+#include "vertex/api_error.h"
 #include "vertex/json_codec.h"
 
 namespace vto::reconcilers {
@@ -713,5 +715,146 @@ TEST(DecideTest, BucketsAreCheckedBeforeAttemptOne) {
        [](const Plan& p) { EXPECT_EQ(conditionReason(*p.status, "CheckpointsReadable"), "False/CheckpointListFailed"); }},
   });
 }
+
+// --- A failed attempt's log tail: the phase is written first, the tail (read off the workers, handed
+// in by observe) follows once, and the Failed Event carries it. ---
+
+const std::string kUserError = "The replica workerpool0-0 exited with a non-zero status of 1.";
+const std::string kTraceback = "Traceback (most recent call last):\n  File \"task.py\", line 3\nValueError: NaN";
+
+// A submitted run in `phase` whose operator reads logs.
+Observed tailed(crd::Phase phase) {
+  auto o = submitted(phase);
+  o.logTails.enabled = true;
+  return o;
+}
+
+// The run as the pass that saw its job fail with a user error left it (phase Failed, no tail yet).
+Observed failedWithoutTail() {
+  auto running = tailed(crd::Phase::Running);
+  running.vertex.job = jobIn(JobState::Failed, vertex::RpcStatus{3, kUserError});
+  auto plan = decide(running);
+  auto o = tailed(crd::Phase::Failed);
+  o.status = *plan.status;
+  return o;
+}
+
+TEST(DecideLogTailTest, APhaseChangeIsWrittenAtOnceAndItsEventWaitsForTheTail) {
+  auto o = tailed(crd::Phase::Running);
+  o.vertex.job = jobIn(JobState::Failed, vertex::RpcStatus{3, kUserError});
+  auto plan = decide(o);
+  ASSERT_TRUE(plan.status);
+  EXPECT_EQ(plan.status->phase, crd::Phase::Failed);
+  EXPECT_EQ(plan.status->history.attempts[0].failureClass, crd::FailureClass::UserError);
+  EXPECT_EQ(plan.status->history.attempts[0].logTail, "");
+  EXPECT_TRUE(reasons(plan).empty()) << "the Failed Event comes with the tail";
+
+  // Without log access configured, nothing waits: the Event is told at once.
+  o.logTails.enabled = false;
+  EXPECT_EQ(reasons(decide(o)), std::vector<std::string>{"Failed"});
+}
+
+TEST(DecideLogTailTest, TheTailIsRecordedOnceWithTheFailedEvent) {
+  auto o = failedWithoutTail();
+  EXPECT_FALSE(decide(o).status) << "nothing read yet: nothing to write";
+  o.logTails.read = {{1, kTraceback}};
+  auto plan = decide(o);
+  ASSERT_TRUE(plan.status);
+  EXPECT_EQ(plan.status->phase, crd::Phase::Failed);
+  EXPECT_EQ(plan.status->history.attempts[0].logTail, kTraceback);
+  ASSERT_EQ(reasons(plan), std::vector<std::string>{"Failed"});
+  EXPECT_EQ(plan.events[0].type, controller::EventType::Warning);
+  EXPECT_NE(plan.events[0].message.find("attempt 1 failed (UserError): " + kUserError), std::string::npos) << plan.events[0].message;
+  EXPECT_NE(plan.events[0].message.find("Traceback (most recent call last): |   File \"task.py\", line 3 | ValueError: NaN"),
+            std::string::npos)
+      << plan.events[0].message;
+
+  // The next pass (status shows the tail; the reading is still around): no write, no Event again.
+  auto after = failedWithoutTail();
+  after.status = *plan.status;
+  after.logTails.read = {{1, "something else"}};
+  auto again = decide(after);
+  EXPECT_FALSE(again.status);
+  EXPECT_TRUE(again.events.empty());
+}
+
+TEST(DecideLogTailTest, ATailReadInThePassThatSeesTheFailureGoesIntoItsEvent) {
+  auto o = tailed(crd::Phase::Running);
+  o.vertex.job = jobIn(JobState::Failed, vertex::RpcStatus{3, kUserError});
+  o.logTails.read = {{1, kTraceback}};
+  auto plan = decide(o);
+  EXPECT_EQ(plan.status->history.attempts[0].logTail, kTraceback);
+  ASSERT_EQ(reasons(plan), std::vector<std::string>{"Failed"});
+  EXPECT_NE(plan.events[0].message.find("ValueError: NaN"), std::string::npos);
+}
+
+TEST(DecideLogTailTest, APreemptedOrCapacityFailedAttemptGetsNoTail) {
+  auto o = tailed(crd::Phase::Running);
+  o.vertex.job = jobIn(JobState::Failed, vertex::RpcStatus{14, "The VM was preempted."});
+  o.logTails.read = {{1, "must not be recorded"}};
+  auto plan = decide(o);
+  ASSERT_TRUE(plan.status);
+  EXPECT_EQ(plan.status->phase, crd::Phase::Resuming);
+  EXPECT_EQ(plan.status->history.attempts[0].logTail, "");
+
+  o.vertex.job = jobIn(JobState::Failed, vertex::RpcStatus{8, "Resources are insufficient in region: us-central1"});
+  auto stockout = decide(o);
+  EXPECT_EQ(stockout.status->history.attempts[0].logTail, "");
+}
+
+TEST(DecideLogTailTest, WithoutLogAccessTheRunIsFailedAndTheEventSaysWhy) {
+  auto o = failedWithoutTail();
+  vertex::ApiError forbidden(403, "PERMISSION_DENIED", "Permission 'logging.logEntries.list' denied");
+  o.logTails.read = {{1, logUnreadableText(forbidden)}};
+  auto plan = decide(o);
+  ASSERT_TRUE(plan.status);
+  EXPECT_EQ(plan.status->phase, crd::Phase::Failed);
+  const auto& tail = plan.status->history.attempts[0].logTail;
+  EXPECT_NE(tail.find("could not read the log: "), std::string::npos) << tail;
+  EXPECT_NE(tail.find("grant the operator's service account roles/logging.viewer"), std::string::npos) << tail;
+  ASSERT_EQ(reasons(plan), std::vector<std::string>{"Failed"});
+  EXPECT_NE(plan.events[0].message.find("roles/logging.viewer"), std::string::npos) << plan.events[0].message;
+}
+
+TEST(DecideLogTailTest, TheEventIsShortenedToFitAndKeepsTheLastLines) {
+  auto o = failedWithoutTail();
+  std::string tail;
+  for (int i = 0; i < 19; ++i) tail += std::string(200, 'a' + i) + "\n";
+  tail += "ValueError: NaN";
+  o.logTails.read = {{1, tail}};
+  auto plan = decide(o);
+  EXPECT_EQ(plan.status->history.attempts[0].logTail, tail) << "status keeps the whole tail";
+  ASSERT_EQ(plan.events.size(), 1u);
+  const auto& message = plan.events[0].message;
+  EXPECT_LE(message.size(), 1024u);
+  EXPECT_EQ(message.substr(message.size() - 15), "ValueError: NaN");
+}
+
+TEST(DecideLogTailTest, AResumedAttemptKeepsItsTailWithoutAnEvent) {
+  // InternalError resumes by default: attempt 1's tail arrives while attempt 2 runs.
+  auto o = tailed(crd::Phase::Running);
+  auto& first = o.status.history.attempts[0];
+  first.state = "JOB_STATE_FAILED";
+  first.failureClass = crd::FailureClass::InternalError;
+  first.endTime = T0 - seconds(60);
+  crd::Attempt second;
+  second.attempt = 2;
+  second.jobName = "projects/test-project/locations/us-central1/customJobs/8";
+  o.status.history.attempts.push_back(second);
+  o.status.history.attemptCount = 2;
+  CachedJob running;
+  running.name = second.jobName;
+  running.state = JobState::Running;
+  running.createTime = running.startTime = T0 - seconds(30);
+  running.readAt = T0;
+  o.vertex.job = running;
+  o.logTails.read = {{1, "InternalError: the backend went away"}};
+  auto plan = decide(o);
+  ASSERT_TRUE(plan.status);
+  EXPECT_EQ(plan.status->history.attempts[0].logTail, "InternalError: the backend went away");
+  EXPECT_EQ(plan.status->history.attempts[1].logTail, "");
+  for (const auto& e : plan.events) EXPECT_NE(e.reason, "Failed");
+}
+
 }  // namespace
 }  // namespace vto::reconcilers

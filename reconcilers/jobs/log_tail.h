@@ -1,0 +1,100 @@
+#pragma once
+// The newest lines of a failed attempt's log (status.attempts[].logTail and the Failed Event), read
+// off the reconcile workers: a failure is written to status first, then its attempt becomes a target
+// of a controller::PollingSource; one poll reads the failing replica's log from Cloud Logging once
+// (ERROR and above first), keeps the text here and wakes the run, whose next pass records it
+// (observe hands it to decide). Once status shows it, the target and the text go.
+//
+// Log lines are the tenant's data: they go to status and Events, never to vto's own log.
+#include <atomic>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/clock.h"
+#include "crd/training_run.h"
+#include "vertex/logging_client.h"
+
+namespace vto::reconcilers {
+
+struct LogTailLimits {
+  int lines = 20;
+  size_t maxBytes = crd::kMaxLogTailBytes;
+};
+
+// Whether an attempt's log tail is still to be read: it failed for a reason its own code may explain
+// (not a preemption, not a capacity failure), it has a job, its tail is not recorded yet, and it ended
+// within `maxAge` of `now` (so that an upgrade does not read, and announce, every old failure again).
+bool wantsLogTail(const crd::Attempt& attempt, Clock::time_point now,
+                  Clock::duration maxAge = std::chrono::hours(24));
+
+// The replica Vertex names in a failed job's error ("The replica workerpool0-0 exited with a non-zero
+// status of 1."), or "" when it names none (the whole job's log is read then).
+std::string failingReplicaOf(std::string_view vertexMessage);
+
+// The tail as status shows it, from the newest ERROR-and-above entries and the newest others (each
+// oldest first, as Cloud Logging orders them): one line per line of a message, oldest first (entries
+// with one timestamp in the order given), each line's control characters but
+// tab shown as '?'. While over `limits`, the oldest line below ERROR goes first, then the oldest
+// ERROR line; a single line still too long keeps its end. Valid UTF-8 in, valid UTF-8 out.
+std::string formatLogTail(const std::vector<vertex::LogEntry>& errors, const std::vector<vertex::LogEntry>& others,
+                          const LogTailLimits& limits = {});
+
+// What status and the Event say when the log cannot be read (`error` is the client's answer).
+std::string logUnreadableText(const std::exception& error);
+
+// The end of `text` that fits in `maxBytes` (whole lines where it can, "…" where a line was cut),
+// its lines joined by " | ": for an Event's message.
+std::string shortTail(const std::string& text, size_t maxBytes);
+
+struct LogTailOptions {
+  LogTailLimits limits;
+  // A read that fails with an error worth retrying is tried this many times in all (with the
+  // PollingSource's backoff), then the attempt records why it has no tail.
+  int maxTries = 5;
+  // How soon a run that has not recorded its tail yet is woken again (its status write failed).
+  Clock::duration rewake = std::chrono::seconds(30);
+};
+
+class LogTailPoller {
+ public:
+  using Wake = std::function<void(const std::string& runUid)>;
+  // `logging` null: no tails (vto run without log access configured); nothing is ever a target.
+  LogTailPoller(vertex::LoggingClient* logging, const Clock& clock, Wake wake, LogTailOptions options = {});
+
+  bool enabled() const { return logging_ != nullptr; }
+  // A run event (the informer's handler): its attempts that want a tail become targets; those whose
+  // tail status now shows, and every attempt of a run that is gone (`run` null), are forgotten.
+  void update(const std::string& uid, const crd::TrainingRun* run);
+  // The PollingSource's targets ("<uid>/<attempt>") and one poll: the read, once; returns when to
+  // look again (the run is woken again then if it has not recorded the tail). Throws an error worth
+  // retrying, so that the source backs the target off, until maxTries.
+  std::vector<std::string> targets() const;
+  Clock::duration poll(const std::string& target);
+  // The tails read for a run and not yet in its status, by attempt number.
+  std::map<int32_t, std::string> tailsOf(const std::string& uid) const;
+  int reads() const;
+
+ private:
+  struct Wanted {
+    std::string jobName;
+    std::string replica;
+    std::optional<std::string> tail;  // read
+    int failures = 0;
+  };
+  std::string read(const Wanted& wanted);
+
+  vertex::LoggingClient* logging_;
+  const Clock& clock_;
+  Wake wake_;
+  LogTailOptions options_;
+  mutable std::mutex mutex_;
+  std::map<std::string, std::map<int32_t, Wanted>> byUid_;
+  std::atomic<int> reads_{0};
+};
+
+}  // namespace vto::reconcilers
