@@ -151,6 +151,8 @@ TEST(VtoLogs, AResumedRunShowsEachAttemptsOwnLog) {
   failJob(first, "Preemption");
   ASSERT_TRUE(stack().waitForPhase(ns, "spot", "Succeeded", seconds(120))) << stack().operatorLog();
   ASSERT_NE(jobOf(ns, "spot"), first) << "the run resumed on a second job";
+  // A preemption is not the code's failure: no log is read for it, and no tail is written.
+  EXPECT_EQ(stack().getRun(ns, "spot").value(nlohmann::json::json_pointer("/status/attempts/0/logTail"), std::string("")), "");
   // Attempt 1's job was preempted (exit 1), the newest attempt's succeeded (exit 0): each command
   // read the log of the job it names.
   auto preempted = vtoLogs("trun/spot -n " + ns + " --attempt 1 -f");
