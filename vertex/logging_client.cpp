@@ -7,6 +7,7 @@
 
 #include "base/gcp_names.h"
 #include "base/rfc3339.h"
+#include "base/utf8.h"
 #include "base/url.h"
 #include "vertex/api_error.h"
 #include "vertex/gcs_client.h"
@@ -47,12 +48,7 @@ LogSeverity severityOf(const json& value) {
 }
 
 // Cuts `text` to at most `max` bytes, never inside a UTF-8 sequence.
-void cutUtf8(std::string& text, std::size_t max) {
-  if (text.size() <= max) return;
-  std::size_t cut = max;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  text.resize(cut);
-}
+void cutUtf8(std::string& text, std::size_t max) { text.resize(utf8PrefixLength(text, max)); }
 
 bool allDigits(std::string_view text, std::size_t min, std::size_t max) {
   return text.size() >= min && text.size() <= max &&

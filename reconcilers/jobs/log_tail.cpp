@@ -4,6 +4,7 @@
 #include <regex>
 
 #include "base/retryable_error.h"
+#include "base/utf8.h"
 #include "vertex/api_error.h"
 #include "vertex/rate_limiter.h"
 #include "vertex/vertex_client.h"
@@ -14,22 +15,6 @@ namespace {
 
 bool failedForItsOwnReasons(crd::FailureClass failure) {
   return failure != crd::FailureClass::Preemption && failure != crd::FailureClass::Stockout;
-}
-
-// The length of the longest prefix of `text` no longer than `max` that ends on a UTF-8 boundary.
-size_t utf8Prefix(std::string_view text, size_t max) {
-  if (text.size() <= max) return text.size();
-  size_t end = max;
-  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
-  return end;
-}
-
-// The start of the shortest suffix of `text` no longer than `max` that starts on a UTF-8 boundary.
-size_t utf8SuffixStart(std::string_view text, size_t max) {
-  if (text.size() <= max) return 0;
-  size_t start = text.size() - max;
-  while (start < text.size() && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) ++start;
-  return start;
 }
 
 struct TailLine {
@@ -107,7 +92,7 @@ std::string formatLogTail(const std::vector<vertex::LogEntry>& errors, const std
 
 std::string logUnreadableText(const std::exception& error) {
   std::string why = error.what();
-  why.resize(utf8Prefix(why, 512));
+  why.resize(utf8PrefixLength(why, 512));
   const auto* remote = dynamic_cast<const RemoteApiError*>(&error);
   std::string advice = remote != nullptr && remote->isForbidden()
                            ? ", grant the operator's service account roles/logging.viewer on the job's project"
