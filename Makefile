@@ -33,7 +33,9 @@ build: bootstrap
 # them one by one.
 TEST_JOBS ?= 2
 test: build
-	ctest --test-dir $(BUILD_DIR) --output-on-failure --timeout 1200 -j$(TEST_JOBS) $(CTEST_ARGS)
+	@status=0; ctest --test-dir $(BUILD_DIR) --output-on-failure --timeout 1200 -j$(TEST_JOBS) \
+	  --output-junit $(CURDIR)/$(BUILD_DIR)/test-results.xml $(CTEST_ARGS) || status=$$?; \
+	  scripts/slowest-tests.py $(BUILD_DIR)/test-results.xml 10; exit $$status
 	@$(MAKE) --no-print-directory fuzz
 
 unit-test: build
