@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "base/rfc3339.h"
+#include "base/utf8.h"
 #include "cmd/flags.h"
 #include "vertex/api_error.h"
 #include "vertex/gcs_client.h"
@@ -148,20 +149,6 @@ class JobLogPrinter {
   int printedCount_ = 0;
 };
 
-// "\x1b" for a control character; the rest as it is (UTF-8 passes through).
-void appendVisible(std::string& out, std::string_view text) {
-  for (char c : text) {
-    auto byte = static_cast<unsigned char>(c);
-    if ((byte < 0x20 && c != '\t') || byte == 0x7f) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-}
-
 bool succeeded(vertex::JobState state) {
   return state == vertex::JobState::Succeeded || state == vertex::JobState::PartiallySucceeded;
 }
@@ -217,7 +204,7 @@ std::string formatLogEntry(const LogEntry& entry) {
   std::string prefix = entry.timestamp ? rfc3339(*entry.timestamp) : std::string("-");
   prefix += ' ';
   auto replica = entry.replica();
-  appendVisible(prefix, replica.empty() ? "-" : replica);
+  prefix += escapeControls(replica.empty() ? "-" : replica);
   prefix += ' ';
   std::string severity(vertex::severityName(entry.severity));
   severity.resize(std::max<std::size_t>(severity.size(), 6), ' ');
@@ -231,7 +218,7 @@ std::string formatLogEntry(const LogEntry& entry) {
     auto line = message.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     out += prefix;
-    appendVisible(out, line);
+    out += escapeControls(line);
     out += '\n';
     start = end == std::string_view::npos ? message.size() + 1 : end + 1;
   } while (start <= message.size());
@@ -281,7 +268,11 @@ int printJobLogs(const std::string& jobName, const JobLogOptions& options, JobLo
     }
   }
   io.err << "vto logs: job " << jobName << " ended " << vertex::jobStateName(ended->state);
-  if (ended->error && !ended->error->message.empty()) io.err << ": " << ended->error->message.substr(0, 500);
+  // Vertex's message quotes the job's own output: escaped like the log lines above it.
+  if (ended->error && !ended->error->message.empty()) {
+    const auto& message = ended->error->message;
+    io.err << ": " << escapeControls(std::string_view(message).substr(0, utf8PrefixLength(message, 500)));
+  }
   io.err << "\n";
   return succeeded(ended->state) ? 0 : 1;
 }

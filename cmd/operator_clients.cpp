@@ -44,7 +44,9 @@ OperatorClients::OperatorClients(const Flags& flags, const Clock& clock, metrics
   gcs_ = std::make_unique<vertex::RestGcsClient>(
       gcsHttp_, vertex::gcsEndpoint(gcsFlag.empty() ? std::nullopt : std::optional(gcsFlag)), tokens_.get(),
       options.allowInsecure);
-  prometheus_ = std::make_unique<vertex::PrometheusClient>(http_, options.allowInsecure);
+  // Never http_: a tenant chooses the server, so its connections and DNS lookups must not be the
+  // pool's (or the lookup budget's) that carries Google's token. A connection per query, closed after.
+  prometheus_ = std::make_unique<vertex::PrometheusClient>(options.allowInsecure);
   // Failed attempts' log tails. A Vertex emulator (--vertex-endpoint) serves the logs too, as for `vto logs`.
   if (flags.getInt("log-tail-lines") > 0) {
     vertex::LoggingClientOptions logging;

@@ -1,6 +1,7 @@
 #pragma once
 // The operator's outbound clients, built from `vto run`'s flags: Vertex AI (jobs and Model Registry),
-// Cloud Storage and Prometheus, with the Google credentials of the operator's own identity, every Google request
+// Cloud Storage and Prometheus (on a transport of its own: a tenant chooses the server), with the Google
+// credentials of the operator's own identity, every Google request
 // counted in the request metrics. Only cmd/ constructs concrete clients.
 #include <memory>
 

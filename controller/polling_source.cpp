@@ -28,7 +28,7 @@ Clock::time_point PollingSource::nextDue(Clock::time_point now) const {
   return next;
 }
 
-void PollingSource::pollOne(const std::string& target, Clock::time_point now) {
+bool PollingSource::pollOne(const std::string& target, Clock::time_point now) {
   Clock::time_point next;
   int failures = 0;
   try {
@@ -51,6 +51,7 @@ void PollingSource::pollOne(const std::string& target, Clock::time_point now) {
   std::lock_guard lock(mutex_);
   auto found = schedules_.find(target);
   if (found != schedules_.end()) found->second = Schedule{next, failures, false};
+  return failures == 0;
 }
 
 Clock::time_point PollingSource::pollDue() {
@@ -85,20 +86,37 @@ void PollingSource::run(std::stop_token stop) {
 }
 
 void PollingSource::runWorkers(std::stop_token stop) {
-  std::deque<std::string> ready;  // due targets handed to the workers, in the order they fell due
+  // Due targets handed to the workers, in the order they fell due, with the group each was counted in
+  // (a target's group may change while it is polled) and whether it took an untrusted worker.
+  struct Handed {
+    std::string target, group;
+    bool untrusted = false;
+  };
+  std::deque<Handed> ready;
   std::condition_variable_any work;
   std::vector<std::jthread> workers;
   auto groupOf = [this](const std::string& target) { return options_.groupOf ? options_.groupOf(target) : ""; };
+  bool limitUntrusted = options_.maxUntrustedWorkers > 0;
   for (int i = 0; i < options_.workers; ++i) {
     workers.emplace_back([&, this](std::stop_token) {
       std::unique_lock lock(mutex_);
       while (work.wait(lock, stop, [&] { return !ready.empty(); })) {
-        auto target = ready.front();
+        auto handed = ready.front();
         ready.pop_front();
         lock.unlock();
-        pollOne(target, clock_.now());
+        auto started = clock_.now();
+        bool succeeded = pollOne(handed.target, started);
+        bool fast = clock_.now() - started <= options_.slowAfter;
         lock.lock();
-        if (--inFlightPerGroup_[groupOf(target)] == 0) inFlightPerGroup_.erase(groupOf(target));
+        if (--inFlightPerGroup_[handed.group] == 0) inFlightPerGroup_.erase(handed.group);
+        if (handed.untrusted) --untrustedInFlight_;
+        if (limitUntrusted) {
+          if (succeeded && fast) {
+            trustedGroups_.insert(handed.group);
+          } else {
+            trustedGroups_.erase(handed.group);
+          }
+        }
         wake_.notify_all();  // the dispatcher: a group may take its next target
       }
     });
@@ -109,11 +127,15 @@ void PollingSource::runWorkers(std::stop_token stop) {
     refreshTargets(now);
     for (auto& [target, schedule] : schedules_) {
       if (schedule.inFlight || schedule.due > now) continue;
-      auto& busy = inFlightPerGroup_[groupOf(target)];
+      auto group = groupOf(target);
+      auto& busy = inFlightPerGroup_[group];
       if (busy >= std::max<size_t>(1, options_.maxPerGroup)) continue;  // its group waits; others go on
+      bool untrusted = limitUntrusted && !trustedGroups_.contains(group);
+      if (untrusted && untrustedInFlight_ >= options_.maxUntrustedWorkers) continue;  // the trusted keep theirs
       ++busy;
+      if (untrusted) ++untrustedInFlight_;
       schedule.inFlight = true;
-      ready.push_back(target);
+      ready.push_back({target, std::move(group), untrusted});
       work.notify_one();
     }
     // Until the next target falls due; a due target whose group is busy waits for a poll of its group

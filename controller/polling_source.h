@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <stop_token>
 #include <string>
 #include <vector>
@@ -31,6 +32,12 @@ struct PollingSourceOptions {
   // With workers > 1: a target's group, and how many targets of one group are polled at once.
   std::function<std::string(const std::string& target)> groupOf;
   size_t maxPerGroup = 1;
+  // With workers > 1 and maxUntrustedWorkers > 0: a group is trusted while its last poll ended within
+  // `slowAfter` without an error; every other group (new, slow, failing) shares at most
+  // maxUntrustedWorkers workers, whatever their number, so that a few tenants whose endpoints hang
+  // never hold every worker (each such group is still limited to maxPerGroup too).
+  Clock::duration slowAfter = std::chrono::seconds(5);
+  size_t maxUntrustedWorkers = 0;
 };
 
 class PollingSource {
@@ -62,8 +69,9 @@ class PollingSource {
   };
   // Re-reads the targets (keeping known schedules); with mutex_ held.
   void refreshTargets(Clock::time_point now);
-  // Polls `target` (without mutex_) and records its next due time and failures.
-  void pollOne(const std::string& target, Clock::time_point now);
+  // Polls `target` (without mutex_) and records its next due time and failures; returns whether the
+  // poll succeeded.
+  bool pollOne(const std::string& target, Clock::time_point now);
   // The earliest due time, no later than the next target refresh; with mutex_ held.
   Clock::time_point nextDue(Clock::time_point now) const;
   void runWorkers(std::stop_token stop);
@@ -76,6 +84,8 @@ class PollingSource {
   std::condition_variable wake_;
   std::map<std::string, Schedule> schedules_;
   std::map<std::string, size_t> inFlightPerGroup_;
+  std::set<std::string> trustedGroups_;
+  size_t untrustedInFlight_ = 0;
 };
 
 }  // namespace vto::controller

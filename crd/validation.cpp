@@ -268,6 +268,41 @@ bool isRelativeObjectPath(const std::string& path) {
   return std::all_of(path.begin(), path.end(), [](unsigned char c) { return c > 0x20 && c < 0x7f && c != '#' && c != '?'; });
 }
 
+// Cloud Storage's bucket naming: 3-63 characters (222 with dots, each part at most 63) of lower-case
+// letters, digits, '-', '_' and '.', starting and ending with a letter or digit.
+bool isBucketName(const std::string& bucket) {
+  if (bucket.size() < 3 || bucket.size() > 222) return false;
+  if (!std::isalnum(static_cast<unsigned char>(bucket.front())) || !std::isalnum(static_cast<unsigned char>(bucket.back())))
+    return false;
+  size_t part = 0;
+  for (char c : bucket) {
+    bool allowed = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+    if (!allowed) return false;
+    part = c == '.' ? 0 : part + 1;
+    if (part > 63) return false;
+  }
+  return bucket.find('.') != std::string::npos || bucket.size() <= 63;
+}
+
+// The problem with a model's artifact directory, or "": gs://BUCKET/PATH/ with a bucket Cloud Storage
+// would accept, a path of printable ASCII with no '.', '..' or empty segment (no way out of the
+// directory the tenancy rules checked), no '?' or '#'.
+std::string artifactUriProblem(const std::string& uri) {
+  if (!isGcsUri(uri)) return "must be a gs:// directory holding the model";
+  if (!std::all_of(uri.begin(), uri.end(), [](unsigned char c) { return c > ' ' && c < 0x7F && c != '?' && c != '#'; }))
+    return "must be printable ASCII without spaces, '?' or '#' (no control characters)";
+  auto rest = uri.substr(5);
+  auto slash = rest.find('/');
+  if (!isBucketName(rest.substr(0, slash)))
+    return "must name a Cloud Storage bucket (3-63 lower-case letters, digits, '-', '_' or '.')";
+  if (slash == std::string::npos) return "";
+  auto path = rest.substr(slash + 1);
+  if (!path.empty() && path.back() == '/') path.pop_back();
+  if (path.empty()) return "";
+  if (!isRelativeObjectPath(path)) return "must have a path without '.', '..' or empty segments";
+  return "";
+}
+
 void checkModel(Findings& f, const TrainingRunSpec& spec) {
   if (!spec.model) return;
   const auto& m = *spec.model;
@@ -275,9 +310,11 @@ void checkModel(Findings& f, const TrainingRunSpec& spec) {
   if (!m.location.empty()) {
     if (auto problem = checkVertexRegion("model.location", m.location)) f.error("model.location", *problem);
   }
-  if (!m.artifactUri.empty() && !isGcsUri(m.artifactUri))
-    f.error("model.artifactUri", "must be a gs:// directory holding the model, or leave it empty for "
-                                 "<baseOutputDirectory>/model/ (where Vertex tells the code to write it: AIP_MODEL_DIR)");
+  if (!m.artifactUri.empty()) {
+    if (auto problem = artifactUriProblem(m.artifactUri); !problem.empty())
+      f.error("model.artifactUri", "artifactUri " + problem + ", e.g. gs://BUCKET/models/fraud/, or leave it empty for "
+                                   "<baseOutputDirectory>/model/ (where Vertex tells the code to write it: AIP_MODEL_DIR)");
+  }
   if (m.displayName.size() > 128) f.error("model.displayName", "at most 128 characters (Vertex's limit)");
   if (m.servingContainer.imageUri.empty())
     f.error("model.servingContainer.imageUri",
@@ -444,6 +481,27 @@ void checkNewDataTrigger(Findings& f, const NewDataTrigger& n) {
   checkNonNegativeDuration(f, at + ".quietPeriod", "quietPeriod", n.quietPeriod);
 }
 
+// Whether `url`, percent-decoded, holds a control character (C0, DEL, or C1 as UTF-8 %C2%80..%C2%9F).
+// Sent encoded such bytes end no line, but a URL is a name, and what a name decodes to may be logged,
+// shown or passed on by a proxy: the rule is no control characters, decoded or not.
+bool hasEncodedControl(const std::string& url) {
+  auto hex = [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; };
+  auto octetAt = [&](size_t i) -> int {
+    if (i + 2 >= url.size() || url[i] != '%' || !hex(url[i + 1]) || !hex(url[i + 2])) return -1;
+    return std::stoi(url.substr(i + 1, 2), nullptr, 16);
+  };
+  for (size_t i = 0; i + 2 < url.size(); ++i) {
+    int octet = octetAt(i);
+    if (octet < 0) continue;
+    if (octet < 0x20 || octet == 0x7F) return true;
+    if (octet == 0xC2) {
+      int next = octetAt(i + 3);
+      if (next >= 0x80 && next <= 0x9F) return true;
+    }
+  }
+  return false;
+}
+
 void checkMetricTrigger(Findings& f, const MetricTrigger& m) {
   const std::string at = "spec.triggers.metric";
   const auto& url = m.prometheusUrl;
@@ -454,6 +512,8 @@ void checkMetricTrigger(Findings& f, const MetricTrigger& m) {
     f.error(at + ".prometheusUrl", "prometheusUrl is the server's base URL, without ? or #, e.g. http://prometheus.monitoring:9090");
   if (!printable)
     f.error(at + ".prometheusUrl", "prometheusUrl must be printable ASCII without spaces; percent-encode anything else, e.g. %20 for a space");
+  if (hasEncodedControl(url))
+    f.error(at + ".prometheusUrl", "prometheusUrl must hold no control characters, percent-encoded ones included (%0d, %0a, %7f, %c2%85)");
   if (printable && url.find_first_of("?#") == std::string::npos) {
     try {
       canonicalUrl(url);  // the client's own check (vertex/prometheus_client.cpp)

@@ -1,5 +1,6 @@
 #include "emulator/emulator.h"
 
+#include <algorithm>
 #include <bit>
 #include <set>
 
@@ -16,6 +17,8 @@ using nlohmann::json;
 using vertex::ApiError;
 using vertex::JobKind;
 
+// Cloud Logging's limit on one LogEntry (https://cloud.google.com/logging/quotas: 256 KB).
+constexpr std::size_t kMaxLogEntryBytes = 256 * 1024;
 constexpr const char* kMetadataTokenPath = "/computeMetadata/v1/instance/service-accounts/default/token";
 
 Response errorResponse(const ApiError& error) {
@@ -315,7 +318,17 @@ Response Emulator::handleControl(const Request& request) {
       throw ApiError(400, "INVALID_ARGUMENT",
                      "Expected {\"failureClass\": \"Preemption\"|\"Stockout\"|\"UserError\"|\"InternalError\"}.");
     }
-    jobs_.fail(name, parseFailureClass(body["failureClass"].get<std::string>()));
+    // "log": what the training code wrote last, one Cloud Logging entry each (a test's hostile log);
+    // an entry is at most 256 KiB, Cloud Logging's own limit.
+    std::vector<std::string> output;
+    if (body.contains("log")) {
+      const auto& log = body["log"];
+      bool valid = log.is_array() && log.size() <= 1000 &&
+                   std::all_of(log.begin(), log.end(), [](const json& e) { return e.is_string() && e.get_ref<const std::string&>().size() <= kMaxLogEntryBytes; });
+      if (!valid) throw ApiError(400, "INVALID_ARGUMENT", "\"log\" must be at most 1000 strings of at most 256 KiB each.");
+      for (const auto& entry : log) output.push_back(entry.get<std::string>());
+    }
+    jobs_.fail(name, parseFailureClass(body["failureClass"].get<std::string>()), std::move(output));
     return {200, jobs_.get(name)};
   }
   throw ApiError(404, "NOT_FOUND",

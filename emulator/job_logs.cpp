@@ -213,7 +213,9 @@ void JobLogs::record(const JobEvent& event) {
       }
       if (!event.firstEnd) break;
       auto state = event.job.value("state", std::string());
-      if (event.failure == FailureClass::UserError) {
+      if (!event.output.empty()) {
+        for (const auto& text : event.output) append(log, at, 0, 0, 0, kError, text);
+      } else if (event.failure == FailureClass::UserError) {
         for (const auto& line : traceback("ValueError: Input 'features' contains NaN values")) {
           append(log, at, 0, 0, 0, kError, line);
         }

@@ -242,7 +242,7 @@ json JobStore::operation(const std::string& name) const {
   return found->second.operation;
 }
 
-void JobStore::fail(const std::string& name, FailureClass failure) {
+void JobStore::fail(const std::string& name, FailureClass failure, std::vector<std::string> output) {
   std::lock_guard lock(mutex_);
   auto& job = find(name);
   auto state = vertex::jobStateFromJson(job.resource["state"]);
@@ -262,7 +262,8 @@ void JobStore::fail(const std::string& name, FailureClass failure) {
       break;
     case FailureClass::UserError:
       finish(job, JobState::Failed, clock_.now(),
-             std::make_pair(kInvalidArgument, "The replica workerpool0-0 exited with a non-zero status of 1."), failure);
+             std::make_pair(kInvalidArgument, "The replica workerpool0-0 exited with a non-zero status of 1."), failure, "",
+             std::move(output));
       break;
     case FailureClass::InternalError:
       finish(job, JobState::Failed, clock_.now(), std::make_pair(kInternal, "Internal error occurred. Please retry."),
@@ -316,7 +317,7 @@ void JobStore::setState(Job& job, JobState state, Clock::time_point at) {
 }
 
 void JobStore::finish(Job& job, JobState state, Clock::time_point at, std::optional<std::pair<int, std::string>> error,
-                      std::optional<FailureClass> failure, const std::string& crash) {
+                      std::optional<FailureClass> failure, const std::string& crash, std::vector<std::string> output) {
   bool firstEnd = !vertex::isTerminal(vertex::jobStateFromJson(job.resource["state"]));
   setState(job, state, at);
   job.resource["endTime"] = rfc3339Millis(at);
@@ -327,6 +328,7 @@ void JobStore::finish(Job& job, JobState state, Clock::time_point at, std::optio
   event.firstEnd = firstEnd;
   event.failure = failure;
   event.crash = crash;
+  event.output = std::move(output);
   hooks_->onEvent(event);
 }
 

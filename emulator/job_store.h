@@ -66,6 +66,9 @@ struct JobEvent {
   bool firstEnd = true;
   std::optional<FailureClass> failure;  // Ended by the control API's :fail
   std::string crash;                    // Ended because the training code crashed: why
+  // Ended by :fail with "log": the entries the training code wrote last (at ERROR), instead of the
+  // traceback a failure writes by default.
+  std::vector<std::string> output;
 };
 
 // The emulator's other parts that the lifecycle consults and informs. Called with the store's lock
@@ -97,7 +100,8 @@ class JobStore {
   void cancel(const std::string& name);
   nlohmann::json remove(const std::string& name);  // the delete Operation
   nlohmann::json operation(const std::string& name) const;
-  void fail(const std::string& name, FailureClass failure);
+  // `output`: what the failing code wrote last, one log entry each (none: the default traceback).
+  void fail(const std::string& name, FailureClass failure, std::vector<std::string> output = {});
   // The training code of `name` crashed at `step` (e.g. it could not write a checkpoint; 0: at the
   // first step it ran): the job fails as Vertex reports a replica exiting non-zero, with `reason`
   // appended. A job that the same tick already finished as Succeeded never got past that step, so it
@@ -141,7 +145,8 @@ class JobStore {
   void setState(Job& job, vertex::JobState state, Clock::time_point at);
   // `failure` and `crash` say why a job failed, for its logs.
   void finish(Job& job, vertex::JobState state, Clock::time_point at, std::optional<std::pair<int, std::string>> error,
-              std::optional<FailureClass> failure = std::nullopt, const std::string& crash = "");
+              std::optional<FailureClass> failure = std::nullopt, const std::string& crash = "",
+              std::vector<std::string> output = {});
   void start(Job& job, Clock::time_point at);
   void advanceCustom(Job& job, Clock::time_point now, std::vector<CheckpointWrite>& writes);
   void advanceTuning(Job& job, Clock::time_point now);

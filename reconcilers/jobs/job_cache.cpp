@@ -1,5 +1,7 @@
 #include "reconcilers/jobs/job_cache.h"
 
+#include "base/utf8.h"
+
 namespace vto::reconcilers {
 
 bool CachedJob::operator==(const CachedJob& other) const {
@@ -18,8 +20,12 @@ bool CachedJob::operator==(const CachedJob& other) const {
 }
 
 CachedJob cachedJobOf(const vertex::Job& job, Clock::time_point readAt) {
-  return CachedJob{job.name,  job.state, job.createTime, job.startTime,     job.endTime, job.updateTime,
-                   job.error, job.labels, job.bestTrial, job.webAccessUris, readAt};
+  CachedJob cached{job.name,  job.state,  job.createTime, job.startTime,     job.endTime, job.updateTime,
+                   job.error, job.labels, job.bestTrial,  job.webAccessUris, readAt};
+  // Vertex's error quotes the job's own output (an exit message, a Python exception): it reaches
+  // status, conditions and Events only escaped.
+  if (cached.error) cached.error->message = escapeControls(cached.error->message);
+  return cached;
 }
 
 std::optional<CachedJob> JobCache::get(const std::string& jobName) const {

@@ -5,6 +5,9 @@
 
 #include "base/retryable_error.h"
 #include "base/utf8.h"
+#include "crd/labels.h"
+#include "crd/render.h"
+#include "reconcilers/jobs/poll_targets.h"
 #include "vertex/api_error.h"
 #include "vertex/rate_limiter.h"
 #include "vertex/vertex_client.h"
@@ -17,28 +20,48 @@ bool failedForItsOwnReasons(crd::FailureClass failure) {
   return failure != crd::FailureClass::Preemption && failure != crd::FailureClass::Stockout;
 }
 
+const char* const kEllipsis = "\xE2\x80\xA6";  // …
+
 struct TailLine {
   Clock::time_point time;
   bool error = false;
   std::string text;
 };
 
-void addLines(std::vector<TailLine>& lines, const vertex::LogEntry& entry, bool error) {
+// The newest lines of one entry, at most `limits.lines` of them and `limits.maxBytes` bytes of its
+// text (the rest could never stay: an entry's lines share its timestamp and the oldest go first), read
+// from the end, so that an entry of a million lines costs what its kept lines cost. A line cut by
+// the byte bound starts with "…".
+void addLines(std::vector<TailLine>& lines, const vertex::LogEntry& entry, bool error, const LogTailLimits& limits) {
   auto time = entry.timestamp.value_or(Clock::time_point{});
   std::string_view message = entry.message;
   while (!message.empty() && (message.back() == '\n' || message.back() == '\r')) message.remove_suffix(1);
-  size_t start = 0;
-  while (start <= message.size()) {
-    size_t end = message.find('\n', start);
-    if (end == std::string_view::npos) end = message.size();
-    std::string line(message.substr(start, end - start));
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    for (auto& c : line) {
-      auto u = static_cast<unsigned char>(c);
-      if ((u < 0x20 && c != '\t') || u == 0x7f) c = '?';  // nothing that could drive a terminal
+  bool cut = false;
+  if (message.size() > limits.maxBytes) {
+    message.remove_prefix(utf8SuffixStart(message, limits.maxBytes));
+    cut = true;
+  }
+  std::vector<std::string_view> newestFirst;
+  size_t maxLines = static_cast<size_t>(std::max(limits.lines, 1));
+  size_t end = message.size();
+  bool first = false;  // the oldest line read is the first of what is left of the message
+  while (newestFirst.size() < maxLines) {
+    size_t start = end == 0 ? std::string_view::npos : message.rfind('\n', end - 1);
+    size_t from = start == std::string_view::npos ? 0 : start + 1;
+    newestFirst.push_back(message.substr(from, end - from));
+    if (start == std::string_view::npos) {
+      first = true;
+      break;
     }
-    lines.push_back({time, error, std::move(line)});
-    start = end + 1;
+    end = start;
+  }
+  for (auto line = newestFirst.rbegin(); line != newestFirst.rend(); ++line) {
+    std::string_view raw = *line;
+    if (!raw.empty() && raw.back() == '\r') raw.remove_suffix(1);
+    // Nothing that could drive a terminal or reorder what a reader sees.
+    std::string text = escapeControls(raw);
+    if (cut && first && line == newestFirst.rbegin()) text = kEllipsis + text;
+    lines.push_back({time, error, std::move(text)});
   }
 }
 
@@ -48,13 +71,12 @@ size_t joinedSize(const std::vector<TailLine>& lines) {
   return size;
 }
 
-const char* const kEllipsis = "\xE2\x80\xA6";  // …
-
 }  // namespace
 
 bool wantsLogTail(const crd::Attempt& attempt, Clock::time_point now, Clock::duration maxAge) {
   return attempt.failureClass && failedForItsOwnReasons(*attempt.failureClass) && !attempt.jobName.empty() &&
-         attempt.logTail.empty() && attempt.endTime && now - *attempt.endTime <= maxAge;
+         (attempt.logTail.empty() || attempt.logTail == kLogTailFollows) && attempt.endTime &&
+         now - *attempt.endTime <= maxAge;
 }
 
 std::string failingReplicaOf(std::string_view vertexMessage) {
@@ -69,24 +91,41 @@ std::string failingReplicaOf(std::string_view vertexMessage) {
 std::string formatLogTail(const std::vector<vertex::LogEntry>& errors, const std::vector<vertex::LogEntry>& others,
                           const LogTailLimits& limits) {
   std::vector<TailLine> lines;
-  for (const auto& entry : errors) addLines(lines, entry, true);
-  for (const auto& entry : others) addLines(lines, entry, false);
+  for (const auto& entry : errors) addLines(lines, entry, true, limits);
+  for (const auto& entry : others) addLines(lines, entry, false, limits);
   std::stable_sort(lines.begin(), lines.end(), [](const auto& a, const auto& b) { return a.time < b.time; });
-  auto overLimits = [&] {
-    return lines.size() > static_cast<size_t>(std::max(limits.lines, 1)) || joinedSize(lines) > limits.maxBytes;
-  };
-  while (lines.size() > 1 && overLimits()) {
-    auto below = std::find_if(lines.begin(), lines.end(), [](const auto& line) { return !line.error; });
-    lines.erase(below != lines.end() ? below : lines.begin());
+  // While over the limits, the oldest line below ERROR goes first, then the oldest ERROR line: one
+  // pass over that order, the size kept as a running sum (never one erase at a time from the front).
+  std::vector<size_t> dropOrder;
+  dropOrder.reserve(lines.size());
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (!lines[i].error) dropOrder.push_back(i);
   }
-  if (lines.empty()) return "";
-  auto& last = lines.back().text;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].error) dropOrder.push_back(i);
+  }
+  size_t kept = lines.size();
+  size_t bytes = joinedSize(lines);
+  auto maxLines = static_cast<size_t>(std::max(limits.lines, 1));
+  std::vector<bool> dropped(lines.size(), false);
+  for (size_t i : dropOrder) {
+    if (kept <= 1 || (kept <= maxLines && bytes <= limits.maxBytes)) break;
+    dropped[i] = true;
+    bytes -= lines[i].text.size() + 1;
+    --kept;
+  }
+  std::vector<std::string> texts;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (!dropped[i]) texts.push_back(std::move(lines[i].text));
+  }
+  if (texts.empty()) return "";
+  auto& last = texts.back();
   if (last.size() > limits.maxBytes) {
     std::string ellipsis(kEllipsis);
     last = ellipsis + last.substr(utf8SuffixStart(last, limits.maxBytes - ellipsis.size()));
   }
   std::string text;
-  for (const auto& line : lines) text += (text.empty() ? "" : "\n") + line.text;
+  for (size_t i = 0; i < texts.size(); ++i) text += (i == 0 ? "" : "\n") + texts[i];
   return text;
 }
 
@@ -126,6 +165,19 @@ std::string shortTail(const std::string& text, size_t maxBytes) {
   return out;
 }
 
+std::string logTailRefusal(const crd::TrainingRun& run, const std::string& jobName, const JobCache* jobs,
+                           const Location& defaults) {
+  if (jobs != nullptr) {
+    if (auto seen = jobs->get(jobName)) {
+      auto owner = seen->labels.find(crd::kRunUidLabel);
+      if (owner != seen->labels.end() && owner->second == crd::sanitizeLabelValue(run.metadata.uid)) return "";
+      return "(not read: status names a job whose vto-run-uid label is another run's)";
+    }
+  }
+  if (isInTheRunsPlace(run.spec, defaults, jobName)) return "";
+  return "(not read: status names a job outside the run's project and locations)";
+}
+
 LogTailPoller::LogTailPoller(vertex::LoggingClient* logging, const Clock& clock, Wake wake, LogTailOptions options)
     : logging_(logging), clock_(clock), wake_(std::move(wake)), options_(options) {}
 
@@ -134,6 +186,7 @@ void LogTailPoller::update(const std::string& uid, const crd::TrainingRun* run) 
   std::lock_guard lock(mutex_);
   if (run == nullptr) {
     byUid_.erase(uid);
+    namespaceByUid_.erase(uid);
     return;
   }
   auto now = clock_.now();
@@ -148,12 +201,17 @@ void LogTailPoller::update(const std::string& uid, const crd::TrainingRun* run) 
         continue;
       }
     }
-    wanted.emplace(attempt.attempt, Wanted{attempt.jobName, failingReplicaOf(attempt.message), std::nullopt, 0});
+    // Nothing from status steers a read: a job that is not the run's is told, never read.
+    auto refusal = logTailRefusal(*run, attempt.jobName, options_.jobs, options_.defaults);
+    wanted.emplace(attempt.attempt, Wanted{attempt.jobName, failingReplicaOf(attempt.message),
+                                           refusal.empty() ? std::nullopt : std::optional(refusal), 0});
   }
   if (wanted.empty()) {
     byUid_.erase(uid);
+    namespaceByUid_.erase(uid);
   } else {
     byUid_[uid] = std::move(wanted);
+    namespaceByUid_[uid] = run->metadata.namespace_;
   }
 }
 
@@ -232,6 +290,12 @@ Clock::duration LogTailPoller::poll(const std::string& target) {
   }
   wake_(uid);
   return options_.rewake;
+}
+
+std::string LogTailPoller::namespaceOf(const std::string& target) const {
+  std::lock_guard lock(mutex_);
+  auto known = namespaceByUid_.find(target.substr(0, target.rfind('/')));
+  return known == namespaceByUid_.end() ? "" : known->second;
 }
 
 std::map<int32_t, std::string> LogTailPoller::tailsOf(const std::string& uid) const {

@@ -17,9 +17,14 @@
 
 #include "base/clock.h"
 #include "crd/training_run.h"
+#include "reconcilers/jobs/job_cache.h"
 #include "vertex/logging_client.h"
 
 namespace vto::reconcilers {
+
+// What an attempt's logTail says while its tail is still to be read and the Failed Event went out
+// without it (DecideOptions::logTailWait): the read goes on, and its tail replaces this.
+inline constexpr const char* kLogTailFollows = "(the log is still being read; it will follow here)";
 
 struct LogTailLimits {
   int lines = 20;
@@ -27,7 +32,8 @@ struct LogTailLimits {
 };
 
 // Whether an attempt's log tail is still to be read: it failed for a reason its own code may explain
-// (not a preemption, not a capacity failure), it has a job, its tail is not recorded yet, and it ended
+// (not a preemption, not a capacity failure), it has a job, its tail is not recorded yet (empty, or
+// kLogTailFollows), and it ended
 // within `maxAge` of `now` (so that an upgrade does not read, and announce, every old failure again).
 bool wantsLogTail(const crd::Attempt& attempt, Clock::time_point now,
                   Clock::duration maxAge = std::chrono::hours(24));
@@ -38,9 +44,11 @@ std::string failingReplicaOf(std::string_view vertexMessage);
 
 // The tail as status shows it, from the newest ERROR-and-above entries and the newest others (each
 // oldest first, as Cloud Logging orders them): one line per line of a message, oldest first (entries
-// with one timestamp in the order given), each line's control characters but
-// tab shown as '?'. While over `limits`, the oldest line below ERROR goes first, then the oldest
-// ERROR line; a single line still too long keeps its end. Valid UTF-8 in, valid UTF-8 out.
+// with one timestamp in the order given), each line through escapeControls (base/utf8.h: no C0, C1
+// or bidi control reaches status or an Event). While over `limits`, the oldest line below ERROR goes
+// first, then the oldest ERROR line; a single line still too long keeps its end. Linear in what it
+// reads, and it reads at most `limits.lines` lines and `limits.maxBytes` bytes of each entry (the
+// newest: an entry's older lines could never stay). Valid UTF-8 out, whatever comes in.
 std::string formatLogTail(const std::vector<vertex::LogEntry>& errors, const std::vector<vertex::LogEntry>& others,
                           const LogTailLimits& limits = {});
 
@@ -58,7 +66,17 @@ struct LogTailOptions {
   int maxTries = 5;
   // How soon a run that has not recorded its tail yet is woken again (its status write failed).
   Clock::duration rewake = std::chrono::seconds(30);
+  // Which jobs are the run's (status is writable by others, and a log is read with vto's identity):
+  // a job observed here is read only with this run's vto-run-uid label; one not observed only when
+  // isInTheRunsPlace (the run's project and placements, `defaults` where the spec names none).
+  const JobCache* jobs = nullptr;
+  Location defaults;
 };
+
+// Why the log of `jobName`, named by run `run`'s status, must not be read ("" when it may): it is
+// not a job where the run runs, or vto saw it labelled with another run's uid.
+std::string logTailRefusal(const crd::TrainingRun& run, const std::string& jobName, const JobCache* jobs,
+                           const Location& defaults);
 
 class LogTailPoller {
  public:
@@ -75,6 +93,9 @@ class LogTailPoller {
   // retrying, so that the source backs the target off, until maxTries.
   std::vector<std::string> targets() const;
   Clock::duration poll(const std::string& target);
+  // The namespace of a target's run ("" when it is gone): the PollingSource's group, so that one
+  // namespace's reads hold at most its share of the threads.
+  std::string namespaceOf(const std::string& target) const;
   // The tails read for a run and not yet in its status, by attempt number.
   std::map<int32_t, std::string> tailsOf(const std::string& uid) const;
   int reads() const;
@@ -94,6 +115,7 @@ class LogTailPoller {
   LogTailOptions options_;
   mutable std::mutex mutex_;
   std::map<std::string, std::map<int32_t, Wanted>> byUid_;
+  std::map<std::string, std::string> namespaceByUid_;  // of the runs in byUid_
   std::atomic<int> reads_{0};
 };
 

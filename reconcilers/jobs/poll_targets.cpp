@@ -1,5 +1,8 @@
 #include "reconcilers/jobs/poll_targets.h"
 
+#include <algorithm>
+
+#include "crd/render.h"
 #include "vertex/vertex_client.h"
 
 namespace vto::reconcilers {
@@ -12,6 +15,18 @@ std::optional<PollTarget> pollTargetOfJob(const std::string& jobName) {
   return PollTarget{name->where, *name->kind};
 }
 
+bool isInTheRunsPlace(const crd::TrainingRunSpec& spec, const Location& defaults, const std::string& jobName) {
+  auto target = pollTargetOfJob(jobName);
+  if (!target || target->kind != crd::jobKindOf(spec)) return false;
+  auto own = crd::locationOf(spec, defaults);
+  if (own.project.empty() || target->where.project != own.project) return false;
+  if (target->where.location == own.location) return true;
+  if (!spec.capacity) return false;
+  // A fallback replaces the location or keeps the spec's (crd::specAt).
+  return std::any_of(spec.capacity->fallbacks.begin(), spec.capacity->fallbacks.end(),
+                     [&](const crd::Fallback& fallback) { return fallback.location == target->where.location; });
+}
+
 std::string followedJobOf(const crd::TrainingRunStatus& status) {
   const auto& attempts = status.history.attempts;
   if (crd::isFinished(status.phase) || attempts.empty()) return "";
@@ -20,7 +35,13 @@ std::string followedJobOf(const crd::TrainingRunStatus& status) {
 
 void PollTargets::update(const controller::ObjectKey& key, const crd::TrainingRun* decoded) {
   std::optional<PollTarget> target;
-  if (decoded != nullptr) target = pollTargetOfJob(followedJobOf(decoded->status));
+  if (decoded != nullptr) {
+    auto job = followedJobOf(decoded->status);
+    target = pollTargetOfJob(job);
+    if (target && !isProjectNumber(target->where.project) && !isInTheRunsPlace(decoded->spec, defaults_, job)) {
+      target.reset();  // status is writable by others: it steers no listing elsewhere
+    }
+  }
   std::lock_guard lock(mutex_);
   auto known = byRun_.find(key);
   if (known != byRun_.end()) {

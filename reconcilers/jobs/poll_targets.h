@@ -6,6 +6,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "base/gcp_names.h"
 #include "controller/object_key.h"
@@ -26,6 +27,13 @@ struct PollTarget {
 // others, so a name from status is parsed, never trusted).
 std::optional<PollTarget> pollTargetOfJob(const std::string& jobName);
 
+// Whether `jobName`, read from status (which others can write), names a job where the run's own spec
+// puts its jobs: a Vertex job of the spec's kind, in the run's project (spec.project, immutable, or
+// `defaults`) at one of its placements' locations. A name that fails this steers no call.
+// Vertex may write the project's number instead of its ID into the names it returns: such a name
+// fails here and is only trusted where vto observed the job with this run's vto-run-uid label.
+bool isInTheRunsPlace(const crd::TrainingRunSpec& spec, const Location& defaults, const std::string& jobName);
+
 // The job a run follows now: its newest attempt's, when status records one and the run has not
 // finished ("" otherwise). An Invalid run's job is followed too: it may still run on Vertex.
 std::string followedJobOf(const crd::TrainingRunStatus& status);
@@ -34,12 +42,17 @@ std::string followedJobOf(const crd::TrainingRunStatus& status);
 // (each event decodes that one run), so that a poll never walks or decodes the whole fleet.
 class PollTargets {
  public:
-  // The run as the informer now holds it, decoded (null: gone, or it does not decode).
+  // `defaults`: where a run that names no project or location puts its jobs (isInTheRunsPlace).
+  explicit PollTargets(Location defaults = {}) : defaults_(std::move(defaults)) {}
+  // The run as the informer now holds it, decoded (null: gone, or it does not decode). A job that is
+  // not where the run puts its jobs is not polled (a name in Vertex's project-number form is: only
+  // its label can tell, and the reconciler checks it).
   void update(const controller::ObjectKey& key, const crd::TrainingRun* decoded);
   // Targets by key (their job-name prefix).
   std::map<std::string, PollTarget> current() const;
 
  private:
+  Location defaults_;
   mutable std::mutex mutex_;
   std::map<controller::ObjectKey, PollTarget> byRun_;
   std::map<PollTarget, int> runs_;  // unfinished runs per target

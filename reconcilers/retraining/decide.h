@@ -149,8 +149,9 @@ struct PromotionWork {
   bool any() const { return candidate != nullptr || !request.empty(); }
 };
 PromotionWork promotionWork(const PolicyObserved& observed);
-// The policy's run that registered this version, if it is still there.
-const ChildRun* runOfVersion(const PolicyObserved& observed, const std::string& versionId);
+// The policy's run that registered this version of `model` (projects/P/locations/L/models/M), if it
+// is still there.
+const ChildRun* runOfVersion(const PolicyObserved& observed, const std::string& model, const std::string& versionId);
 // A registered version's value of a metric, if its evaluation had it.
 std::optional<double> metricOf(const crd::RegisteredModel& model, const std::string& metric);
 

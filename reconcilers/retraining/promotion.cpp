@@ -39,9 +39,9 @@ std::string number(double value) {
 
 }  // namespace
 
-const ChildRun* runOfVersion(const PolicyObserved& o, const std::string& versionId) {
+const ChildRun* runOfVersion(const PolicyObserved& o, const std::string& model, const std::string& versionId) {
   for (const auto& child : o.children) {
-    if (child.model && child.model->versionId == versionId) return &child;
+    if (child.model && child.model->name == model && child.model->versionId == versionId) return &child;
   }
   return nullptr;
 }
@@ -154,6 +154,14 @@ void compare(retraining::Decision& d, const PromotionReading& reading, const Chi
   const auto& model = *candidate.model;
   auto& history = d.history();
   history.lastComparedVersion = model.versionId;
+  // status.model is writable by others, and a run may have been edited: only a version of the
+  // policy's own model is judged (its number would name another version of that model).
+  if (model.name != reading.model) {
+    record(d, model.versionId, PromotionResult::Failed,
+           "run " + candidate.name + " registered into " + model.name.substr(0, 256) + ", not " + reading.model +
+               ": its version is not compared; nothing moved");
+    return;
+  }
   VersionMetric mine{model.versionId, metricOf(model, spec.metric), candidate.name, model.artifactUri};
   const auto& metric = spec.metric;
   if (!mine.metric) {

@@ -75,7 +75,7 @@ PromotionReading RetrainingPolicyReconciler::readPromotion(const PolicyObserved&
     }
     VersionMetric found{version.versionId, std::nullopt, "", version.artifactUri};
     // The metric from what vto already knows; only a version made elsewhere costs a read.
-    if (const auto* run = runOfVersion(o, version.versionId)) {
+    if (const auto* run = runOfVersion(o, reading.model, version.versionId)) {
       found.run = run->name;
       found.metric = metricOf(*run->model, spec.metric);
       if (!run->model->artifactUri.empty()) found.artifactUri = run->model->artifactUri;

@@ -75,6 +75,9 @@ class TriggerReadings {
 struct TriggerPollerOptions {
   int workers = 4;          // polls at once, over all namespaces
   size_t maxPerNamespace = 1;  // polls of one namespace at once
+  // A namespace whose last poll took longer (or failed), or that has not been polled yet, shares half
+  // the workers with every other such namespace: the other half stays with namespaces that answer.
+  Clock::duration slowAfter = std::chrono::seconds(5);
   // A reading waits this long for a pass to judge it before the trigger is polled again anyway.
   Clock::duration judgeWithin = std::chrono::seconds(30);
   // A trigger not due is looked at again after at most this long (an edit of its spec is seen then).

@@ -14,7 +14,8 @@ RetrainingController::RetrainingController(const controller::ObjectCache& polici
                [this](const std::string& target) { return poller_.poll(target); },
                controller::PollingSourceOptions{std::chrono::seconds(1), std::chrono::minutes(5), std::chrono::seconds(1),
                                                 pollerOptions.workers, &TriggerPoller::namespaceOf,
-                                                pollerOptions.maxPerNamespace}),
+                                                pollerOptions.maxPerNamespace, pollerOptions.slowAfter,
+                                                static_cast<size_t>(pollerOptions.workers / 2)}),
       reconciler_(std::make_unique<RetrainingPolicyReconciler>(PolicyReconcilerContext{
           policies, runs, deps_.kube, deps_.events, deps_.clock, poller_.readings(), deps_.tenancy, namespaces_,
           &ownWrites_, deps_.runWrites, deps_.metrics, deps_.registry})) {}

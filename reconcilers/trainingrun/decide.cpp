@@ -456,7 +456,8 @@ Plan decide(const Observed& o, const DecideOptions& options) {
   }
   if (recorded && o.vertex.notOwned) {
     d.phase(Phase::Failed, "status names the Vertex job " + d.current().jobName + ", which vto did not create for this "
-                           "run (its vto-run-uid label is another run's): vto neither follows nor cancels it; delete "
+                           "run (outside the run's project and locations, or its vto-run-uid label is another run's): "
+                           "vto neither reads, follows nor cancels it; delete "
                            "and re-create the TrainingRun, and keep trainingruns/status writable by the operator only");
     d.next.completionTime = d.now();
     d.condition(ConditionType::Failed, true, Reason::JobNotOwned, d.next.message);

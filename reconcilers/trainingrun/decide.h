@@ -207,6 +207,10 @@ struct DecideOptions {
   // that upload's version to appear before uploading again (exactly one version per run, as long as
   // Vertex finishes an upload within this).
   Clock::duration uploadGracePeriod = std::chrono::minutes(5);
+  // How long a Failed Event waits for its attempt's log tail after the failure was written; past it
+  // the Event goes out without the tail, which follows in status (a slow Logging read, or a
+  // neighbour's, delays no tenant's Event more than this).
+  Clock::duration logTailWait = std::chrono::seconds(10);
 };
 
 Plan decide(const Observed& observed, const DecideOptions& options = {});

@@ -94,7 +94,7 @@ bool tailPending(const Draft& d) {
 controller::Event failedEvent(const Draft& d) {
   std::string message = d.next.message;
   const auto& attempts = d.next.history.attempts;
-  if (!attempts.empty() && !attempts.back().logTail.empty()) {
+  if (!attempts.empty() && !attempts.back().logTail.empty() && attempts.back().logTail != kLogTailFollows) {
     message += "; log: ";
     size_t room = kMaxEventMessageBytes > message.size() ? kMaxEventMessageBytes - message.size() : 0;
     message += shortTail(attempts.back().logTail, std::max<size_t>(room, 256));
@@ -102,19 +102,45 @@ controller::Event failedEvent(const Draft& d) {
   return warningEvent("Failed", message);
 }
 
+// When the failure that waits for its tail was written: its Failed condition's transition.
+std::optional<Clock::time_point> failedSince(const Draft& d) {
+  const auto* failed = controller::findStatusCondition(d.o.status.conditions, conditionTypeName(ConditionType::Failed));
+  if (failed == nullptr || failed->status != "True") return std::nullopt;
+  return failed->lastTransitionTime;
+}
+
 // The log tails read since the last pass go into their attempts, once. A tail that completes a
-// failure already written tells it now (its Event waited for the tail).
+// failure already written tells it now (its Event waited for the tail). The Event waits at most
+// options.logTailWait: then it goes out without the tail, the attempt says the tail follows, and the
+// tail, when read, only goes into status (the Event is not told twice).
 void recordLogTails(Draft& d) {
   bool currentRecorded = false;
+  bool alreadyTold = false;
   for (auto& attempt : d.next.history.attempts) {
     auto read = d.o.logTails.read.find(attempt.attempt);
     if (read == d.o.logTails.read.end() || !wantsLogTail(attempt, d.o.now)) continue;
+    bool current = &attempt == &d.next.history.attempts.back();
+    if (current) alreadyTold = attempt.logTail == kLogTailFollows;
     attempt.logTail = read->second;
-    currentRecorded = &attempt == &d.next.history.attempts.back();
+    currentRecorded = current;
   }
-  if (currentRecorded && d.next.phase == Phase::Failed && d.o.status.phase == Phase::Failed) {
+  bool failureWritten = d.next.phase == Phase::Failed && d.o.status.phase == Phase::Failed;
+  if (currentRecorded && failureWritten && !alreadyTold) {
     d.plan.events.push_back(failedEvent(d));
+    return;
   }
+  if (currentRecorded || !tailPending(d) || d.next.phase != Phase::Failed) return;
+  auto& current = d.next.history.attempts.back();
+  if (current.logTail == kLogTailFollows) return;
+  auto since = failureWritten ? failedSince(d) : std::nullopt;
+  auto deadline = since ? *since + d.options.logTailWait : d.o.now + d.options.logTailWait;
+  if (failureWritten && (!since || d.o.now >= deadline)) {
+    current.logTail = kLogTailFollows;
+    d.plan.events.push_back(failedEvent(d));
+    return;
+  }
+  auto wait = std::max<Clock::duration>(deadline - d.o.now, std::chrono::seconds(1));
+  if (d.plan.requeueAfter == Clock::duration::zero() || wait < d.plan.requeueAfter) d.plan.requeueAfter = wait;
 }
 
 }  // namespace

@@ -112,10 +112,15 @@ Observed TrainingRunReconciler::observe(const nlohmann::json& object) {
     if (target) {
       if (auto failure = jobs_.pollFailure(target->jobPrefix())) o.vertex.unavailable = failure;
     }
-    o.vertex.job = readJob(attempt->jobName, target, o);
+    // Status is writable by others: a name outside the run's project and locations is not even read
+    // (unless vto saw it, or Vertex wrote the project's number into it, which only its label can tell).
+    bool mayRead = jobs_.get(attempt->jobName) || isInTheRunsPlace(o.run->spec, o.defaults, attempt->jobName) ||
+                   (target && isProjectNumber(target->where.project));
+    if (mayRead) o.vertex.job = readJob(attempt->jobName, target, o);
     // Status is writable by others: only a job vto labelled with this run's uid is followed or cancelled.
     auto owner = o.vertex.job ? o.vertex.job->labels.find(crd::kRunUidLabel) : decltype(o.vertex.job->labels.end()){};
-    if (o.vertex.job && (owner == o.vertex.job->labels.end() || owner->second != crd::sanitizeLabelValue(o.metadata.uid))) {
+    if (!mayRead ||
+        (o.vertex.job && (owner == o.vertex.job->labels.end() || owner->second != crd::sanitizeLabelValue(o.metadata.uid)))) {
       o.vertex.job.reset();
       o.vertex.notOwned = true;
     }

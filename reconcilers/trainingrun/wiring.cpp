@@ -14,10 +14,23 @@ TrainingRunReconcilerOptions withOwnWrites(TrainingRunReconcilerOptions options,
   return options;
 }
 
-controller::PollingSourceOptions logTailPollingOptions() {
+// A tail is read only for a job that is the run's: one this controller observed with the run's uid,
+// or one where the run's spec puts its jobs.
+LogTailOptions withJobs(LogTailOptions options, const JobCache& jobs, const Location& defaults) {
+  options.jobs = &jobs;
+  options.defaults = defaults;
+  return options;
+}
+
+// Two reads at once, at most one per namespace: one namespace's failures (a flood of them, or reads
+// that Cloud Logging answers slowly) never hold both threads, nor do any number of such namespaces.
+controller::PollingSourceOptions logTailPollingOptions(const LogTailPoller& logTails) {
   controller::PollingSourceOptions options;
   options.workers = 2;
-  options.maxPerGroup = 2;
+  options.groupOf = [&logTails](const std::string& target) { return logTails.namespaceOf(target); };
+  options.maxPerGroup = 1;
+  // And namespaces whose reads are slow or failing (or not yet seen) share one of them.
+  options.maxUntrustedWorkers = 1;
   return options;
 }
 }  // namespace
@@ -27,16 +40,17 @@ TrainingRunController::TrainingRunController(const controller::ObjectCache& runs
                                              LogTailOptions logTailOptions)
     : runs_(runs),
       observer_(deps.observer),
+      targets_(options.defaults),
       logTails_(deps.logging, deps.clock,
                 [this](const std::string& uid) {
                   if (auto key = runs_.keyByUid(uid)) enqueue_(*key);
                 },
-                logTailOptions),
+                withJobs(logTailOptions, jobs_, options.defaults)),
       // Each read waits on Cloud Logging (up to its timeout): a few at once, none on a reconcile worker.
       logTailPolling_(
           deps.clock, [this] { return logTails_.targets(); },
           [this](const std::string& target) { return logTails_.poll(target); },
-          logTailPollingOptions()),
+          logTailPollingOptions(logTails_)),
       reconciler_(std::make_unique<TrainingRunReconciler>(runs, deps.kube, deps.vertex, deps.gcs, jobs_, deps.events,
                                                           deps.clock,
                                                           withOwnWrites(std::move(options), ownWrites_, logTails_),

@@ -10,6 +10,7 @@
 #include "tests/support/operator_stack.h"
 #include "tests/support/ports.h"
 #include "tests/support/wait.h"
+#include "vertex/auth.h"
 #include "vertex/http_transport.h"
 
 namespace vto::testing {
@@ -407,6 +408,68 @@ TEST(Guardrails, AHostileTenantIsRefusedAndSlowsNoOtherTenant) {
   std::string names;
   for (int i = 0; i < 20; ++i) names += " hole-" + std::to_string(i);
   stack().cluster().kubectl("-n " + ns + " delete rtp" + names + " scan no-slash --wait=false");
+}
+
+// Ends a running job as Vertex would (the emulator's control API) with what its code wrote last.
+void failWithLog(const std::string& job, const std::vector<std::string>& log) {
+  vertex::PooledHttpTransport http;
+  RealClock clock;
+  vertex::MetadataTokenSource tokens(http, clock, stack().emulator().hostPort());
+  nlohmann::json body = {{"failureClass", "UserError"}};
+  if (!log.empty()) body["log"] = log;
+  auto failed = http.send({"POST", stack().emulator().url() + "/emulator/v1/" + job + ":fail",
+                           {{"Content-Type", "application/json"}, {"Authorization", "Bearer " + tokens.token().value}},
+                           body.dump(), seconds(10)});
+  ASSERT_EQ(failed.status, 200) << failed.body;
+}
+
+std::string logTailOf(const std::string& ns, const std::string& name) {
+  auto run = stack().getRun(ns, name);
+  if (!run.is_object()) return "";
+  return run.value(nlohmann::json::json_pointer("/status/attempts/0/logTail"), std::string());
+}
+
+bool hasFailedEvent(const std::string& ns, const std::string& name) {
+  auto out = stack().cluster().kubectl("-n " + ns + " get events --field-selector reason=Failed,involvedObject.name=" +
+                                       name + " -o name");
+  return out.exitCode == 0 && !out.output.empty();
+}
+
+// A job whose code wrote a million newlines (four Cloud Logging entries of 250,000, the most an
+// entry holds) fails: its tail is read from the newest lines of each entry, not trimmed a line at a
+// time, and a neighbour failing at the same moment gets its Event and its tail within seconds.
+TEST(Guardrails, AMillionNewlinesInAJobsLogDelayNoTenantsFailure) {
+  const std::string ns = "team-x", calm = "team-calm";
+  stack().createNamespace(ns);
+  stack().createNamespace(calm);
+  apply(simpleRunManifest(ns, "newlines"));
+  apply(simpleRunManifest(calm, "calm-fails"));
+  ASSERT_TRUE(stack().waitForPhase(ns, "newlines", "Running", seconds(60))) << stack().operatorLog();
+  ASSERT_TRUE(stack().waitForPhase(calm, "calm-fails", "Running", seconds(60))) << stack().operatorLog();
+  auto jobOf = [](const std::string& space, const std::string& name) {
+    return stack().getRun(space, name).value(nlohmann::json::json_pointer("/status/job/name"), std::string());
+  };
+  std::vector<std::string> flood(4, std::string(250000, '\n'));
+  flood.push_back("ValueError: the last of a million newlines");
+  failWithLog(jobOf(ns, "newlines"), flood);
+  failWithLog(jobOf(calm, "calm-fails"), {});
+
+  ASSERT_TRUE(waitFor([&] { return !logTailOf(calm, "calm-fails").empty() && hasFailedEvent(calm, "calm-fails"); },
+                      seconds(20)))
+      << "the neighbour's failure waited\n" << stack().operatorLog();
+  EXPECT_NE(logTailOf(calm, "calm-fails").find("ValueError: Input 'features' contains NaN values"), std::string::npos);
+  std::string tail;
+  ASSERT_TRUE(waitFor(
+      [&] {
+        tail = logTailOf(ns, "newlines");
+        return tail.find("ValueError") != std::string::npos && hasFailedEvent(ns, "newlines");
+      },
+      seconds(20)))
+      << tail << "\n" << stack().operatorLog();
+  EXPECT_LE(tail.size(), 4096u);
+  EXPECT_NE(tail.find("ValueError: the last of a million newlines"), std::string::npos) << tail;
+  stack().cluster().kubectl("-n " + ns + " delete trun newlines --wait=false");
+  stack().cluster().kubectl("-n " + calm + " delete trun calm-fails --wait=false");
 }
 
 }  // namespace

@@ -101,6 +101,11 @@ TEST(FormatLogEntry, TimeReplicaSeverityMessageOneLineEach) {
   EXPECT_EQ(formatLogEntry(entry), "2026-12-05T10:00:03Z - WARNING red \\x1b[31mtext\\x1b[0m\tand a bell\\x07\n");
   entry.message = "";
   EXPECT_EQ(formatLogEntry(entry), "2026-12-05T10:00:03Z - WARNING \n");
+  // C1 controls (CSI as U+009B) and bidi overrides and isolates are escaped too; a replica name as well.
+  entry.resourceLabels = {{"task_name", "w\xE2\x80\xAE" "0"}};
+  entry.message = "\xC2\x9B" "31mred \xE2\x80\xAEgnp.exe \xE2\x81\xA7x\xE2\x81\xA9";
+  EXPECT_EQ(formatLogEntry(entry),
+            "2026-12-05T10:00:03Z w\\u202e0 WARNING \\u009b31mred \\u202egnp.exe \\u2067x\\u2069\n");
 }
 
 class JobLogsTest : public ::testing::Test {
@@ -201,6 +206,17 @@ TEST_F(JobLogsTest, AFailedOrCancelledJobExitsOneWithItsError) {
   EXPECT_EQ(print({.follow = true}), 1);
   EXPECT_EQ(printed(), std::vector<std::string>{"Traceback (most recent call last):"});
   EXPECT_NE(err_.str().find("ended JOB_STATE_FAILED: The replica workerpool0-0 exited"), std::string::npos) << err_.str();
+}
+
+TEST_F(JobLogsTest, FollowPrintsVertexsErrorMessageEscaped) {
+  sleeper_.steps = {[&] {
+    vertex_.setState(jobName_, vertex::JobState::Failed,
+                     vertex::RpcStatus{13, "The replica workerpool0-0 exited: \x1b]0;owned\x07 \xC2\x9B" "2J \xE2\x80\xAEtxt"});
+  }};
+  EXPECT_EQ(print({.follow = true}), 1);
+  EXPECT_NE(err_.str().find("exited: \\x1b]0;owned\\x07 \\u009b2J \\u202etxt\n"), std::string::npos) << err_.str();
+  EXPECT_EQ(err_.str().find('\x1b'), std::string::npos);
+  EXPECT_EQ(err_.str().find("\xE2\x80\xAE"), std::string::npos);
 }
 
 TEST_F(JobLogsTest, TailThenFollowDoesNotBringBackWhatTheTailLeftOut) {

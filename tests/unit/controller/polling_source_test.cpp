@@ -132,5 +132,73 @@ TEST(PollingSourceTest, AGroupThatHangsHoldsOnlyItsShareOfTheWorkers) {
   loop.request_stop();
 }
 
+// Four hostile groups (a namespace each, within its maxPerGroup of 1) whose polls hang: with today's
+// per-group limit alone they would hold all four workers. Groups that have not shown a fast poll share
+// half the workers; a group that answers keeps being polled on schedule.
+TEST(PollingSourceTest, HangingGroupsTogetherHoldOnlyTheUntrustedShare) {
+  testing::FakeClock clock;
+  std::mutex mutex;
+  std::condition_variable released;
+  bool release = false;
+  bool hostile = false;
+  std::map<std::string, int> polls;
+  int hungAtOnce = 0, mostHungAtOnce = 0;
+  PollingSourceOptions options{seconds(1), seconds(8), seconds(1)};
+  options.workers = 4;
+  options.groupOf = [](const std::string& target) { return target.substr(0, target.find('/')); };
+  options.maxPerGroup = 1;
+  options.slowAfter = seconds(2);
+  options.maxUntrustedWorkers = 2;
+  PollingSource source(
+      clock,
+      [&] {
+        std::lock_guard lock(mutex);
+        if (!hostile) return std::vector<std::string>{"good/1"};
+        // Listed first: without the limit they take every worker before good/1 is looked at.
+        return std::vector<std::string>{"a1/1", "a2/1", "a3/1", "a4/1", "good/1"};
+      },
+      [&](const std::string& target) -> Clock::duration {
+        std::unique_lock lock(mutex);
+        ++polls[target];
+        if (target.rfind("a", 0) == 0) {
+          mostHungAtOnce = std::max(mostHungAtOnce, ++hungAtOnce);
+          released.wait(lock, [&] { return release; });
+          --hungAtOnce;
+        }
+        return seconds(10);
+      },
+      options);
+  std::jthread loop([&](std::stop_token stop) { source.run(stop); });
+  auto polled = [&](const std::string& target) {
+    std::lock_guard lock(mutex);
+    return polls[target];
+  };
+  ASSERT_TRUE(testing::waitFor([&] { return polled("good/1") == 1; }, std::chrono::seconds(10)));
+  {
+    std::lock_guard lock(mutex);
+    hostile = true;
+  }
+  clock.advance(seconds(1));  // the targets are asked for again
+  ASSERT_TRUE(testing::waitFor([&] { return polled("a1/1") == 1 && polled("a2/1") == 1; }, std::chrono::seconds(10)));
+  clock.advance(seconds(9));
+  EXPECT_TRUE(testing::waitFor([&] { return polled("good/1") == 2; }, std::chrono::seconds(10)))
+      << "the group that answers is polled on schedule while four groups hang";
+  {
+    std::lock_guard lock(mutex);
+    EXPECT_EQ(mostHungAtOnce, 2) << "hanging groups together hold the untrusted share only";
+    EXPECT_EQ(polls["a3/1"], 0);
+    release = true;
+  }
+  released.notify_all();
+  EXPECT_TRUE(testing::waitFor([&] { return polled("a3/1") >= 1 && polled("a4/1") >= 1; }, std::chrono::seconds(10)))
+      << "the others follow once the share is free";
+  loop.request_stop();
+  {
+    std::lock_guard lock(mutex);
+    release = true;
+  }
+  released.notify_all();
+}
+
 }  // namespace
 }  // namespace vto::controller

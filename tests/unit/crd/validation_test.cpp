@@ -5,8 +5,10 @@
 #include "crd/machine_catalog.h"
 #include "crd/crd_yaml.h"
 #include "crd/manifest.h"
+#include "crd/retraining_policy.h"
 #include "crd/strict_json.h"
 #include "crd/validation.h"
+#include "crd/yaml_json.h"
 #include "tests/unit/crd/crd_test_support.h"
 
 namespace vto::crd {
@@ -383,6 +385,41 @@ TEST(MachineCatalog, TheCrdCarriesTheCatalogRulesGeneratedFromIt) {
   EXPECT_GE(rules.size(), 15u);
   EXPECT_NE(checkedIn.find("Accelerator \\\"NVIDIA_TESLA_A100\\\" is not supported"), std::string::npos);
   EXPECT_THROW(withCatalogRules("kind: CustomResourceDefinition\n", MachineCatalog::builtIn()), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace vto::crd
+
+namespace vto::crd {
+namespace {
+
+// "No control characters" holds for what a prometheusUrl decodes to, not only for its raw bytes.
+TEST(Validation, APrometheusUrlWithPercentEncodedControlsIsRefused) {
+  auto findingsFor = [](const std::string& url) {
+    auto policy = decodeRetrainingPolicy(parseYamlDocuments(R"(
+apiVersion: vto.dev/v1alpha1
+kind: RetrainingPolicy
+metadata: {name: p, namespace: ns}
+spec:
+  template:
+    spec:
+      trainer: {container: {imageUri: us-docker.pkg.dev/p/r/trainer:1}}
+      resources: {machineType: n1-standard-4}
+      baseOutputDirectory: gs://b/m
+  triggers:
+    metric: {prometheusUrl: ")" + url + R"(", query: q, below: 1}
+)").at(0));
+    return describe(validate(policy));
+  };
+  for (const std::string url : {"http://prom:9090/p%0d%0aX", "http://prom:9090/p%0AX", "http://prom:9090/%00",
+                                "http://prom:9090/%7f", "http://prom:9090/%7F", "http://prom:9090/a%C2%85b",
+                                "http://prom:9090/%c2%9b31m"}) {
+    EXPECT_NE(findingsFor(url).find("no control characters"), std::string::npos) << url;
+  }
+  for (const std::string url : {"http://prom:9090", "http://prom:9090/p%2Fq", "http://prom:9090/%250d",
+                                "http://prom:9090/caf%C3%A9", "http://prom:9090/%20x"}) {
+    EXPECT_EQ(findingsFor(url).find("prometheusUrl"), std::string::npos) << url << ": " << findingsFor(url);
+  }
 }
 
 }  // namespace

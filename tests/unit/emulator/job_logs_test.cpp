@@ -91,6 +91,22 @@ TEST_F(JobLogsTest, AUserErrorEndsWithAPythonTracebackAtSeverityError) {
   EXPECT_EQ(entries("resource.labels.job_id=\"" + idOf(name) + "\" AND NOT severity>=ERROR").size(), all.size() - errors.size());
 }
 
+// A test's hostile log: :fail with "log" writes those entries instead of the traceback, each at most
+// 256 KiB as Cloud Logging allows (https://cloud.google.com/logging/quotas).
+TEST_F(JobLogsTest, AFailureCanEndWithTheEntriesATestChoosesWithinLoggingsEntryLimit) {
+  auto name = create(customJob());
+  advance(2s);
+  advance(10s);
+  std::string newlines(256 * 1024, '\n');
+  EXPECT_EQ(control("POST", name + ":fail", {{"failureClass", "UserError"}, {"log", {newlines + "x"}}}).status, 400);
+  EXPECT_EQ(control("POST", name + ":fail", {{"failureClass", "UserError"}, {"log", {1, 2}}}).status, 400);
+  ASSERT_EQ(control("POST", name + ":fail", {{"failureClass", "UserError"}, {"log", {newlines, "the end"}}}).status, 200);
+  auto errors = texts(entries("resource.labels.job_id=\"" + idOf(name) + "\" severity>=ERROR"));
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_EQ(errors[0], newlines);
+  EXPECT_EQ(errors[1], "the end");
+}
+
 TEST_F(JobLogsTest, FiltersByTaskLabelTimeAndTextAndRefuseWhatTheyDoNotSupport) {
   auto job = customJob();
   job["jobSpec"]["workerPoolSpecs"].push_back(

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "base/rfc3339.h"
+#include "crd/render.h"
+#include "reconcilers/jobs/poll_targets.h"
 #include "tests/fakes/clock_fake.h"
 #include "tests/fakes/logging_fake_client.h"
 
@@ -90,7 +92,55 @@ TEST(LogTailTest, TheTailStaysWithinItsBytesAndItsCharactersAreSafe) {
   EXPECT_NO_THROW((void)nlohmann::json(cut).dump()) << "valid UTF-8";
   // A message of several lines gives several lines; terminal control characters are not passed on.
   auto lines = formatLogTail({entry(0, LogSeverity::Error, "one\r\ntwo\x1b[2J\tend\n")}, {}, {});
-  EXPECT_EQ(lines, "one\ntwo?[2J\tend");
+  EXPECT_EQ(lines, "one\ntwo\\x1b[2J\tend");
+}
+
+TEST(LogTailTest, C1AndBidiControlsAreEscapedNotPassedOn) {
+  // CSI as one C1 character (U+009B), a right-to-left override, an isolate, a bare mark and a byte
+  // that is not UTF-8: each shown as an escape, so the line reads as it runs.
+  auto tail = formatLogTail({entry(0, LogSeverity::Error,
+                                   "a\xC2\x9B" "2Jb \xE2\x80\xAEtxt.exe\xE2\x81\xA6x\xE2\x81\xA9 "
+                                   "\xE2\x80\x8F\xD8\x9C\xFF end")},
+                            {}, {});
+  EXPECT_EQ(tail, "a\\u009b2Jb \\u202etxt.exe\\u2066x\\u2069 \\u200f\\u061c\\xff end");
+  EXPECT_NO_THROW((void)nlohmann::json(tail).dump()) << "valid UTF-8";
+  // Characters beyond ASCII that steer nothing pass through.
+  EXPECT_EQ(formatLogTail({entry(0, LogSeverity::Error, "caf\xC3\xA9 \xE2\x9C\x93")}, {}, {}),
+            "caf\xC3\xA9 \xE2\x9C\x93");
+}
+
+// A log of a million lines: one entry of them, and as many entries of one line each. Trimming one
+// line at a time from the front made this quadratic (hours); the test's ctest TIMEOUT catches that.
+TEST(LogTailTest, AMillionNewlinesAreTrimmedInLinearTime) {
+  std::string newlines;
+  newlines.reserve(2'000'010);
+  for (int i = 0; i < 1'000'000; ++i) newlines += "x\n";
+  newlines += "the end";
+  auto tail = formatLogTail({entry(0, LogSeverity::Error, newlines)}, {}, {.lines = 20, .maxBytes = 4096});
+  std::string expected;
+  for (int i = 0; i < 19; ++i) expected += "x\n";
+  EXPECT_EQ(tail, expected + "the end");
+
+  std::string empty(1'000'000, '\n');
+  EXPECT_EQ(formatLogTail({entry(0, LogSeverity::Error, "\n" + empty + "only")}, {}, {.lines = 20, .maxBytes = 4096}),
+            std::string(19, '\n') + "only")
+      << "empty lines count as lines";
+
+  std::vector<vertex::LogEntry> many;
+  many.reserve(1'000'000);
+  for (int i = 0; i < 1'000'000; ++i) many.push_back(entry(i, LogSeverity::Info, "line " + std::to_string(i)));
+  many.push_back(entry(0, LogSeverity::Error, "the error"));
+  auto last = formatLogTail({many.back()}, std::vector<vertex::LogEntry>(many.begin(), many.end() - 1),
+                            {.lines = 3, .maxBytes = 4096});
+  EXPECT_EQ(last, "the error\nline 999998\nline 999999");
+}
+
+TEST(LogTailTest, AnEntryIsReadOnlyUpToItsBounds) {
+  // Only the newest maxBytes of an entry are read: the first line kept is marked as cut.
+  auto tail = formatLogTail({entry(0, LogSeverity::Error, std::string(10000, 'a') + "\nlast")}, {},
+                            {.lines = 20, .maxBytes = 100});
+  EXPECT_LE(tail.size(), 100u);
+  EXPECT_EQ(tail.substr(tail.size() - 4), "last");
 }
 
 TEST(LogTailTest, AnEventGetsTheEndOfTheTailOnOneLine) {
@@ -109,10 +159,14 @@ TEST(LogTailTest, APermissionDeniedSaysWhichRoleToGrant) {
 
 struct PollerFixture {
   testing::FakeClock clock{T0 + seconds(5)};
+  JobCache jobs;
   testing::FakeLoggingClient logging;
   std::vector<std::string> woken;
   LogTailPoller poller{&logging, clock, [this](const std::string& uid) { woken.push_back(uid); },
-                       LogTailOptions{.limits = {.lines = 3, .maxBytes = 4096}, .maxTries = 2}};
+                       LogTailOptions{.limits = {.lines = 3, .maxBytes = 4096},
+                                      .maxTries = 2,
+                                      .jobs = &jobs,
+                                      .defaults = {"test-project", "us-central1"}}};
 
   crd::TrainingRun runWith(crd::Attempt attempt) {
     crd::TrainingRun run;
@@ -190,6 +244,60 @@ TEST(LogTailPollerTest, AnEmptyLogSaysSo) {
   f.poller.update("u-1", &run);
   f.poller.poll("u-1/1");
   EXPECT_EQ(f.poller.tailsOf("u-1").at(1), "(the log of workerpool0-0 has no entries)");
+}
+
+// Status is writable by others and the log is read with vto's identity: a job name from status is
+// read only where it is the run's (its project and placements, or seen with its vto-run-uid label).
+TEST(LogTailPollerTest, AJobThatIsNotTheRunsIsNeverRead) {
+  auto refusedFor = [](const std::string& jobName, const std::string& label = "") {
+    PollerFixture f;
+    if (!label.empty()) {
+      vertex::Job seen;
+      seen.name = jobName;
+      seen.state = vertex::JobState::Failed;
+      seen.labels = {{crd::kRunUidLabel, label}};
+      f.jobs.put(seen, T0);
+    }
+    f.logging.add("7", "workerpool0-0", "2026-03-01T11:59:01Z", LogSeverity::Error, "another team's secret");
+    auto attempt = failed(crd::FailureClass::UserError);
+    attempt.jobName = jobName;
+    auto run = f.runWith(attempt);
+    run.metadata.uid = "u-1";
+    f.poller.update("u-1", &run);
+    for (const auto& target : f.poller.targets()) f.poller.poll(target);
+    auto tails = f.poller.tailsOf("u-1");
+    EXPECT_EQ(tails.size(), 1u) << jobName;
+    bool read = !f.logging.requests().empty();
+    EXPECT_EQ(read, tails.at(1).find("another team's secret") != std::string::npos) << jobName;
+    return read ? std::string() : tails.at(1);
+  };
+  EXPECT_EQ(refusedFor(kJob), "") << "the run's own project and location";
+  EXPECT_EQ(refusedFor("projects/other-project/locations/us-central1/customJobs/7"),
+            "(not read: status names a job outside the run's project and locations)");
+  EXPECT_EQ(refusedFor("projects/test-project/locations/europe-west4/customJobs/7"),
+            "(not read: status names a job outside the run's project and locations)");
+  EXPECT_EQ(refusedFor("projects/test-project/locations/us-central1/hyperparameterTuningJobs/7"),
+            "(not read: status names a job outside the run's project and locations)");
+  EXPECT_EQ(refusedFor(kJob, "another-run"), "(not read: status names a job whose vto-run-uid label is another run's)");
+  // Vertex may name the project by number: such a name is read only where vto saw it as the run's.
+  EXPECT_EQ(refusedFor("projects/123456789/locations/us-central1/customJobs/7"),
+            "(not read: status names a job outside the run's project and locations)");
+  EXPECT_EQ(refusedFor("projects/123456789/locations/us-central1/customJobs/7", "u-1"), "");
+}
+
+TEST(LogTailPollerTest, AFallbacksLocationIsTheRuns) {
+  crd::TrainingRunSpec spec;
+  spec.project = "test-project";
+  spec.location = "us-central1";
+  EXPECT_TRUE(isInTheRunsPlace(spec, {}, kJob));
+  EXPECT_FALSE(isInTheRunsPlace(spec, {}, "projects/test-project/locations/europe-west4/customJobs/7"));
+  spec.capacity = crd::Capacity{};
+  spec.capacity->fallbacks = {crd::Fallback{.location = "europe-west4"}};
+  EXPECT_TRUE(isInTheRunsPlace(spec, {}, "projects/test-project/locations/europe-west4/customJobs/7"));
+  EXPECT_FALSE(isInTheRunsPlace(spec, {}, "projects/test-project/locations/asia-east1/customJobs/7"));
+  crd::TrainingRunSpec other;
+  EXPECT_FALSE(isInTheRunsPlace(other, {}, kJob)) << "no project: no job is the run's";
+  EXPECT_TRUE(isInTheRunsPlace(other, {"test-project", "us-central1"}, kJob));
 }
 
 TEST(LogTailPollerTest, WithoutALoggingClientNothingIsWanted) {

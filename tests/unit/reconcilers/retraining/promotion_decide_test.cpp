@@ -145,6 +145,23 @@ INSTANTIATE_TEST_SUITE_P(
              crd::PromotionResult::Promoted, "10", "10", "10", "auc 0.9 > 0.85"}),
     [](const auto& info) { return std::string(info.param.name); });
 
+// status.model is writable by others: a run that says it registered into another model (another
+// team's, or another project's) is never judged as a version of the policy's own model.
+TEST(Promotion, AVersionOfAnotherModelIsNeverComparedNorPromoted) {
+  auto foreign = run("fraud-9", "9", {{"auc", 0.999}});
+  foreign["status"]["model"]["name"] = "projects/other-team/locations/us-central1/models/fraud";
+  auto observed = readPolicy(policy(kMaximize), {foreign}, T0 + minutes(10));
+  ASSERT_TRUE(promotionWork(observed).any());
+  observed.promotion = PromotionReading{kModel, holding("5", 0.905), std::nullopt, std::nullopt};
+  auto plan = decidePolicy(observed);
+  EXPECT_FALSE(plan.moveAlias) << "version 9 of the policy's model would have taken the alias";
+  ASSERT_TRUE(plan.status.history.lastPromotion);
+  EXPECT_EQ(plan.status.history.lastPromotion->result, crd::PromotionResult::Failed);
+  EXPECT_NE(plan.status.history.lastPromotion->message.find("not " + std::string(kModel)), std::string::npos);
+  EXPECT_EQ(plan.status.history.lastComparedVersion, "9") << "compared once, not again every pass";
+  EXPECT_EQ(runOfVersion(observed, kModel, "9"), nullptr) << "its metrics lend nothing to the policy's version 9";
+}
+
 TEST(Promotion, AComparedVersionIsNeverComparedAgainAndNothingIsRead) {
   auto observed = readPolicy(policy(kMaximize, kChampion5), {run("fraud-5", "5", {{"auc", 0.905}})}, T0 + minutes(10));
   EXPECT_FALSE(promotionWork(observed).any());

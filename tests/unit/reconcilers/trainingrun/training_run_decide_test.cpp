@@ -778,6 +778,43 @@ TEST(DecideLogTailTest, TheTailIsRecordedOnceWithTheFailedEvent) {
   EXPECT_TRUE(again.events.empty());
 }
 
+// A tail that is slow to come (Cloud Logging slow, the two log-tail threads busy elsewhere) delays
+// the Failed Event by at most logTailWait: then the Event goes out alone and the tail follows in status.
+TEST(DecideLogTailTest, TheFailedEventWaitsForItsTailOnlyAFewSeconds) {
+  auto running = tailed(crd::Phase::Running);
+  running.vertex.job = jobIn(JobState::Failed, vertex::RpcStatus{3, kUserError});
+  auto failing = decide(running);
+  EXPECT_TRUE(reasons(failing).empty());
+  EXPECT_GT(failing.requeueAfter, Clock::duration::zero());
+  EXPECT_LE(failing.requeueAfter, DecideOptions{}.logTailWait) << "looked at again when the wait ends";
+
+  auto o = failedWithoutTail();
+  o.now = T0 + seconds(5);
+  auto early = decide(o);
+  EXPECT_FALSE(early.status);
+  EXPECT_TRUE(early.events.empty());
+  EXPECT_LE(early.requeueAfter, seconds(5));
+
+  o.now = T0 + DecideOptions{}.logTailWait;
+  auto late = decide(o);
+  ASSERT_TRUE(late.status);
+  EXPECT_EQ(late.status->history.attempts[0].logTail, kLogTailFollows);
+  ASSERT_EQ(reasons(late), std::vector<std::string>{"Failed"});
+  EXPECT_NE(late.events[0].message.find("attempt 1 failed (UserError)"), std::string::npos) << late.events[0].message;
+  EXPECT_EQ(late.events[0].message.find("log: "), std::string::npos) << late.events[0].message;
+
+  // The tail read later goes into status only: the Event was told.
+  auto after = failedWithoutTail();
+  after.status = *late.status;
+  after.now = T0 + seconds(60);
+  after.logTails.read = {{1, kTraceback}};
+  auto recorded = decide(after);
+  ASSERT_TRUE(recorded.status);
+  EXPECT_EQ(recorded.status->history.attempts[0].logTail, kTraceback);
+  EXPECT_TRUE(recorded.events.empty());
+  EXPECT_TRUE(wantsLogTail(late.status->history.attempts[0], after.now)) << "the poller still reads it";
+}
+
 TEST(DecideLogTailTest, ATailReadInThePassThatSeesTheFailureGoesIntoItsEvent) {
   auto o = tailed(crd::Phase::Running);
   o.vertex.job = jobIn(JobState::Failed, vertex::RpcStatus{3, kUserError});

@@ -265,6 +265,28 @@ TEST_F(ReconcilerTest, AUserErrorFailsWithoutResuming) {
   EXPECT_TRUE(events.has("Failed"));
 }
 
+// Vertex's error quotes the job's own output: C0, C1 and bidi controls in it reach status and the
+// Event escaped, never as they are.
+TEST_F(ReconcilerTest, AJobsErrorMessageReachesStatusAndEventsEscaped) {
+  apply();
+  reconcile();
+  vertex.setState(currentJob(), vertex::JobState::Failed,
+                  vertex::RpcStatus{3, "The replica workerpool0-0 exited: \x1b[2J\xC2\x9B" "31m \xE2\x80\xAEtxt.exe"});
+  jobs.erase(currentJob());
+  reconcile();
+  clock.advance(seconds(3600));
+  reconcile();
+  auto message = status()["attempts"][0]["message"].get<std::string>();
+  EXPECT_EQ(message, "The replica workerpool0-0 exited: \\x1b[2J\\u009b31m \\u202etxt.exe");
+  EXPECT_EQ(status()["message"].get<std::string>().find('\x1b'), std::string::npos);
+  ASSERT_TRUE(events.has("Failed"));
+  for (const auto& text : events.messages) {
+    EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+    EXPECT_EQ(text.find("\xC2\x9B"), std::string::npos) << text;
+    EXPECT_EQ(text.find("\xE2\x80\xAE"), std::string::npos) << text;
+  }
+}
+
 TEST_F(ReconcilerTest, AnInvalidSpecGetsAConditionAndAnEventButNoJob) {
   apply(R"({"trainer": {"container": {"imageUri": "gcr.io/p/i:1"}}})");
   auto result = reconcile();
@@ -540,6 +562,32 @@ TEST_F(ReconcilerTest, AJobNameWrittenIntoStatusByHandIsNeitherFollowedNorCancel
   reconcile();
   auto cancelled = vertex.cancelledNames();
   EXPECT_EQ(std::count(cancelled.begin(), cancelled.end(), theirs), 0);
+}
+
+// Nothing read from status steers a call: a job name in another project (or location) is neither
+// read, nor polled, nor cancelled; the run fails saying so.
+TEST_F(ReconcilerTest, AJobNameInAnotherProjectWrittenIntoStatusIsNeverReadNorPolled) {
+  std::string theirs = vertex.createJob({"other-project", "us-central1"}, vertex::JobKind::Custom, json::object()).name;
+  apply();
+  reconcile();
+  auto run = kube.get(trainingRunResource(), "ns", "r");
+  run["status"]["attempts"][0]["jobName"] = theirs;
+  kube.updateStatus(trainingRunResource(), "ns", run);
+  sync();
+  // A listing of the other project would fail, and its poll failure would show in the job cache.
+  vertex.failLocation("projects/other-project/locations/us-central1", vertex::ApiError(403, "PERMISSION_DENIED", "no"));
+  int gets = vertex.getCalls();
+  reconcile();
+  runFor(seconds(300));
+  EXPECT_EQ(vertex.getCalls(), gets) << "the job was read";
+  EXPECT_FALSE(jobs.pollFailure("projects/other-project/locations/us-central1/customJobs/")) << "the project was listed";
+  EXPECT_FALSE(jobs.listed("projects/other-project/locations/us-central1/customJobs/")) << "the project was listed";
+  EXPECT_EQ(status()["phase"], "Failed");
+  EXPECT_EQ(condition("Failed"), "True/JobNotOwned");
+  kube.remove(trainingRunResource(), "ns", "r");
+  sync();
+  reconcile();
+  EXPECT_TRUE(vertex.cancelledNames().empty());
 }
 
 TEST_F(ReconcilerTest, AJobDeletedOutsideVtoFailsTheRunWithoutANewJob) {
