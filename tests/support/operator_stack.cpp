@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <fstream>
+#include <sstream>
 
 #include "tests/support/wait.h"
 
@@ -62,10 +63,25 @@ void OperatorStack::useChartServiceAccount(const std::vector<std::string>& setVa
                                         "current-context: c\n";
 }
 
+void OperatorStack::routeApiServerThrough(const std::string& server) {
+  // The same credentials and CA (the proxy is on the same loopback address the certificate names).
+  std::ifstream in(operatorKubeconfig_);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto kubeconfig = text.str();
+  auto at = kubeconfig.find("server: ");
+  if (at == std::string::npos) throw std::runtime_error("no server in " + operatorKubeconfig_);
+  auto end = kubeconfig.find('\n', at);
+  kubeconfig.replace(at, end - at, "server: " + server);
+  operatorKubeconfig_ = dir_ + "/operator-routed.kubeconfig";
+  std::ofstream(operatorKubeconfig_) << kubeconfig;
+}
+
 void OperatorStack::startOperator(std::vector<std::string> extraFlags) {
   std::string command = "exec env GCE_METADATA_HOST=" + emulator_->hostPort() +
                         " STORAGE_EMULATOR_HOST=" + gcs_->url() + " '" + binDir() + "/vto' run --kubeconfig '" +
-                        operatorKubeconfig_ + "' --vertex-endpoint " + emulator_->url() +
+                        operatorKubeconfig_ + "' --vertex-endpoint " +
+                        (vertexEndpoint_.empty() ? emulator_->url() : vertexEndpoint_) +
                         " --gcs-endpoint " + gcs_->url() + " --default-project " + kTestProject +
                         " --default-location " + kTestLocation +
                         " --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0"

@@ -35,6 +35,10 @@ class OperatorStack {
   // Installs the Helm chart (helm/vto) into namespace vto-system and makes `vto run` authenticate as
   // the chart's ServiceAccount, so the operator has exactly the chart's RBAC and no more.
   void useChartServiceAccount(const std::vector<std::string>& setValues = {});  // helm --set for each
+  // Where the next startOperator() reaches the API server and Vertex (a chaos proxy in front of
+  // them); the defaults are the cluster's kubeconfig (or the chart's, see above) and the emulator.
+  void routeApiServerThrough(const std::string& server);
+  void routeVertexThrough(const std::string& url) { vertexEndpoint_ = url; }
   // Starts `vto run` (extra flags appended); stopOperator sends `signal` and returns the exit code.
   void startOperator(std::vector<std::string> extraFlags = {});
   int stopOperator(int signal);
@@ -72,6 +76,7 @@ class OperatorStack {
   std::unique_ptr<EmulatorProcess> emulator_;
   std::unique_ptr<Subprocess> operator_;
   std::string operatorKubeconfig_;  // the cluster-admin kubeconfig unless useChartServiceAccount()
+  std::string vertexEndpoint_;      // empty: the emulator's URL
   vertex::CppRestTransport http_;
   RealClock clock_;
   std::unique_ptr<vertex::CachedTokenSource> tokens_;
