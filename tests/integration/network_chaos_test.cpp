@@ -209,5 +209,58 @@ TEST(NetworkChaos, JobsThatEndWhileVertexIsSilentRefusingOrResettingAreSeenSoonA
   expectEverySucceededOnce(stack, ns, runs);
 }
 
+// A leader-elected pair: the leader reaches the API server through the proxy, the standby directly.
+// The leader's path goes silent: it must stop leading (exit) before its renew deadline has let the
+// lease expire, and the standby takes over; runs applied then get their jobs, none twice.
+TEST(NetworkChaos, ALeaderWhoseApiServerGoesSilentStepsDownAndTheStandbyTakesOverWithoutDuplicates) {
+  OperatorStack stack(kQuickJobs);
+  auto [host, port] = hostAndPort(stack.cluster().server());
+  ChaosProxy proxy(host, port);
+  stack.routeApiServerThrough("https://" + proxy.hostPort());
+  const std::string ns = "leader-chaos";
+  stack.createNamespace(ns);
+  std::vector<std::string> flags = kShortDeadlines;
+  flags.insert(flags.end(), {"--leader-elect", "--leader-election-namespace", ns});
+  stack.startOperator(flags);
+  auto holder = [&] {
+    auto lease = stack.cluster().kubectl("-n " + ns + " get lease vto-controller-leader -o jsonpath={.spec.holderIdentity}");
+    return lease.exitCode == 0 ? lease.output : std::string();
+  };
+  ASSERT_TRUE(waitFor([&] { return !holder().empty(); }, 60s)) << stack.operatorLog();
+  auto leader = holder();
+  stack.startStandby(flags);
+  std::vector<std::string> runs;
+  for (int i = 0; i < 3; ++i) {
+    runs.push_back("before-" + std::to_string(i));
+    applyRun(stack, ns, runs.back());
+  }
+  ASSERT_EQ(secondsUntilAllSucceeded(stack, ns, runs, 120s) >= 0, true);
+  ASSERT_EQ(holder(), leader) << "the first replica leads";
+
+  proxy.silent();
+  auto silenced = Clock::now();
+  for (int i = 0; i < 3; ++i) {
+    runs.push_back("during-" + std::to_string(i));
+    applyRun(stack, ns, runs.back());
+  }
+  ASSERT_TRUE(waitFor([&] { return !stack.operatorRunning(); }, 30s)) << "the cut-off leader kept running\n"
+                                                                       << stack.operatorLog();
+  double steppedDown = std::chrono::duration<double>(Clock::now() - silenced).count();
+  ASSERT_TRUE(waitFor([&] { auto now = holder(); return !now.empty() && now != leader; }, 60s))
+      << "the standby never took the lease\n" << stack.standbyLog();
+  double tookOver = std::chrono::duration<double>(Clock::now() - silenced).count();
+  for (int i = 0; i < 3; ++i) {
+    runs.push_back("after-" + std::to_string(i));
+    applyRun(stack, ns, runs.back());
+  }
+  double took = secondsUntilAllSucceeded(stack, ns, runs, 90s);
+  std::cout << "[ figures  ] leader's API path silent: it exited after " << steppedDown << " s, the standby led after "
+            << tookOver << " s, every run Succeeded " << took << " s later\n";
+  // The lease is 15 s and the renew deadline 10 s: the leader must be gone before anyone may lead.
+  EXPECT_LT(steppedDown, tookOver);
+  expectEverySucceededOnce(stack, ns, runs);
+  proxy.heal();
+}
+
 }  // namespace
 }  // namespace vto::testing
