@@ -58,7 +58,7 @@ Flags runFlags() {
       {"vertex-full-list-interval", 0, "120", "seconds between full lists of unfinished Vertex jobs (repairs missed updates)"},
       {"checkpoint-poll-interval", 0, "600", "seconds between looks at a running run's newest checkpoint"},
       {"checkpoint-lists-per-minute", 0, "200", "checkpoint listings per minute for the whole operator"},
-      {"vertex-request-timeout", 0, "60", "seconds a Vertex AI or Model Registry request (connect, send, answer) may take"},
+      {"vertex-request-timeout", 0, "30", "seconds a Vertex AI or Model Registry request (connect, send, answer) may take"},
       {"vertex-creates-per-minute", 0, "60", "job creations per minute per project and location (Vertex's quota)"},
       {"vertex-requests-per-minute", 0, "600", "other Vertex requests per minute per project and location"},
       {"log-format", 0, "json", "json or text"},
