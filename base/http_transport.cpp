@@ -18,6 +18,8 @@
 #include <vector>
 
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -163,7 +165,7 @@ class DeadlineResolver {
     std::unique_lock lock(lookup->mutex);
     if (!lookup->done.wait_until(lock, stop, deadline, [&] { return lookup->finished; })) {
       if (stop.stop_requested()) throw TransportError("cannot resolve " + host + ": stopped");
-      throw TransportError("cannot resolve " + host + ": no answer from the DNS resolver before the request's deadline");
+      throw TimeoutError("cannot resolve " + host + ": no answer from the DNS resolver before the request's deadline");
     }
     if (!lookup->error.empty()) throw TransportError("cannot resolve " + host + ": " + lookup->error);
     std::vector<asio::ip::tcp::endpoint> endpoints;
@@ -187,6 +189,12 @@ class DeadlineResolver {
   HostResolver resolve_;
   size_t maxPending_;
   std::shared_ptr<std::atomic<size_t>> pending_ = std::make_shared<std::atomic<size_t>>(0);
+};
+
+struct KeepAlive {
+  int idleSeconds = 30;
+  int intervalSeconds = 10;
+  int probes = 3;
 };
 
 // A TCP socket whose synchronous reads and writes wait (poll(2)) at most until `deadline`, or until
@@ -233,6 +241,16 @@ class DeadlineStream {
   void setNoDelay() {
     beast::error_code ignored;
     socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+  }
+  // Kernel probes on an idle socket: a peer that vanished without a FIN or RST (a NAT or load
+  // balancer that forgot the flow) fails the socket instead of leaving it open for ever.
+  void setKeepAlive(const KeepAlive& probes) {
+    int fd = socket_.native_handle();
+    int on = 1, idle = probes.idleSeconds, interval = probes.intervalSeconds, count = probes.probes;
+    ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
   }
 
   template <typename Buffers>
@@ -336,9 +354,15 @@ struct Endpoint {
 }  // namespace
 
 struct PooledHttpTransport::Pool {
-  explicit Pool(HttpTransportOptions o) : options(std::move(o)), resolver(options.resolve, options.maxPendingLookups) {}
+  explicit Pool(HttpTransportOptions o)
+      : options(std::move(o)),
+        keepAlive{static_cast<int>(std::max<long long>(options.keepAliveIdle.count(), 1)),
+                  static_cast<int>(std::max<long long>(options.keepAliveInterval.count(), 1)),
+                  std::max(options.keepAliveProbes, 1)},
+        resolver(options.resolve, options.maxPendingLookups) {}
 
   HttpTransportOptions options;
+  KeepAlive keepAlive;
   DeadlineResolver resolver;
   asio::ssl::context tls{asio::ssl::context::tls_client};
   std::mutex mutex;
@@ -376,7 +400,7 @@ struct PooledHttpTransport::Pool {
         return newConnection(url.tls);
       }
       if (endpoint.freed.wait_until(lock, deadline) == std::cv_status::timeout) {
-        throw TransportError("no free connection to " + url.host + ":" + url.port + " before the request's timeout (" +
+        throw TimeoutError("no free connection to " + url.host + ":" + url.port + " before the request's timeout (" +
                              std::to_string(options.maxConnectionsPerEndpoint) + " connections busy)");
       }
     }
@@ -390,6 +414,16 @@ struct PooledHttpTransport::Pool {
       connection->plain.emplace(connection->io);
     }
     return connection;
+  }
+
+  // After a timeout: the connections that were idle before `since` share the path that just went
+  // silent. Reused one after another, each would cost the next requests a whole timeout again.
+  void closeIdleSince(Endpoint& endpoint, SteadyClock::time_point since) {
+    std::lock_guard guard(endpoint.mutex);
+    auto before = endpoint.idle.size();
+    std::erase_if(endpoint.idle, [since](const auto& connection) { return connection->idleSince < since; });
+    endpoint.open -= before - endpoint.idle.size();
+    endpoint.freed.notify_all();
   }
 
   void release(Endpoint& endpoint, std::unique_ptr<Connection> connection, bool reusable) {
@@ -408,14 +442,15 @@ struct PooledHttpTransport::Pool {
 namespace {
 
 // Resolves (DeadlineResolver), connects and, for https, shakes hands, all by the connection's deadline.
-void connect(Connection& connection, const Url& url, bool verifyPeer, DeadlineResolver& resolver,
-             const std::stop_token& stop = {}) {
+void connect(Connection& connection, const Url& url, bool verifyPeer, const KeepAlive& keepAlive,
+             DeadlineResolver& resolver, const std::stop_token& stop = {}) {
   auto addresses = resolver.resolve(url.host, url.port, connection.raw().deadline, stop);
   beast::error_code error;
   connection.raw().connect(addresses, error);
-  if (error == beast::error::timeout) throw TransportError("cannot connect to " + url.host + ":" + url.port + ": timed out");
+  if (error == beast::error::timeout) throw TimeoutError("cannot connect to " + url.host + ":" + url.port + ": timed out");
   if (error) throw TransportError("cannot connect to " + url.host + ":" + url.port + ": " + error.message());
   connection.raw().setNoDelay();
+  connection.raw().setKeepAlive(keepAlive);
   if (connection.secure) {
     auto* ssl = connection.secure->native_handle();
     // Asio asks OpenSSL to free its 16 KiB record buffers whenever a connection goes idle, so every
@@ -436,7 +471,7 @@ void connect(Connection& connection, const Url& url, bool verifyPeer, DeadlineRe
       connection.secure->set_verify_mode(asio::ssl::verify_none);
     }
     connection.secure->handshake(asio::ssl::stream_base::client, error);
-    if (error == beast::error::timeout) throw TransportError("TLS handshake with " + url.host + " failed: timed out");
+    if (error == beast::error::timeout) throw TimeoutError("TLS handshake with " + url.host + " failed: timed out");
     if (error) throw TransportError("TLS handshake with " + url.host + " failed: " + error.message());
   }
   connection.connected = true;
@@ -514,7 +549,8 @@ PooledHttpTransport::~PooledHttpTransport() = default;
 
 HttpResponse PooledHttpTransport::send(const HttpRequest& request) {
   const auto timeout = std::clamp(request.timeout, std::chrono::milliseconds(1), pool_->options.maxTimeout);
-  const auto deadline = SteadyClock::now() + timeout;
+  const auto started = SteadyClock::now();
+  const auto deadline = started + timeout;
   const auto url = checkedTargetOf(request);  // before anything: a refused request makes no connection
   const auto what = request.method + " " + request.url;
 
@@ -533,9 +569,13 @@ HttpResponse PooledHttpTransport::send(const HttpRequest& request) {
     try {
       // One deadline for everything this request does on the connection.
       connection->raw().deadline = deadline;
-      if (!connection->connected) connect(*connection, url, pool_->options.verifyPeer, pool_->resolver);
+      if (!connection->connected) connect(*connection, url, pool_->options.verifyPeer, pool_->keepAlive, pool_->resolver);
       result = connection->secure ? exchange(*connection->secure, *connection, message, maxBody)
                                   : exchange(*connection->plain, *connection, message, maxBody);
+    } catch (const TimeoutError& error) {
+      pool_->release(*endpoint, std::move(connection), false);
+      pool_->closeIdleSince(*endpoint, started);
+      throw TimeoutError(what + ": " + error.what());
     } catch (const TransportError& error) {
       pool_->release(*endpoint, std::move(connection), false);
       throw TransportError(what + ": " + error.what());
@@ -548,7 +588,8 @@ HttpResponse PooledHttpTransport::send(const HttpRequest& request) {
       bool stale = reused && !result.responseStarted && result.error != beast::error::timeout && attempt == 0;
       if (stale && SteadyClock::now() < deadline) continue;
       if (result.error == beast::error::timeout) {
-        throw TransportError(what + ": no answer within " + std::to_string(timeout.count()) + " ms");
+        pool_->closeIdleSince(*endpoint, started);
+        throw TimeoutError(what + ": no answer within " + std::to_string(timeout.count()) + " ms");
       }
       if (result.error == http::error::body_limit) {
         throw TransportError(what + ": the answer has " +
@@ -592,11 +633,12 @@ beast::error_code readBody(Stream& stream, Connection& connection, http::respons
 template <typename Stream>
 HttpResponse streamOn(Stream& stream, Connection& connection, const http::request<http::string_body>& message,
                       const std::function<void(std::string_view)>& onLine, const std::stop_token& stop,
-                      std::chrono::milliseconds idle, size_t maxBytes, const std::string& what) {
-  auto fail = [&](beast::error_code error) -> TransportError {
-    if (error == beast::error::timeout) return TransportError(what + ": nothing received for " + std::to_string(idle.count()) + " ms");
-    if (error == http::error::body_limit) return TransportError(what + ": more than " + std::to_string(maxBytes) + " bytes without an end");
-    return TransportError(what + ": " + error.message());
+                      std::chrono::milliseconds idle, size_t maxBytes, const std::string& what,
+                      const std::function<void()>& onOpen) {
+  auto fail = [&](beast::error_code error) {
+    if (error == beast::error::timeout) throw TimeoutError(what + ": nothing received in time");
+    if (error == http::error::body_limit) throw TransportError(what + ": more than " + std::to_string(maxBytes) + " bytes without an end");
+    throw TransportError(what + ": " + error.message());
   };
   http::response_parser<http::buffer_body> parser;
   // A watch has no end; what bounds memory is the line limit below. (Not boost::none: Boost 1.74
@@ -607,16 +649,17 @@ HttpResponse streamOn(Stream& stream, Connection& connection, const http::reques
   http::write(stream, message, error);
   if (!error) http::read_header(stream, connection.buffer, parser, error);
   if (stop.stop_requested()) return {};
-  if (error) throw fail(error);
+  if (error) fail(error);
   HttpResponse out;
   out.status = static_cast<int>(parser.get().result_int());
   copyHeaders(parser.get().base(), out);
+  if (out.status >= 200 && out.status < 300 && onOpen) onOpen();
   if (out.status < 200 || out.status >= 300) {  // an error answer: read it whole, bounded
     error = readBody(stream, connection, parser, idle, [&](std::string_view bytes) {
       out.body.append(bytes);
       return out.body.size() <= maxBytes;
     });
-    if (error && !stop.stop_requested()) throw fail(error);
+    if (error && !stop.stop_requested()) fail(error);
     return out;
   }
   std::string pending;  // the start of a line whose '\n' has not arrived yet
@@ -631,7 +674,7 @@ HttpResponse streamOn(Stream& stream, Connection& connection, const http::reques
     return pending.size() <= maxBytes;
   });
   if (stop.stop_requested()) return out;
-  if (error) throw fail(error);
+  if (error) fail(error);
   if (!pending.empty()) onLine(pending);  // a last line without '\n'
   return out;
 }
@@ -659,7 +702,8 @@ class StopSignal {
 
 HttpResponse PooledHttpTransport::streamLines(const HttpRequest& request,
                                               const std::function<void(std::string_view)>& onLine,
-                                              std::stop_token stop, std::chrono::milliseconds idleTimeout) {
+                                              std::stop_token stop, std::chrono::milliseconds idleTimeout,
+                                              const std::function<void()>& onOpen) {
   const auto timeout = std::clamp(request.timeout, std::chrono::milliseconds(1), pool_->options.maxTimeout);
   const auto url = checkedTargetOf(request);
   const auto what = request.method + " " + request.url;
@@ -672,7 +716,10 @@ HttpResponse PooledHttpTransport::streamLines(const HttpRequest& request,
   std::stop_callback onStop(stop, [&stopSignal] { stopSignal.raise(); });
   connection->raw().deadline = SteadyClock::now() + timeout;
   try {
-    connect(*connection, url, pool_->options.verifyPeer, pool_->resolver, stop);
+    connect(*connection, url, pool_->options.verifyPeer, pool_->keepAlive, pool_->resolver, stop);
+  } catch (const TimeoutError& error) {
+    if (stop.stop_requested()) return {};
+    throw TimeoutError(what + ": " + error.what());
   } catch (const TransportError& error) {
     if (stop.stop_requested()) return {};
     throw TransportError(what + ": " + error.what());
@@ -680,8 +727,8 @@ HttpResponse PooledHttpTransport::streamLines(const HttpRequest& request,
   connection->raw().deadline = SteadyClock::now() + timeout;
   const size_t maxBytes = pool_->options.maxResponseBytes;
   return connection->secure
-             ? streamOn(*connection->secure, *connection, message, onLine, stop, idleTimeout, maxBytes, what)
-             : streamOn(*connection->plain, *connection, message, onLine, stop, idleTimeout, maxBytes, what);
+             ? streamOn(*connection->secure, *connection, message, onLine, stop, idleTimeout, maxBytes, what, onOpen)
+             : streamOn(*connection->plain, *connection, message, onLine, stop, idleTimeout, maxBytes, what, onOpen);
 }
 
 }  // namespace vto

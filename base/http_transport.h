@@ -27,6 +27,14 @@ class TransportError : public RetryableError {
   explicit TransportError(const std::string& what) : RetryableError(what) {}
 };
 
+// No answer before the deadline: a silent peer or a dead path (connect, TLS handshake, the request
+// or its response, a DNS lookup, a free pooled connection). Counted apart from other transport
+// failures (vto_request_timeouts_total): silence is the failure nothing else reports.
+class TimeoutError : public TransportError {
+ public:
+  explicit TimeoutError(const std::string& what) : TransportError(what) {}
+};
+
 // A request the transport refused to put on the wire: a URL parseUrl refuses, a method that is not
 // an HTTP token, a header name that is not one or a header value with CR, LF or another control
 // character. Each could add a header or a request of its own; none is transient, so it is not
@@ -83,6 +91,12 @@ struct HttpTransportOptions {
   // never looked up. `resolve` replaces getaddrinfo (tests inject a slow one).
   size_t maxPendingLookups = 8;
   HostResolver resolve{};
+  // TCP keepalive on every socket: probes after this much idle time, every `keepAliveInterval`, and
+  // the connection is dead after `keepAliveProbes` unanswered ones. Catches a peer that vanished
+  // (a NAT or load balancer that forgot the flow) under an idle pooled connection or a quiet watch.
+  std::chrono::seconds keepAliveIdle{30};
+  std::chrono::seconds keepAliveInterval{10};
+  int keepAliveProbes = 3;
   // A response body beyond this is an error, not an allocation.
   size_t maxResponseBytes = 64 << 20;
   // TLS: the peer's certificate and host name are verified unless this is false (only a kubeconfig's
@@ -98,7 +112,10 @@ struct HttpTransportOptions {
 // caller's thread. A reused connection the server has closed meanwhile is replaced and the request
 // sent once more. A connection that holds bytes nobody asked for (beyond the response just read, or
 // arriving while it was idle: a second, smuggled response) is closed, never reused. A request is
-// checked before any connection is made (RefusedRequestError). Thread-safe.
+// checked before any connection is made (RefusedRequestError). A request that times out closes its
+// connection and every connection of its endpoint that was idle when it started: they run over
+// the path that just went silent, and the next request must not wait a whole timeout on each of
+// them in turn. Thread-safe.
 class PooledHttpTransport final : public HttpTransport {
  public:
   explicit PooledHttpTransport(HttpTransportOptions options = {});
@@ -113,9 +130,11 @@ class PooledHttpTransport final : public HttpTransport {
   // returns at the body's end, or as soon as `stop` is requested. Any other answer is returned whole
   // (bounded by maxResponseBytes) without calling onLine. request.timeout bounds the connect and
   // the headers; after that, no byte for `idleTimeout` is a TransportError (a dead link). A line
-  // longer than maxResponseBytes is a TransportError too.
+  // longer than maxResponseBytes is a TransportError too. A timeout is a TimeoutError. `onOpen`, when
+  // set, is called once a 2xx answer's headers have arrived (the server accepted the stream).
   HttpResponse streamLines(const HttpRequest& request, const std::function<void(std::string_view line)>& onLine,
-                           std::stop_token stop, std::chrono::milliseconds idleTimeout);
+                           std::stop_token stop, std::chrono::milliseconds idleTimeout,
+                           const std::function<void()>& onOpen = {});
 
  private:
   struct Pool;

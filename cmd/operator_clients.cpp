@@ -1,5 +1,7 @@
 #include "cmd/operator_clients.h"
 
+#include <algorithm>
+
 namespace vto::cmd {
 
 void RequestMetricsObserver::requestDone(const std::string& method, const std::string& code, Clock::duration took) {
@@ -16,6 +18,10 @@ void RequestMetricsObserver::quotaWaited(Clock::duration waited) {
   if (service_ == Service::Vertex) metrics_.vertexQuotaWait(std::chrono::duration<double>(waited).count());
 }
 
+void RequestMetricsObserver::timedOut() {
+  metrics_.requestTimedOut(service_ == Service::Vertex ? "vertex" : service_ == Service::Gcs ? "gcs" : "logging");
+}
+
 OperatorClients::OperatorClients(const Flags& flags, const Clock& clock, metrics::ApiRequestMetrics& requestMetrics)
     : tokens_(vertex::defaultTokenSource(http_, clock)),  // the token source keeps the bare transport
       vertexRequests_(requestMetrics, RequestMetricsObserver::Service::Vertex),
@@ -30,6 +36,8 @@ OperatorClients::OperatorClients(const Flags& flags, const Clock& clock, metrics
   options.limits.createsPerMinute = flags.getInt("vertex-creates-per-minute");
   options.limits.requestsPerMinute = flags.getInt("vertex-requests-per-minute");
   options.observer = &vertexRequests_;
+  // Silence beyond this is a failure (a dead path); the poll, or the run's next pass, asks again.
+  options.timeout = std::chrono::seconds(std::max(1, flags.getInt("vertex-request-timeout")));
   if (!options.endpoint.empty()) vertex::validateEndpoint(options.endpoint, options.allowInsecure);
   vertex_ = std::make_unique<vertex::RestVertexClient>(vertexHttp_, *tokens_, clock, options);
   // Model Registry requests count against the same per-region Vertex quota as the jobs' requests.
@@ -39,6 +47,7 @@ OperatorClients::OperatorClients(const Flags& flags, const Clock& clock, metrics
   registry.requestsPerMinute = options.limits.requestsPerMinute;
   registry.pacer = &vertex_->pacer();
   registry.observer = &vertexRequests_;
+  registry.timeout = options.timeout;
   registry_ = std::make_unique<vertex::RestModelRegistry>(vertexHttp_, *tokens_, clock, registry);
   auto gcsFlag = flags.get("gcs-endpoint");
   gcs_ = std::make_unique<vertex::RestGcsClient>(

@@ -26,6 +26,7 @@ class RequestMetricsObserver final : public vertex::RequestObserver {
   RequestMetricsObserver(metrics::ApiRequestMetrics& metrics, Service service) : metrics_(metrics), service_(service) {}
   void requestDone(const std::string& method, const std::string& code, Clock::duration took) override;
   void quotaWaited(Clock::duration waited) override;
+  void timedOut() override;
 
  private:
   metrics::ApiRequestMetrics& metrics_;

@@ -58,11 +58,15 @@ Flags runFlags() {
       {"vertex-full-list-interval", 0, "120", "seconds between full lists of unfinished Vertex jobs (repairs missed updates)"},
       {"checkpoint-poll-interval", 0, "600", "seconds between looks at a running run's newest checkpoint"},
       {"checkpoint-lists-per-minute", 0, "200", "checkpoint listings per minute for the whole operator"},
+      {"vertex-request-timeout", 0, "30", "seconds a Vertex AI or Model Registry request (connect, send, answer) may take"},
       {"vertex-creates-per-minute", 0, "60", "job creations per minute per project and location (Vertex's quota)"},
       {"vertex-requests-per-minute", 0, "600", "other Vertex requests per minute per project and location"},
       {"log-format", 0, "json", "json or text"},
       {"log-level", 0, "info", "trace, debug, info, warn or error"},
       {"max-concurrent-policy-reconciles", 0, "2", "RetrainingPolicies reconciled at once"},
+      {"kube-request-timeout", 0, "30", "seconds a Kubernetes API request (connect, send, answer) may take; watches: --watch-idle-timeout"},
+      // The API server sends a bookmark every minute: a watch silent for longer is dead.
+      {"watch-idle-timeout", 0, "90", "seconds without an event or bookmark after which a watch is restarted (twice this: stale, /readyz fails)"},
       // Tests only: the operator's clock is real time plus the seconds written in this file.
       {"clock-offset-file", 0, "", "", false, false, true},
   });
@@ -117,6 +121,7 @@ controller::InformerOptions informerOptions(const Flags& flags, const controller
   controller::InformerOptions options;
   options.resource = resource;
   options.namespaces = flags.getAll("namespace");
+  options.watchIdleTimeout = std::chrono::seconds(std::max(1, flags.getInt("watch-idle-timeout")));
   return options;
 }
 
@@ -158,7 +163,8 @@ int run(const Args& args) {
   auto restConfig = controller::resolveRestConfig(flags.get("kubeconfig"), flags.getBool("allow-insecure-endpoints"));
   auto options = managerOptions(flags, restConfig);
   auto runtimeMetrics = std::make_shared<controller::RuntimeMetrics>(*registry);
-  controller::RestKubeClient kube(restConfig, runtimeMetrics.get(), std::chrono::seconds(30),
+  controller::RestKubeClient kube(restConfig, runtimeMetrics.get(),
+                                  std::chrono::seconds(std::max(1, flags.getInt("kube-request-timeout"))),
                                   controller::ManagedFields::Omit);  // the operator reads none of it
   controller::Manager manager(kube, clock, options, registry, runtimeMetrics);
   metrics::registerBuildInfo(*registry, buildinfo::kVersion, buildinfo::kGitRevision);

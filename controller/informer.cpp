@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <limits>
+#include <random>
+
 #include "controller/workqueue.h"
 
 namespace vto::controller {
@@ -25,7 +28,19 @@ Informer::Informer(KubeClient& client, const Clock& clock, InformerOptions optio
       cache_(options_.indexedLabel),
       streamInitialEvents_(options_.streamInitialEvents) {
   if (options_.namespaces.empty()) options_.namespaces.push_back("");  // "" = all namespaces
+  lastAlive_ = std::make_unique<std::atomic<std::int64_t>[]>(options_.namespaces.size());
+  auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+  for (size_t i = 0; i < options_.namespaces.size(); ++i) lastAlive_[i] = now;
 }
+
+std::chrono::steady_clock::duration Informer::quietFor() const {
+  auto oldest = std::numeric_limits<std::int64_t>::max();
+  for (size_t i = 0; i < options_.namespaces.size(); ++i) oldest = std::min<std::int64_t>(oldest, lastAlive_[i]);
+  auto since = std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(oldest));
+  return std::max(std::chrono::steady_clock::now() - since, std::chrono::steady_clock::duration::zero());
+}
+
+bool Informer::stale() const { return quietFor() > 2 * options_.watchIdleTimeout; }
 
 Informer::~Informer() { stop(); }
 
@@ -33,8 +48,10 @@ void Informer::addHandler(Handler handler) { handlers_.push_back(std::move(handl
 
 void Informer::start() {
   if (!watchers_.empty()) return;
-  for (const auto& ns : options_.namespaces) {
-    watchers_.emplace_back([this, ns](std::stop_token stop) { run(ns, stop); });
+  auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+  for (size_t i = 0; i < options_.namespaces.size(); ++i) {
+    lastAlive_[i] = now;
+    watchers_.emplace_back([this, i](std::stop_token stop) { run(i, stop); });
   }
 }
 
@@ -100,7 +117,19 @@ bool endsInitialEvents(const nlohmann::json& bookmark) {
 }
 }  // namespace
 
-void Informer::run(const std::string& ns, std::stop_token stop) {
+namespace {
+// client-go's reflector: a timeout between the minimum and twice it, so watches started together
+// (every replica after a rollout, every namespace of one informer) do not end together.
+int jitteredTimeoutSeconds(int minimum) {
+  thread_local std::mt19937 random{std::random_device{}()};
+  return std::uniform_int_distribution<int>(minimum, 2 * minimum)(random);
+}
+}  // namespace
+
+void Informer::run(size_t index, std::stop_token stop) {
+  const std::string& ns = options_.namespaces[index];
+  auto alive = [this, index] { lastAlive_[index] = std::chrono::steady_clock::now().time_since_epoch().count(); };
+  bool watchedBefore = false;
   const std::string scope = options_.resource.resource + (ns.empty() ? "" : " in " + ns);
   std::string resourceVersion;  // empty: the next step is a full sync (streamed, or listed)
   bool synced = false;
@@ -118,13 +147,21 @@ void Informer::run(const std::string& ns, std::stop_token stop) {
     try {
       if (resourceVersion.empty() && !streaming) {
         relist(ns, resourceVersion);
+        alive();
         markSynced();
       }
       WatchOptions watch;
       watch.labelSelector = options_.labelSelector;
       watch.resourceVersion = resourceVersion;
-      watch.timeoutSeconds = options_.watchTimeoutSeconds;
+      watch.timeoutSeconds = jitteredTimeoutSeconds(options_.watchTimeoutSeconds);
+      watch.idleTimeout = options_.watchIdleTimeout;
       watch.sendInitialEvents = streaming;
+      watch.onOpen = [&] {
+        alive();
+        backoff = options_.minBackoff;  // the server answers
+      };
+      if (watchedBefore) ++watchRestarts_;
+      watchedBefore = true;
       bool initial = streaming;  // until the bookmark that ends the initial events
       std::set<ObjectKey> seen;  // what the initial events brought: the rest of the cache is gone
       client_.watch(
@@ -133,6 +170,7 @@ void Informer::run(const std::string& ns, std::stop_token stop) {
             if (event.type == "ERROR") {
               throw ApiError(parseStatus(event.object.value("code", 500), event.object.dump()));
             }
+            alive();
             auto rv = versionOf(event.object);
             if (event.type == "ADDED" || event.type == "MODIFIED" || event.type == "DELETED") {
               if (options_.transform) options_.transform(event.object);
@@ -158,6 +196,7 @@ void Informer::run(const std::string& ns, std::stop_token stop) {
             backoff = options_.minBackoff;  // the connection works
           },
           stop);
+      if (!stop.stop_requested()) alive();  // the server ended the watch: it is there
     } catch (const ApiError& error) {
       if (streaming && refusesStreaming(error)) {
         // An API server without the WatchList feature (before 1.32, or 1.33) refuses the parameters:

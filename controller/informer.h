@@ -4,7 +4,16 @@
 // resumes from the last resourceVersion seen; 410 Gone (history compacted) means a full relist;
 // while the API server is unreachable it retries with exponential backoff on the injected clock.
 // Each change is passed to the handlers, which typically enqueue the object's key.
+//
+// A watch knows it is alive: the API server sends a bookmark every minute, so a watch that brings
+// no byte for `watchIdleTimeout` is dead (a silent partition, a NAT that forgot the flow, a hung
+// server) and is restarted from the last resourceVersion. How long each watch has been quiet (no
+// event, bookmark or accepted watch) is measured on the steady clock, as is the idle limit: a
+// network's silence is real time, whatever the operator's clock says.
 #include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -39,7 +48,13 @@ struct InformerOptions {
   // Sync through a watch that streams the current objects first (WatchOptions::sendInitialEvents)
   // instead of listing; an API server that refuses it is listed instead, from then on.
   bool streamInitialEvents = true;
+  // The server ends each watch after a random time between this and twice this (client-go's
+  // jitter), so that watches started together do not all restart together.
   int watchTimeoutSeconds = 300;
+  // No byte for this long (the API server's bookmarks come every minute) and the watch is dead:
+  // closed and started again from the last resourceVersion. A watch quiet for twice this is stale
+  // (stale(), /readyz, vto_informer_watch_stale).
+  std::chrono::milliseconds watchIdleTimeout{std::chrono::seconds(90)};
   Clock::duration minBackoff = std::chrono::milliseconds(200);
   Clock::duration maxBackoff = std::chrono::seconds(30);
   // Applied to every listed or watched object before it is cached or handed to a handler (a cache
@@ -68,8 +83,19 @@ class Informer {
   // How many full syncs (streamed or listed) have completed: one per namespace at start, one more per 410.
   int listCount() const { return listCount_; }
 
+  // The resource watched (the metrics' `informer` label).
+  const std::string& name() const { return options_.resource.resource; }
+  // The longest any of its watches has gone without a sign of life: an event, a bookmark, the
+  // server accepting a watch or ending one cleanly, a completed list. Real time (steady clock).
+  std::chrono::steady_clock::duration quietFor() const;
+  // Quiet for more than twice the idle limit: the restart after the first one did not bring the
+  // watch back. The API server may be unreachable; the cache is no longer current.
+  bool stale() const;
+  // Watches started again after one ended (timeout, idle limit, error, 410).
+  long watchRestarts() const { return watchRestarts_; }
+
  private:
-  void run(const std::string& ns, std::stop_token stop);
+  void run(size_t index, std::stop_token stop);
   void relist(const std::string& ns, std::string& resourceVersion);
   void notify(const nlohmann::json& object);
   // Waits on the clock until `delay` has passed or stop is requested.
@@ -88,6 +114,9 @@ class Informer {
   std::mutex pauseMutex_;
   std::condition_variable pauseWake_;
   std::vector<std::jthread> watchers_;
+  // Per namespace: steady-clock nanoseconds of its last sign of life.
+  std::unique_ptr<std::atomic<std::int64_t>[]> lastAlive_;
+  std::atomic<long> watchRestarts_{0};
 };
 
 // A handler that adds the object's namespace/name to `queue`.

@@ -167,6 +167,7 @@ struct RestKubeClient::Impl {
       auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - std::chrono::steady_clock::now());
       if (left <= std::chrono::milliseconds(0)) {
         count("<error>", method);
+        if (metrics) metrics->requestTimedOut();
         throwTransport(method + " " + pathAndQuery, "the request deadline has passed");
       }
       if (left < timeout) {
@@ -180,6 +181,7 @@ struct RestKubeClient::Impl {
       response = http->send(request);
     } catch (const TransportError& error) {
       count("<error>", method);
+      if (metrics && dynamic_cast<const TimeoutError*>(&error)) metrics->requestTimedOut();
       bool late = deadlineBounds && std::chrono::steady_clock::now() >= *deadline;
       throwTransport(method + " " + pathAndQuery, late ? "no answer before the request deadline" : error.what());
     }
@@ -334,10 +336,14 @@ void RestKubeClient::watch(const Resource& resource, const std::string& ns,
                          {"resourceVersionMatch", options.sendInitialEvents ? "NotOlderThan" : ""},
                          {"timeoutSeconds", std::to_string(options.timeoutSeconds)}});
   auto request = impl_->makeRequest("GET", path);
-  request.timeout = impl_->requestTimeout;  // connecting and the headers
-  // No byte for longer than the server's own timeout plus a margin means a dead link (bookmarks and
-  // the server ending the watch at timeoutSeconds keep a live one talking).
-  auto idle = std::chrono::seconds(options.timeoutSeconds + 60);
+  // No byte for the caller's idle limit (else the server's own timeout plus a margin) means a dead
+  // link: bookmarks and the server ending the watch at timeoutSeconds keep a live one talking.
+  std::chrono::milliseconds idle = options.idleTimeout > std::chrono::milliseconds(0)
+                                       ? options.idleTimeout
+                                       : std::chrono::milliseconds(std::chrono::seconds(options.timeoutSeconds + 60));
+  // Connecting and the headers: the API server sends those as soon as it accepts the watch, so a
+  // path that is silent for the idle limit is as dead here as after them.
+  request.timeout = std::min<std::chrono::milliseconds>(impl_->requestTimeout, idle);
   HttpResponse response;
   // Counted as soon as the server streams (as client-go counts a watch once its answer starts), not
   // only when it ends minutes later: a watch that syncs is the only request an informer makes.
@@ -361,10 +367,11 @@ void RestKubeClient::watch(const Resource& resource, const std::string& ns,
           if (object != event.end()) watchEvent.object = std::move(*object);
           onEvent(std::move(watchEvent));
         },
-        stop, idle);
+        stop, idle, options.onOpen);
   } catch (const TransportError& error) {
     if (stop.stop_requested()) return;
     if (!counted) impl_->count("<error>", "GET");
+    if (impl_->metrics && dynamic_cast<const TimeoutError*>(&error)) impl_->metrics->requestTimedOut();
     Impl::throwTransport("watch " + path, error.what());
   }
   if (stop.stop_requested()) return;

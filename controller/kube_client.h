@@ -55,6 +55,12 @@ struct WatchOptions {
   // in memory at a time. Sent with resourceVersionMatch=NotOlderThan; a server without the WatchList
   // feature answers 422.
   bool sendInitialEvents = false;
+  // No byte (event, bookmark) for this long means a dead link: the watch fails as a timeout, and
+  // connecting plus the answer's headers get no longer either. 0: timeoutSeconds + 60 s.
+  std::chrono::milliseconds idleTimeout{0};
+  // Called when the server has accepted the watch (its 2xx headers arrived): a sign of life before
+  // any event, for a caller that tells a quiet watch from a dead one.
+  std::function<void()> onOpen;
 };
 
 struct WatchEvent {

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
@@ -30,6 +31,7 @@ Manager::~Manager() { stopControllers(); }
 
 Informer& Manager::addInformer(InformerOptions options) {
   informers_.push_back(std::make_unique<Informer>(client_, clock_, std::move(options)));
+  metrics_->watchInformer(*informers_.back());
   return *informers_.back();
 }
 
@@ -92,6 +94,12 @@ int Manager::run(std::stop_token stop) {
     healthServer_ = std::make_unique<HealthServer>(options_.healthProbeBindAddress);
     // A standby is ready too: readiness is about serving, not about leading.
     healthServer_->addReadyCheck("informers-synced", [this] { return cachesSynced(); });
+    // A stale watch: the cache no longer follows the API server, so the pod should not count as
+    // serving. Liveness is untouched: restarting cannot heal the network, and the watch recovers
+    // by itself once the API server answers again.
+    healthServer_->addReadyCheck("watches-live", [this] {
+      return std::none_of(informers_.begin(), informers_.end(), [](const auto& informer) { return informer->stale(); });
+    });
   }
   // The addresses actually bound (port 0 picks one): tests and the demo read them from this log.
   auto hostOf = [](const std::string& bindAddress) {

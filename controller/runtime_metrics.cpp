@@ -1,5 +1,8 @@
 #include "controller/runtime_metrics.h"
 
+#include "controller/informer.h"
+#include "metrics/api_request_metrics.h"
+
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
@@ -145,7 +148,9 @@ void addGauge(prometheus::MetricFamily& family, const std::string& queue, double
 
 }  // namespace
 
-RuntimeMetrics::RuntimeMetrics(prometheus::Registry& registry) : registry_(registry) {}
+RuntimeMetrics::RuntimeMetrics(prometheus::Registry& registry) : registry_(registry) {
+  metrics::requestTimeouts(registry_, "kubernetes");
+}
 
 std::unique_ptr<ControllerMetrics> RuntimeMetrics::forController(const std::string& controller) {
   return std::make_unique<PrometheusControllerMetrics>(registry_, controller);
@@ -180,6 +185,44 @@ void RuntimeMetrics::requestDone(const std::string& code, const std::string& met
       .Increment();
 }
 
+void RuntimeMetrics::requestTimedOut() {
+  metrics::requestTimeouts(registry_, "kubernetes").Increment();
+}
+
+void RuntimeMetrics::watchInformer(const Informer& informer) {
+  std::lock_guard guard(mutex_);
+  informers_.push_back(&informer);
+}
+
+std::vector<prometheus::MetricFamily> RuntimeMetrics::informerFamilies() const {
+  auto quiet = gaugeFamily("vto_informer_last_event_age_seconds",
+                           "Seconds since the informer's quietest watch last showed life (an event, a bookmark, the "
+                           "API server accepting or ending a watch). Bookmarks come every minute.");
+  auto stale = gaugeFamily("vto_informer_watch_stale",
+                           "1 while a watch of the informer has been quiet for twice its idle limit: its cache is no "
+                           "longer current (/readyz fails too).");
+  prometheus::MetricFamily restarts;
+  restarts.name = "vto_informer_watch_restarts_total";
+  restarts.help = "Watches the informer started again after one ended (server timeout, idle limit, error, 410 Gone).";
+  restarts.type = prometheus::MetricType::Counter;
+  for (const auto* informer : informers_) {
+    auto add = [&](prometheus::MetricFamily& family, double value) {
+      prometheus::ClientMetric metric;
+      metric.label.push_back({"informer", informer->name()});
+      if (family.type == prometheus::MetricType::Counter) {
+        metric.counter.value = value;
+      } else {
+        metric.gauge.value = value;
+      }
+      family.metric.push_back(metric);
+    };
+    add(quiet, std::chrono::duration<double>(informer->quietFor()).count());
+    add(stale, informer->stale() ? 1 : 0);
+    add(restarts, static_cast<double>(informer->watchRestarts()));
+  }
+  return {quiet, stale, restarts};
+}
+
 std::vector<prometheus::MetricFamily> RuntimeMetrics::Collect() const {
   auto unfinished = gaugeFamily(
       "workqueue_unfinished_work_seconds",
@@ -190,13 +233,17 @@ std::vector<prometheus::MetricFamily> RuntimeMetrics::Collect() const {
       "workqueue_longest_running_processor_seconds",
       "How many seconds has the longest running processor for workqueue been running.");
   std::lock_guard guard(mutex_);
-  if (queues_.empty()) return {};
+  std::vector<prometheus::MetricFamily> families;
+  if (!informers_.empty()) families = informerFamilies();
+  if (queues_.empty()) return families;
   for (const auto& [name, queue] : queues_) {
     auto [total, longestSeconds] = queue->unfinishedWork();
     addGauge(unfinished, name, total);
     addGauge(longest, name, longestSeconds);
   }
-  return {unfinished, longest};
+  families.push_back(unfinished);
+  families.push_back(longest);
+  return families;
 }
 
 }  // namespace vto::controller

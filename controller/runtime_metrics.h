@@ -19,6 +19,8 @@
 
 namespace vto::controller {
 
+class Informer;
+
 // Counts every HTTP request the kube client makes.
 class RestClientMetrics {
  public:
@@ -26,6 +28,9 @@ class RestClientMetrics {
   // `code` is the HTTP status, or "<error>" when no response arrived (as client-go does).
   virtual void requestDone(const std::string& code, const std::string& method,
                            const std::string& host) = 0;
+  // A request (or a watch) that got no answer, or no byte, before its deadline; also counted in
+  // requestDone as "<error>".
+  virtual void requestTimedOut() {}
 };
 
 class RuntimeMetrics final : public prometheus::Collectable, public RestClientMetrics {
@@ -40,12 +45,17 @@ class RuntimeMetrics final : public prometheus::Collectable, public RestClientMe
 
   void requestDone(const std::string& code, const std::string& method,
                    const std::string& host) override;
+  void requestTimedOut() override;
+  // Reports the informer's watch health at scrape time (vto_informer_*); it must outlive this object.
+  void watchInformer(const Informer& informer);
   std::vector<prometheus::MetricFamily> Collect() const override;
 
  private:
   prometheus::Registry& registry_;
   mutable std::mutex mutex_;
   std::vector<std::pair<std::string, WorkQueue*>> queues_;
+  std::vector<const Informer*> informers_;
+  std::vector<prometheus::MetricFamily> informerFamilies() const;  // with mutex_ held
 };
 
 }  // namespace vto::controller

@@ -5,7 +5,8 @@
 namespace vto::metrics {
 
 ApiRequestMetrics::ApiRequestMetrics(prometheus::Registry& registry)
-    : vertexRequests_(prometheus::BuildCounter()
+    : registry_(registry),
+      vertexRequests_(prometheus::BuildCounter()
                           .Name("vto_vertex_requests_total")
                           .Help("HTTP requests to Vertex AI, by API method and HTTP status (<error>: no answer)")
                           .Register(registry)),
@@ -30,7 +31,9 @@ ApiRequestMetrics::ApiRequestMetrics(prometheus::Registry& registry)
                          .Name("vto_events_dropped_total")
                          .Help("Kubernetes Events not recorded because the event queue was full (a slow API server)")
                          .Register(registry)
-                         .Add({})) {}
+                         .Add({})) {
+  for (const auto* client : {"vertex", "gcs", "logging"}) requestTimeouts(registry, client);
+}
 
 void ApiRequestMetrics::vertexRequest(const std::string& method, const std::string& code, double seconds) {
   vertexRequests_.Add({{"method", method}, {"code", code}}).Increment();
@@ -50,6 +53,14 @@ void ApiRequestMetrics::gcsRequest(const std::string& method, const std::string&
 
 void ApiRequestMetrics::loggingRequest(const std::string& method, const std::string& code) {
   loggingRequests_.Add({{"method", method}, {"code", code}}).Increment();
+}
+
+prometheus::Counter& requestTimeouts(prometheus::Registry& registry, const std::string& client) {
+  return prometheus::BuildCounter()
+      .Name("vto_request_timeouts_total")
+      .Help("Requests that got no answer, or watches no byte, before their deadline, by client")
+      .Register(registry)
+      .Add({{"client", client}});
 }
 
 void registerBuildInfo(prometheus::Registry& registry, const std::string& version, const std::string& revision) {

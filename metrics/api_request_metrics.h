@@ -14,6 +14,11 @@
 
 namespace vto::metrics {
 
+// vto_request_timeouts_total{client}: a request that got no answer (or a watch no byte) before its
+// deadline; client is kubernetes, vertex, gcs or logging. Silence is the failure no status code reports.
+// (Each series exists at 0 from the first scrape once its client is wired.)
+prometheus::Counter& requestTimeouts(prometheus::Registry& registry, const std::string& client);
+
 class ApiRequestMetrics {
  public:
   explicit ApiRequestMetrics(prometheus::Registry& registry);
@@ -23,10 +28,12 @@ class ApiRequestMetrics {
   void vertexQuotaWait(double seconds);
   void gcsRequest(const std::string& method, const std::string& code);
   void loggingRequest(const std::string& method, const std::string& code);
+  void requestTimedOut(const std::string& client) { requestTimeouts(registry_, client).Increment(); }
   // Events the recorder dropped (queue full while the API server was slow).
   void eventsDropped(uint64_t count);
 
  private:
+  prometheus::Registry& registry_;
   prometheus::Family<prometheus::Counter>& vertexRequests_;
   prometheus::Family<prometheus::Histogram>& vertexDuration_;
   prometheus::Histogram& quotaWait_;

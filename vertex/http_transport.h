@@ -9,6 +9,7 @@ using vto::HttpResponse;
 using vto::HttpTransport;
 using vto::HttpTransportOptions;
 using vto::PooledHttpTransport;
+using vto::TimeoutError;
 using vto::TransportError;
 // The former name (the transport was cpprestsdk's client): kept so that callers compile unchanged.
 using CppRestTransport = PooledHttpTransport;

@@ -88,8 +88,9 @@ HttpResponse ObservedTransport::send(const HttpRequest& request) {
     auto response = inner_.send(request);
     observer_.requestDone(methodOf_(request), std::to_string(response.status), clock_.now() - started);
     return response;
-  } catch (const TransportError&) {
+  } catch (const TransportError& error) {
     observer_.requestDone(methodOf_(request), "<error>", clock_.now() - started);
+    if (dynamic_cast<const TimeoutError*>(&error)) observer_.timedOut();
     throw;
   }
 }

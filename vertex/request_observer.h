@@ -19,6 +19,8 @@ class RequestObserver {
   virtual void requestDone(const std::string& method, const std::string& code, Clock::duration took) = 0;
   // Time one call spent waiting for the client-side pacer before its first request.
   virtual void quotaWaited(Clock::duration waited) = 0;
+  // The exchange just reported as "<error>" got no answer before its deadline (a TimeoutError).
+  virtual void timedOut() {}
 };
 
 // The Vertex AI REST method an HTTP request calls, from its verb and path: "CreateCustomJob",

@@ -55,6 +55,7 @@ const std::map<std::string, std::string> kQuietAlerts = {
     {"VtoNoLeader", "the operator leads its Lease"},
     {"VtoReconcileErrorsHigh", "reconciles succeed"},
     {"VtoWorkQueueStuck", "the queue is worked off"},
+    {"VtoWatchStale", "the watches bring events and are accepted"},
     {"VtoTrainingRunsFailing", "one failed run of four is below the alert's floor of three"},
     {"VtoVertexThrottling", "the emulator's quota is not exceeded"},
     {"VtoCheckpointStale", "checkpoints are seconds old"},

@@ -8,7 +8,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -72,6 +74,14 @@ class LoopbackHttpServer {
     std::lock_guard guard(mutex_);
     return received_;
   }
+  // A path gone silent under the connections open now (a NAT or load balancer that forgot them):
+  // they read requests and never answer again; connections accepted later are served as before.
+  void silenceOpenConnections() {
+    std::lock_guard guard(mutex_);
+    silenced_.insert(silenced_.end(), connections_.begin(), connections_.end());
+  }
+  // Each answer waits this long first (so that concurrent requests hold connections at once).
+  void delayAnswers(std::chrono::milliseconds delay) { delay_ = delay; }
   // Writes `bytes` to every open connection now (unasked: between two requests). Returns once the
   // kernel has them, so the client's socket holds them by the time this returns on loopback.
   void sendToAll(const std::string& bytes) {
@@ -108,7 +118,8 @@ class LoopbackHttpServer {
         if (buffer.size() >= headerEnd + 4 + bodyLength) {
           buffer.erase(0, headerEnd + 4 + bodyLength);
           ++requests_;
-          if (mode_ == Mode::Silent) continue;
+          if (mode_ == Mode::Silent || isSilenced(fd)) continue;
+          if (delay_.load() > std::chrono::milliseconds(0)) std::this_thread::sleep_for(delay_.load());
           auto response = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
                           std::to_string(body_.size()) + "\r\n\r\n" + body_;
           if (mode_ == Mode::SmuggleResponse) response += unaskedResponse();
@@ -127,6 +138,11 @@ class LoopbackHttpServer {
     ::close(fd);
     std::lock_guard guard(mutex_);
     std::erase(connections_, fd);
+    std::erase(silenced_, fd);
+  }
+  bool isSilenced(int fd) const {
+    std::lock_guard guard(mutex_);
+    return std::find(silenced_.begin(), silenced_.end(), fd) != silenced_.end();
   }
 
   std::string body_;
@@ -137,6 +153,8 @@ class LoopbackHttpServer {
   std::atomic<int> accepted_{0}, requests_{0}, open_{0}, peakOpen_{0};
   mutable std::mutex mutex_;
   std::vector<int> connections_;
+  std::vector<int> silenced_;
+  std::atomic<std::chrono::milliseconds> delay_{std::chrono::milliseconds(0)};
   std::string received_;
   std::vector<std::thread> handlers_;
   std::thread acceptor_;

@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <fstream>
+#include <sstream>
 
 #include "tests/support/wait.h"
 
@@ -36,6 +37,7 @@ OperatorStack::OperatorStack(std::vector<std::string> emulatorFlags)
 }
 
 OperatorStack::~OperatorStack() {
+  if (standby_) standby_->stop(std::chrono::seconds(35));
   if (operator_) operator_->stop(std::chrono::seconds(35));
   if (std::getenv("VTO_KEEP_TEST_DIRS") == nullptr) runShell("rm -rf '" + dir_ + "'");
 }
@@ -62,17 +64,46 @@ void OperatorStack::useChartServiceAccount(const std::vector<std::string>& setVa
                                         "current-context: c\n";
 }
 
+void OperatorStack::routeApiServerThrough(const std::string& server) {
+  // The same credentials and CA (the proxy is on the same loopback address the certificate names).
+  std::ifstream in(operatorKubeconfig_);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto kubeconfig = text.str();
+  auto at = kubeconfig.find("server: ");
+  if (at == std::string::npos) throw std::runtime_error("no server in " + operatorKubeconfig_);
+  auto end = kubeconfig.find('\n', at);
+  kubeconfig.replace(at, end - at, "server: " + server);
+  directKubeconfig_ = operatorKubeconfig_;
+  operatorKubeconfig_ = dir_ + "/operator-routed.kubeconfig";
+  std::ofstream(operatorKubeconfig_) << kubeconfig;
+}
+
 void OperatorStack::startOperator(std::vector<std::string> extraFlags) {
+  operator_ = std::make_unique<Subprocess>(
+      std::vector<std::string>{"sh", "-c", operatorCommand(operatorKubeconfig_, extraFlags, "operator.log")});
+}
+
+void OperatorStack::startStandby(std::vector<std::string> extraFlags) {
+  standby_ = std::make_unique<Subprocess>(
+      std::vector<std::string>{"sh", "-c", operatorCommand(directKubeconfig_, extraFlags, "standby.log")});
+}
+
+std::string OperatorStack::standbyLog() const { return readWholeFile(dir_ + "/standby.log"); }
+
+std::string OperatorStack::operatorCommand(const std::string& kubeconfig, const std::vector<std::string>& extraFlags,
+                                           const std::string& logName) {
   std::string command = "exec env GCE_METADATA_HOST=" + emulator_->hostPort() +
                         " STORAGE_EMULATOR_HOST=" + gcs_->url() + " '" + binDir() + "/vto' run --kubeconfig '" +
-                        operatorKubeconfig_ + "' --vertex-endpoint " + emulator_->url() +
+                        kubeconfig + "' --vertex-endpoint " +
+                        (vertexEndpoint_.empty() ? emulator_->url() : vertexEndpoint_) +
                         " --gcs-endpoint " + gcs_->url() + " --default-project " + kTestProject +
                         " --default-location " + kTestLocation +
                         " --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0"
                         " --vertex-fast-poll-interval 1 --vertex-poll-interval 1 --log-format text";
   for (const auto& flag : extraFlags) command += " '" + flag + "'";
-  command += " >> '" + dir_ + "/operator.log' 2>&1";
-  operator_ = std::make_unique<Subprocess>(std::vector<std::string>{"sh", "-c", command});
+  command += " >> '" + dir_ + "/" + logName + "' 2>&1";
+  return command;
 }
 
 int OperatorStack::stopOperator(int signal) {

@@ -35,9 +35,19 @@ class OperatorStack {
   // Installs the Helm chart (helm/vto) into namespace vto-system and makes `vto run` authenticate as
   // the chart's ServiceAccount, so the operator has exactly the chart's RBAC and no more.
   void useChartServiceAccount(const std::vector<std::string>& setValues = {});  // helm --set for each
+  // Where the next startOperator() reaches the API server and Vertex (a chaos proxy in front of
+  // them); the defaults are the cluster's kubeconfig (or the chart's, see above) and the emulator.
+  void routeApiServerThrough(const std::string& server);
+  void routeVertexThrough(const std::string& url) { vertexEndpoint_ = url; }
   // Starts `vto run` (extra flags appended); stopOperator sends `signal` and returns the exit code.
   void startOperator(std::vector<std::string> extraFlags = {});
   int stopOperator(int signal);
+  // A second `vto run` (with --leader-elect among the flags, a standby) that reaches the API server
+  // directly even after routeApiServerThrough; its log is standbyLog().
+  void startStandby(std::vector<std::string> extraFlags = {});
+  std::string standbyLog() const;
+  bool operatorRunning() const { return operator_ && operator_->running(); }
+  bool standbyRunning() const { return standby_ && standby_->running(); }
   std::string operatorLog() const;
   // Where the running operator serves, as it logged once bound (it binds port 0 itself); waits for
   // the log line. metricsUrl() ends in /metrics, healthUrl() in /healthz.
@@ -65,13 +75,18 @@ class OperatorStack {
 
  private:
   std::string boundUrl(const std::string& what);
+  std::string operatorCommand(const std::string& kubeconfig, const std::vector<std::string>& extraFlags,
+                              const std::string& logName);
 
   TestCluster& cluster_;
   std::string dir_;
   std::unique_ptr<FakeGcsServer> gcs_;
   std::unique_ptr<EmulatorProcess> emulator_;
   std::unique_ptr<Subprocess> operator_;
+  std::unique_ptr<Subprocess> standby_;
   std::string operatorKubeconfig_;  // the cluster-admin kubeconfig unless useChartServiceAccount()
+  std::string vertexEndpoint_;      // empty: the emulator's URL
+  std::string directKubeconfig_ = operatorKubeconfig_;  // before routeApiServerThrough
   vertex::CppRestTransport http_;
   RealClock clock_;
   std::unique_ptr<vertex::CachedTokenSource> tokens_;

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <set>
 
 #include "tests/fakes/clock_fake.h"
 #include "tests/support/wait.h"
@@ -55,6 +56,13 @@ class ScriptedWatchClient final : public KubeClient {
     std::lock_guard guard(mutex_);
     return refusals_;
   }
+  // Whether a watch is accepted (WatchOptions::onOpen) before its script runs: false is a server
+  // that never answers.
+  void setOpens(bool opens) { opens_ = opens; }
+  std::vector<WatchOptions> watchOptions() {
+    std::lock_guard guard(mutex_);
+    return watchOptions_;
+  }
 
   ListPage list(const Resource&, const std::string&, const ListOptions&) override {
     std::lock_guard guard(mutex_);
@@ -71,6 +79,8 @@ class ScriptedWatchClient final : public KubeClient {
         throw ApiError(Status{422, "Invalid", "sendInitialEvents: Forbidden: unless the WatchList feature gate is enabled", {}});
       }
       watchedFrom_.push_back(options.sendInitialEvents ? "stream" : options.resourceVersion);
+      watchOptions_.push_back(options);
+      if (opens_ && options.onOpen) options.onOpen();
       if (scripts_.empty()) {
         std::condition_variable_any idle;
         idle.wait(lock, stop, [] { return false; });
@@ -98,6 +108,8 @@ class ScriptedWatchClient final : public KubeClient {
   int lists_ = 0;
   bool streams_ = false;
   int refusals_ = 0;
+  std::atomic<bool> opens_{true};
+  std::vector<WatchOptions> watchOptions_;
 };
 
 // What the handlers were told, in order: each object's name, with "@resourceVersion" when asked.
@@ -288,6 +300,58 @@ TEST(StripUnreadFields, DropsAnEmptiedAnnotationMapAndToleratesOddShapes) {
   json scalar = 3;
   stripUnreadFields(scalar);
   EXPECT_EQ(scalar, 3);
+}
+
+}  // namespace
+}  // namespace vto::controller
+
+namespace vto::controller {
+namespace {
+
+TEST_F(InformerUnitTest, EachWatchAsksForBookmarksAJitteredServerTimeoutAndTheIdleLimit) {
+  for (int i = 0; i < 8; ++i) client.addScript([](auto&) {});  // the server ends each watch at once
+  auto opts = options();
+  opts.watchTimeoutSeconds = 300;
+  opts.watchIdleTimeout = 7s;
+  Informer informer(client, clock, opts);
+  informer.start();
+  ASSERT_TRUE(waitFor([&] { return client.watchOptions().size() >= 9; }, 5s));
+  informer.stop();
+  std::set<int> timeouts;
+  for (const auto& watch : client.watchOptions()) {
+    EXPECT_TRUE(watch.allowWatchBookmarks);
+    EXPECT_EQ(watch.idleTimeout, 7s);
+    EXPECT_GE(watch.timeoutSeconds, 300);
+    EXPECT_LE(watch.timeoutSeconds, 600);
+    timeouts.insert(watch.timeoutSeconds);
+  }
+  EXPECT_GT(timeouts.size(), 1u) << "client-go's jitter: watches started together do not end together";
+  EXPECT_GE(informer.watchRestarts(), 8);
+}
+
+TEST_F(InformerUnitTest, AWatchSilentForTwiceItsIdleLimitIsStaleUntilTheServerAnswersAgain) {
+  // The watch was cut by its idle limit (the transport's timeout), and the API server stays silent.
+  client.setOpens(false);
+  client.addScript([](auto&) { throw ApiError(Status{0, "", "watch: nothing received in time", {}}); });
+  auto opts = options();
+  opts.streamInitialEvents = false;
+  // Long enough that the accepted watch below (which the fake never cuts) is seen fresh before it
+  // goes quiet for twice the limit again.
+  opts.watchIdleTimeout = 1s;
+  Informer informer(client, clock, opts);
+  informer.start();
+  ASSERT_TRUE(waitFor([&] { return clock.waiterCount() == 1; }, 5s));  // backing off, on the clock
+  EXPECT_TRUE(waitFor([&] { return informer.stale(); }, 5s));
+  EXPECT_GT(informer.quietFor(), 2s);
+  // The API server answers again: the next watch is accepted, which is a sign of life before any event.
+  client.setOpens(true);
+  clock.advance(200ms);
+  ASSERT_TRUE(waitFor([&] { return client.watchedFrom().size() == 2; }, 5s));
+  EXPECT_TRUE(waitFor([&] { return !informer.stale(); }, 5s));
+  EXPECT_EQ(client.watchedFrom(), (std::vector<std::string>{"1", "1"})) << "restarted from the last resourceVersion";
+  EXPECT_EQ(informer.watchRestarts(), 1);
+  EXPECT_EQ(client.lists(), 1) << "no relist: only 410 Gone means one";
+  informer.stop();
 }
 
 }  // namespace

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <prometheus/text_serializer.h>
 
+#include "controller/informer.h"
 #include "tests/fakes/clock_fake.h"
+#include "tests/fakes/kube_client_fake.h"
 
 namespace vto::controller {
 namespace {
@@ -55,6 +57,23 @@ TEST(RuntimeMetricsTest, QueueAndControllerSeries) {
        }) {
     EXPECT_NE(text.find(expected), std::string::npos) << expected << " not in:\n" << text;
   }
+}
+
+TEST(RuntimeMetricsTest, InformerHealthAndKubernetesTimeouts) {
+  prometheus::Registry registry;
+  RuntimeMetrics runtime(registry);
+  FakeClock clock;
+  vto::testing::FakeKubeClient client;
+  Informer informer(client, clock, {.resource = {"vto.dev", "v1", "trainingruns", true}});
+  runtime.watchInformer(informer);
+  auto text = exposition(registry, runtime);
+  EXPECT_NE(text.find("vto_request_timeouts_total{client=\"kubernetes\"} 0"), std::string::npos) << text;
+  EXPECT_NE(text.find("vto_informer_watch_stale{informer=\"trainingruns\"} 0"), std::string::npos) << text;
+  EXPECT_NE(text.find("vto_informer_watch_restarts_total{informer=\"trainingruns\"} 0"), std::string::npos) << text;
+  EXPECT_NE(text.find("vto_informer_last_event_age_seconds{informer=\"trainingruns\"}"), std::string::npos) << text;
+  runtime.requestTimedOut();
+  text = exposition(registry, runtime);
+  EXPECT_NE(text.find("vto_request_timeouts_total{client=\"kubernetes\"} 1"), std::string::npos) << text;
 }
 
 }  // namespace

@@ -66,6 +66,7 @@ class Recorder final : public RequestObserver {
     calls.push_back(method + " " + code + " " + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(took).count()));
   }
   void quotaWaited(Clock::duration) override {}
+  void timedOut() override { calls.push_back("timed out"); }
   std::vector<std::string> calls;
 };
 
@@ -75,6 +76,7 @@ class SlowTransport final : public HttpTransport {
   HttpResponse send(const HttpRequest&) override {
     clock_.advance(std::chrono::milliseconds(250));
     if (status_ == 0) throw TransportError("connection refused");
+    if (status_ < 0) throw TimeoutError("no answer within 250 ms");
     HttpResponse response;
     response.status = status_;
     return response;
@@ -94,6 +96,15 @@ TEST(RequestObserverTest, ReportsEveryExchangeWithItsStatusAndDurationAndErrorsA
   EXPECT_EQ(observed.send(request("POST", "https://h/v1/projects/p/locations/l/customJobs")).status, 429);
   EXPECT_THROW(broken.send(request("GET", "https://h/v1/projects/p/locations/l/customJobs/1")), TransportError);
   EXPECT_EQ(recorder.calls, (std::vector<std::string>{"CreateCustomJob 429 250", "GetCustomJob <error> 250"}));
+}
+
+TEST(RequestObserverTest, ASilentPeerIsReportedAsATimeoutBesideTheError) {
+  testing::FakeClock clock;
+  Recorder recorder;
+  SlowTransport silent(clock, -1);
+  ObservedTransport observed(silent, clock, recorder, vertexMethodOf);
+  EXPECT_THROW(observed.send(request("GET", "https://h/v1/projects/p/locations/l/customJobs")), TimeoutError);
+  EXPECT_EQ(recorder.calls, (std::vector<std::string>{"ListCustomJobs <error> 250", "timed out"}));
 }
 
 }  // namespace
