@@ -205,7 +205,11 @@ void watchQueueTime(Draft& d, const CachedJob& job) {
   } catch (const crd::DecodeError&) {
     // validation refuses such a run before any job
   }
-  auto deadline = *job.createTime + std::chrono::seconds(waits);
+  // Counted from the later of Vertex's createTime and vto's own record of the create (the attempt's
+  // startTime, on the operator's clock): a clock behind Google's never cancels a job it just made.
+  auto since = *job.createTime;
+  if (const auto& created = d.current().startTime; created && *created > since) since = *created;
+  auto deadline = since + std::chrono::seconds(waits);
   if (d.o.now < deadline) {
     d.plan.requeueAfter = std::min(d.plan.requeueAfter, std::max<Clock::duration>(deadline - d.o.now, std::chrono::seconds(1)));
     return;

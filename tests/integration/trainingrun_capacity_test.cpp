@@ -128,9 +128,7 @@ OperatorStack& stack() {
     applyYaml(shared, runYaml("cap-flex", "flex", "me-west1",
                               kA100 + "\n  scheduling: {strategy: FlexStart, maxWaitDuration: 2h}",
                               "    fallbacks: [{location: me-central1}]\n    maxQueueTime: 5m\n    blockFor: 3h\n"));
-    applyYaml(shared, runYaml("cap-spot", "spot", "southamerica-east1",
-                              kCpu + "\n  scheduling: {strategy: Spot}\n  checkpointing: {resumeBackoff: 1s}",
-                              "    fallbacks: [{location: southamerica-west1}]\n    blockFor: 3h\n"));
+
     applyYaml(shared, runYaml(kTenancyNamespace, "outside", "us-central1", kCpu,
                               "    fallbacks: [{location: us-east4}]\n"));
     return true;
@@ -411,6 +409,9 @@ TEST(TrainingRunCapacity, AFlexStartPlacementSurvivesMaxQueueTimeWithinItsMaxWai
 TEST(TrainingRunCapacity, ASpotStockoutAfterACheckpointResumesOnTheSamePlacement) {
   // Google: a preempted Spot VM that is not restarted fails the job with STOCKOUT.
   const std::string ns = "cap-spot", name = "spot";
+  applyYaml(stack(), runYaml(ns, name, "southamerica-east1",
+                             kCpu + "\n  scheduling: {strategy: Spot}\n  checkpointing: {resumeBackoff: 1s}",
+                             "    fallbacks: [{location: southamerica-west1}]\n    blockFor: 3h\n"));
   std::string first = jobOfAttempt(ns, name, 1);
   ASSERT_FALSE(first.empty()) << stack().operatorLog();
   ASSERT_TRUE(waitFor(

@@ -225,6 +225,18 @@ TEST(CapacityDecide, AQueuedJobYoungerThanMaxQueueTimeIsLookedAtAgainWhenItIsDue
   EXPECT_EQ(plan.requeueAfter, minutes(1));
 }
 
+TEST(CapacityDecide, QueueTimeCountsFromVtosOwnRecordOfTheCreateWhenThatIsLater) {
+  // Vertex's clock ahead of the operator's (or the operator's injected clock jumped): a job vto
+  // created a minute ago is not cancelled because Vertex's createTime reads 31 minutes.
+  auto queued = jobIn(kJob, JobState::Queued);
+  queued.createTime = T0 - minutes(31);
+  auto o = onAttempt1(0, queued, crd::Phase::Queued);
+  o.status.history.attempts[0].startTime = T0 - minutes(1);
+  auto plan = decide(o);
+  EXPECT_FALSE(plan.cancelJob.has_value());
+  EXPECT_EQ(plan.requeueAfter, minutes(5)) << "the resync comes before the deadline (29m)";
+}
+
 TEST(CapacityDecide, ACreateRefusedForAnAcceleratorQuotaTriesTheNextPlacementInTheSamePass) {
   auto o = onAttempt1(0, jobIn(kJob, JobState::Failed, kStockout), crd::Phase::Running);
   auto first = decide(o);  // attempt 2 goes to placement 1 (us-east4)
