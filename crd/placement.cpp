@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "crd/strict_json.h"
+#include "crd/tenancy.h"
 
 namespace vto::crd {
 
@@ -40,6 +41,17 @@ TrainingRunSpec specAt(const TrainingRunSpec& spec, size_t index) {
   } catch (const DecodeError& e) {
     throw DecodeError(placementPath(index), "merged over the spec, it does not make a valid spec: " + std::string(e.what()));
   }
+}
+
+bool anyPlacementWantsAccelerators(const TrainingRunSpec& spec) {
+  for (size_t i = 0; i < placementCount(spec); ++i) {
+    try {
+      if (acceleratorsOf(specAt(spec, i)) > 0) return true;
+    } catch (const DecodeError&) {
+      return true;
+    }
+  }
+  return false;
 }
 
 std::vector<Finding> validatePlacements(const TrainingRunSpec& spec, const std::string& path,

@@ -19,6 +19,10 @@ size_t placementCount(const TrainingRunSpec& spec);
 // The spec as placement `index` makes it (0: the spec itself; any other has no capacity of its own).
 // Throws DecodeError naming spec.capacity.fallbacks[index-1] when the merged spec is not a spec.
 TrainingRunSpec specAt(const TrainingRunSpec& spec, size_t index);
+// Whether any placement asks for accelerators (a CPU-only spec may fall back to GPUs): what the
+// accelerator cap must look at before any attempt. A fallback that does not merge into a spec
+// counts as asking (validation refuses the run anyway).
+bool anyPlacementWantsAccelerators(const TrainingRunSpec& spec);
 // "spec.capacity.fallbacks[1]" for placement 2; "spec" for placement 0.
 std::string placementPath(size_t index);
 

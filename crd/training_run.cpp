@@ -225,6 +225,24 @@ Capacity readCapacity(const json& value, const std::string& path) {
   duration("maxQueueTime", c.maxQueueSeconds, false, "maxQueueTime must be a duration like 30m, 1h or 0s (never)");
   duration("blockFor", c.blockForSeconds, true, "blockFor must be a positive duration like 30m or 1h");
   duration("giveUpAfter", c.giveUpAfterSeconds, true, "giveUpAfter must be a positive duration like 24h or 2h");
+  // The bounds (the CRD's CEL says the same): each capacity failure may create a job, so the
+  // shortest waits and the longest give-up bound the creates one object can make.
+  if (!value.contains("maxQueueTime") && !c.fallbacks.empty()) c.maxQueueSeconds = kDefaultMaxQueueSeconds;
+  if (c.maxQueueSeconds != 0 && c.maxQueueSeconds < kMinMaxQueueSeconds) {
+    throw DecodeError(path + ".maxQueueTime", "maxQueueTime must be 0s (never) or at least 5m, like 30m or 1h");
+  }
+  if (c.blockForSeconds < kMinBlockForSeconds) {
+    throw DecodeError(path + ".blockFor", "blockFor must be at least 1m, like 30m or 1h");
+  }
+  if (c.giveUpAfterSeconds > kMaxGiveUpAfterSeconds) {
+    throw DecodeError(path + ".giveUpAfter", "giveUpAfter must be at most 720h (30 days), like 24h");
+  }
+  r.with("maxFailovers", [&](const json& v, const std::string& p) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > kMaxFailovers) {
+      throw DecodeError(p, "maxFailovers must be a number from 0 to 100 (default 20)");
+    }
+    c.maxFailovers = static_cast<int32_t>(v.get<int64_t>());
+  });
   r.finish();
   return c;
 }
@@ -421,6 +439,7 @@ TrainingRunStatus decodeTrainingRunStatus(const json& value, const std::string& 
     });
     readTime(c, "waitingSince", capacity.waitingSince);
     readTime(c, "failingSince", capacity.failingSince);
+    c.integer("failovers", capacity.failovers, 0, 1000000);
     c.finish();
     s.history.capacity = capacity;
   });
@@ -591,7 +610,8 @@ json encodeTrainingRunSpec(const TrainingRunSpec& s) {
     out["capacity"] = {{"fallbacks", fallbacks},
                        {"maxQueueTime", formatDuration(c->maxQueueSeconds)},
                        {"blockFor", formatDuration(c->blockForSeconds)},
-                       {"giveUpAfter", formatDuration(c->giveUpAfterSeconds)}};
+                       {"giveUpAfter", formatDuration(c->giveUpAfterSeconds)},
+                       {"maxFailovers", c->maxFailovers}};
   }
   if (s.model) out["model"] = encodeModelSpec(*s.model);
   return out;
@@ -651,6 +671,7 @@ json encodeTrainingRunStatus(const TrainingRunStatus& s) {
     out["capacity"] = {{"blocked", blocked}};
     writeTime(out["capacity"], "waitingSince", c->waitingSince);
     writeTime(out["capacity"], "failingSince", c->failingSince);
+    if (c->failovers > 0) out["capacity"]["failovers"] = c->failovers;
   }
   if (h.model) out["model"] = encodeRegisteredModel(*h.model);
   out["attemptCount"] = h.attemptCount;

@@ -161,11 +161,22 @@ struct Fallback {
 };
 
 // spec.capacity: capacity failover (API.md "Capacity failover").
+// The contract's bounds: shorter waits or longer give-ups turn one object into a loop of creates
+// that eats the project's shared per-minute create budget.
+inline constexpr int64_t kMinMaxQueueSeconds = 300;       // maxQueueTime: 0 (never) or at least 5m
+inline constexpr int64_t kDefaultMaxQueueSeconds = 1800;  // when fallbacks exist
+inline constexpr int64_t kMinBlockForSeconds = 60;
+inline constexpr int64_t kMaxGiveUpAfterSeconds = 30 * 86400;
+inline constexpr int32_t kMaxFailovers = 100;
+
 struct Capacity {
   std::vector<Fallback> fallbacks;
-  int64_t maxQueueSeconds = 0;         // a job QUEUED/PENDING this long is a stockout; 0: never
+  // A job QUEUED/PENDING this long is a stockout; 0: never. Unset: kDefaultMaxQueueSeconds when
+  // fallbacks exist (Vertex holds a job QUEUED, without an error, while the project lacks quota).
+  int64_t maxQueueSeconds = 0;
   int64_t blockForSeconds = 1800;      // a placement that had no capacity is skipped this long
   int64_t giveUpAfterSeconds = 86400;  // no placement had capacity this long: the run fails
+  int32_t maxFailovers = 20;           // capacity moves per run; one more: the run fails
 };
 
 struct TrainingRunSpec {
@@ -280,6 +291,7 @@ struct CapacityHistory {
   std::vector<BlockedPlacement> blocked;
   std::optional<Clock::time_point> waitingSince;  // every placement is blocked since then
   std::optional<Clock::time_point> failingSince;  // the first capacity failure since a job last ran
+  int32_t failovers = 0;                          // capacity moves so far (spec.capacity.maxFailovers)
   bool operator==(const CapacityHistory&) const = default;
 };
 

@@ -3,6 +3,8 @@
 #include "crd/placement.h"
 
 #include <algorithm>
+#include <array>
+#include <string_view>
 #include <cctype>
 #include <limits>
 #include <stdexcept>
@@ -209,6 +211,40 @@ void checkOutputs(Findings& f, const TrainingRunSpec& spec) {
     f.error("checkpointing.directory", "checkpointing.directory must be a gs:// URI, or leave it empty for <baseOutputDirectory>/checkpoints");
 }
 
+// Google's prerequisites of FlexStart (Dynamic Workload Scheduler, "Schedule training jobs based on
+// resource availability"): Vertex refuses the job otherwise, after a capacity failover chose it. The
+// CRD's CEL says the same words.
+constexpr std::array<std::string_view, 7> kFlexStartGpus = {
+    "NVIDIA_L4", "NVIDIA_TESLA_A100", "NVIDIA_A100_80GB", "NVIDIA_H100_80GB", "NVIDIA_H100_MEGA_80GB",
+    "NVIDIA_H200_141GB", "NVIDIA_B200"};
+constexpr int64_t kFlexStartMaxTimeoutSeconds = 7 * 86400;
+constexpr const char* kFlexStartGpuRule =
+    "FlexStart runs only on L4, A100, H100, H200 or B200 GPUs; use one of them or another scheduling strategy";
+constexpr const char* kFlexStartTimeoutRule = "FlexStart allows a timeout of at most 7 days (168h)";
+constexpr const char* kFlexStartPoolsRule =
+    "FlexStart needs the same machine in every worker pool: no parameter servers, evaluator or Reduction Server";
+
+void checkFlexStart(Findings& f, const TrainingRunSpec& spec) {
+  const auto types = acceleratorTypesOf(spec);
+  if (types.empty()) f.error("scheduling.strategy", kFlexStartGpuRule);
+  for (const auto& [path, type] : types) {
+    if (std::find(kFlexStartGpus.begin(), kFlexStartGpus.end(), type) == kFlexStartGpus.end()) {
+      f.error(path.rfind("spec.", 0) == 0 ? path.substr(5) : path, kFlexStartGpuRule);
+    }
+  }
+  if (spec.scheduling.timeoutSeconds && *spec.scheduling.timeoutSeconds > kFlexStartMaxTimeoutSeconds)
+    f.error("scheduling.timeout", kFlexStartTimeoutRule);
+  const auto& d = spec.distribution;
+  bool mixed = d && (d->parameterServers || d->evaluator || d->reductionServer);
+  for (size_t i = 1; i < spec.workerPoolSpecs.size(); ++i) {
+    const auto& pool = spec.workerPoolSpecs[i];
+    if (pool.is_object() && pool.contains("machineSpec") && spec.workerPoolSpecs[0].is_object() &&
+        pool["machineSpec"] != spec.workerPoolSpecs[0].value("machineSpec", nlohmann::json()))
+      mixed = true;
+  }
+  if (mixed) f.error(d ? "distribution" : "workerPoolSpecs", kFlexStartPoolsRule);
+}
+
 void checkScheduling(Findings& f, const TrainingRunSpec& spec) {
   const auto& s = spec.scheduling;
   if (s.timeoutSeconds && *s.timeoutSeconds <= 0)
@@ -217,6 +253,7 @@ void checkScheduling(Findings& f, const TrainingRunSpec& spec) {
     f.error("scheduling.maxWaitDuration", "only FlexStart waits for capacity; set scheduling.strategy: FlexStart or remove maxWaitDuration");
   if (s.maxWaitSeconds && *s.maxWaitSeconds < 0)
     f.error("scheduling.maxWaitDuration", "must not be negative; 0 waits indefinitely");
+  if (s.strategy == SchedulingStrategy::FlexStart) checkFlexStart(f, spec);
   if (spec.checkpointing.resumeBackoffSeconds > kMaxResumeBackoffSeconds)
     f.warning("checkpointing.resumeBackoff", "the backoff is capped at 1h; a longer value acts as 1h");
 }

@@ -15,7 +15,8 @@ using vertex::ApiError;
 constexpr std::size_t kMaxEntries = 1000;
 constexpr const char* kEntryForm =
     "a capacity entry is {\"location\", \"acceleratorType\", \"machineType\", \"strategy\" (selectors; empty or "
-    "absent: any), \"available\": true|false, \"mode\": \"fail\"|\"hold\", \"quota\": N}, with available and/or quota";
+    "absent: any), \"available\": true|false, \"mode\": \"fail\"|\"hold\", \"quota\": N, \"quotaMode\": "
+    "\"queue\"|\"refuse\"}, with available and/or quota";
 
 ApiError invalid(const std::string& message) { return ApiError(400, "INVALID_ARGUMENT", message + "; " + kEntryForm); }
 
@@ -107,14 +108,18 @@ json CapacityEntry::toJson() const {
     body["available"] = *available;
     body["mode"] = hold ? "hold" : "fail";
   }
-  if (quota) body["quota"] = *quota;
+  if (quota) {
+    body["quota"] = *quota;
+    body["quotaMode"] = refuseOverQuota ? "refuse" : "queue";
+  }
   return body;
 }
 
 CapacityEntry CapacityEntry::fromJson(const json& body) {
   if (!body.is_object()) throw invalid("expected a JSON object, got " + body.dump().substr(0, 80));
   static const std::set<std::string> kFields = {"location", "acceleratorType", "machineType", "strategy",
-                                                "available", "mode",            "quota"};
+                                                "available", "mode",            "quota",
+                                                "quotaMode"};
   for (const auto& [key, value] : body.items()) {
     if (!kFields.count(key)) throw invalid("unknown field \"" + key + "\"");
   }
@@ -153,6 +158,11 @@ CapacityEntry CapacityEntry::fromJson(const json& body) {
     }
     entry.quota = body["quota"].get<long long>();
   }
+  auto quotaMode = stringField(body, "quotaMode");
+  if (!quotaMode.empty() && quotaMode != "queue" && quotaMode != "refuse") {
+    throw invalid("quotaMode \"" + quotaMode + "\" is unknown; use queue or refuse");
+  }
+  entry.refuseOverQuota = quotaMode == "refuse";
   if (!entry.available && !entry.quota) throw invalid("the entry sets neither available nor quota");
   return entry;
 }
@@ -173,7 +183,7 @@ void Capacity::add(const json& body) {
     });
     if (same != entries.end()) {
       if (!entry.available) entry.available = same->available, entry.hold = same->hold;
-      if (!entry.quota) entry.quota = same->quota;
+      if (!entry.quota) entry.quota = same->quota, entry.refuseOverQuota = same->refuseOverQuota;
       entries.erase(same);
     }
     entries.push_back(std::move(entry));
@@ -218,7 +228,7 @@ PoolDemand Capacity::demandAt(const UsageKey& key, long long accelerators) {
   return {std::get<0>(key), std::get<1>(key), std::get<2>(key), std::get<3>(key), accelerators};
 }
 
-void Capacity::reserve(const std::vector<PoolDemand>& demand) {
+bool Capacity::reserve(const std::vector<PoolDemand>& demand, bool refuse) {
   std::lock_guard lock(mutex_);
   // The entry that governs each pool's quota: the last one with a quota that matches it.
   std::map<std::size_t, const PoolDemand*> governing;
@@ -241,6 +251,7 @@ void Capacity::reserve(const std::vector<PoolDemand>& demand) {
       if (entry.matches(other)) requested += other.accelerators;
     }
     if (used + requested > *entry.quota) {
+      if (!refuse || !entry.refuseOverQuota) return false;
       throw ApiError(429, "RESOURCE_EXHAUSTED",
                      "The following quota metrics exceed quota limits: " +
                          acceleratorQuotaMetric(pool->acceleratorType, pool->strategy));
@@ -249,6 +260,7 @@ void Capacity::reserve(const std::vector<PoolDemand>& demand) {
   for (const auto& pool : demand) {
     if (pool.accelerators > 0) inUse_[{pool.location, pool.machineType, pool.acceleratorType, pool.strategy}] += pool.accelerators;
   }
+  return true;
 }
 
 void Capacity::release(const std::vector<PoolDemand>& demand) {

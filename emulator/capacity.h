@@ -5,7 +5,9 @@
 //    "available": false, "mode": "fail"}        a job placed there fails after its queue time (or, with
 //                                               "hold", stays PENDING until an entry makes it available)
 //   {"location": "us-central1", "acceleratorType": "NVIDIA_TESLA_A100", "quota": 8}
-//                                               creates beyond 8 such accelerators in unfinished jobs: 429
+//                                               a job beyond 8 such accelerators in unfinished jobs stays
+//                                               QUEUED until they free (Vertex's documented behaviour);
+//                                               with "quotaMode": "refuse", its create gets a 429 instead
 // Empty or absent selector fields match anything; for each worker pool of a job the last entry that
 // matches it (and says `available`, or `quota`) decides.
 #include <map>
@@ -47,6 +49,7 @@ struct CapacityEntry {
   std::optional<bool> available;
   bool hold = false;  // mode "hold": a job without capacity stays PENDING instead of failing
   std::optional<long long> quota;
+  bool refuseOverQuota = false;  // quotaMode "refuse": a create over the quota gets a 429 (else it queues)
   bool matches(const PoolDemand& demand) const;
   nlohmann::json toJson() const;
   // Throws vertex::ApiError(400) saying what is wrong.
@@ -64,9 +67,11 @@ class Capacity {
 
   // A job that waited its queue time: Start unless a pool has no capacity (Fail wins over Hold).
   StartDecision decide(const std::vector<PoolDemand>& demand) const;
-  // Counts the accelerators of a job being created; throws vertex::ApiError(429 RESOURCE_EXHAUSTED)
-  // naming the quota metric, and counts nothing, when that would exceed a quota.
-  void reserve(const std::vector<PoolDemand>& demand);
+  // Counts the accelerators of a job being created and returns true; when that would exceed a quota,
+  // counts nothing and returns false (the job waits QUEUED for its quota), or, when that quota's entry
+  // says quotaMode "refuse", throws vertex::ApiError(429 RESOURCE_EXHAUSTED) naming the quota metric.
+  // `refuse` false: never throws (a queued job asking again).
+  bool reserve(const std::vector<PoolDemand>& demand, bool refuse = true);
   // The job ended (or was never created): its accelerators are free.
   void release(const std::vector<PoolDemand>& demand);
 

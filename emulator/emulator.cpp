@@ -73,12 +73,31 @@ StartDecision Emulator::Hooks::beforeStart(const json& job, JobKind kind) {
   }
 }
 
+bool Emulator::Hooks::admit(const json& job, JobKind kind) {
+  try {
+    auto name = job["name"].get<std::string>();
+    if (!emulator_.capacity_.reserve(demandOf(job, kind, locationIn(name).location), false)) return false;
+    std::lock_guard lock(emulator_.quotaMutex_);
+    emulator_.holdingQuota_.insert(name);
+    return true;
+  } catch (const std::exception& error) {
+    spdlog::warn("quota check of {} failed, admitting it: {}", job.value("name", std::string()), error.what());
+    return true;
+  }
+}
+
 void Emulator::Hooks::onEvent(const JobEvent& event) {
   try {
     emulator_.logs_.record(event);
     if (event.kind == JobEvent::Kind::Ended && event.firstEnd) {
-      auto location = locationIn(event.job["name"].get<std::string>()).location;
-      emulator_.capacity_.release(demandOf(event.job, event.jobKind, location));
+      auto name = event.job["name"].get<std::string>();
+      bool held = false;
+      {
+        std::lock_guard lock(emulator_.quotaMutex_);
+        held = emulator_.holdingQuota_.erase(name) > 0;
+      }
+      // A job that ended while QUEUED over its quota never held any.
+      if (held) emulator_.capacity_.release(demandOf(event.job, event.jobKind, locationIn(name).location));
     }
   } catch (const std::exception& error) {
     spdlog::warn("following {} failed: {}", event.job.value("name", std::string()), error.what());
@@ -161,10 +180,12 @@ Response Emulator::createJob(const vto::Location& where, JobKind kind, const std
                        where.project + "'.",
                    json::array({quotaFailure}));
   }
-  // The job holds its accelerators against the quotas from now until it ends.
+  // The job holds its accelerators against the quotas from now until it ends; over a quota it waits
+  // QUEUED for them (or, where the quota's entry says so, the create is refused with a 429).
   auto demand = demandOf(canonical, kind, where.location);
+  bool admitted = false;
   try {
-    capacity_.reserve(demand);
+    admitted = capacity_.reserve(demand);
   } catch (const ApiError&) {
     std::lock_guard lock(mutex_);
     ++stats_["acceleratorQuotaRejected"];
@@ -172,14 +193,19 @@ Response Emulator::createJob(const vto::Location& where, JobKind kind, const std
   }
   json created;
   try {
-    created = jobs_.create(where, kind, std::move(canonical));
+    created = jobs_.create(where, kind, std::move(canonical), !admitted);
   } catch (...) {
-    capacity_.release(demand);
+    if (admitted) capacity_.release(demand);
     throw;
+  }
+  if (admitted) {
+    std::lock_guard lock(quotaMutex_);
+    holdingQuota_.insert(created["name"].get<std::string>());
   }
   {
     std::lock_guard lock(mutex_);
     ++stats_["created"];
+    if (!admitted) ++stats_["acceleratorQuotaQueued"];
   }
   return {200, created};
 }

@@ -97,6 +97,7 @@ class Emulator {
    public:
     explicit Hooks(Emulator& emulator) : emulator_(emulator) {}
     StartDecision beforeStart(const nlohmann::json& job, vertex::JobKind kind) override;
+    bool admit(const nlohmann::json& job, vertex::JobKind kind) override;
     void onEvent(const JobEvent& event) override;
 
    private:
@@ -107,6 +108,8 @@ class Emulator {
   EmulatorOptions options_;
   vertex::GcsClient* checkpoints_;
   Capacity capacity_;
+  std::mutex quotaMutex_;
+  std::set<std::string> holdingQuota_;  // jobs whose accelerators count against the quotas (guarded by quotaMutex_)
   JobLogs logs_;
   ModelRegistry models_;
   Hooks hooks_{*this};

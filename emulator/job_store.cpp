@@ -99,8 +99,9 @@ FailureClass parseFailureClass(const std::string& name) {
   if (name == "Stockout") return FailureClass::Stockout;
   if (name == "UserError") return FailureClass::UserError;
   if (name == "InternalError") return FailureClass::InternalError;
-  throw ApiError(400, "INVALID_ARGUMENT",
-                 "failureClass \"" + name + "\" is unknown; use Preemption, Stockout, UserError or InternalError.");
+  if (name == "SpotStockout") return FailureClass::SpotStockout;
+  throw ApiError(400, "INVALID_ARGUMENT", "failureClass \"" + name +
+                                             "\" is unknown; use Preemption, Stockout, SpotStockout, UserError or InternalError.");
 }
 
 JobStore::JobStore(const Clock& clock, SimulationSettings settings, LifecycleHooks* hooks)
@@ -115,7 +116,7 @@ void JobStore::notify(const Job& job, JobEvent::Kind kind, Clock::time_point at,
   hooks_->onEvent(event);
 }
 
-json JobStore::create(const vto::Location& where, JobKind kind, json resource) {
+json JobStore::create(const vto::Location& where, JobKind kind, json resource, bool overQuota) {
   checkWorkerPools(resource.value(kind == JobKind::Custom ? "jobSpec" : "trialJobSpec", json::object()),
                    kind == JobKind::Custom ? "jobSpec" : "trialJobSpec");
   if (kind == JobKind::HyperparameterTuning &&
@@ -129,6 +130,7 @@ json JobStore::create(const vto::Location& where, JobKind kind, json resource) {
   job.kind = kind;
   job.resource = std::move(resource);
   job.created = now;
+  job.overQuota = overQuota;
   job.resource["name"] = name;
   job.resource["state"] = vertex::jobStateName(JobState::Queued);
   job.resource["createTime"] = rfc3339Millis(now);
@@ -260,6 +262,14 @@ void JobStore::fail(const std::string& name, FailureClass failure, std::vector<s
       finish(job, JobState::Failed, clock_.now(),
              std::make_pair(kResourceExhausted, stockoutMessage(locationIn(name).location)), failure);
       break;
+    case FailureClass::SpotStockout:
+      // Google: a Spot VM preempted and not restarted by Compute Engine fails the job with STOCKOUT.
+      if (!job.resource.contains("startTime")) {
+        throw failedPrecondition("Cannot fail \"" + name + "\" as a preempted Spot job: it never started");
+      }
+      finish(job, JobState::Failed, clock_.now(),
+             std::make_pair(kResourceExhausted, stockoutMessage(locationIn(name).location)), FailureClass::Preemption);
+      break;
     case FailureClass::UserError:
       finish(job, JobState::Failed, clock_.now(),
              std::make_pair(kInvalidArgument, "The replica workerpool0-0 exited with a non-zero status of 1."), failure, "",
@@ -348,6 +358,13 @@ std::vector<CheckpointWrite> JobStore::advance() {
   std::vector<CheckpointWrite> writes;
   for (auto& [name, job] : jobs_) {
     auto state = vertex::jobStateFromJson(job.resource["state"]);
+    if (state == JobState::Queued && job.overQuota) {
+      // Vertex keeps a job over its project's quota QUEUED, without an error, until the quota frees:
+      // its queue time counts from then.
+      if (hooks_ == nullptr || !hooks_->admit(job.resource, job.kind)) continue;
+      job.overQuota = false;
+      job.created = now;
+    }
     auto pendingAt = job.created + settings_.queueTime / 2;
     auto runningAt = job.created + settings_.queueTime;
     if (state == JobState::Queued && now >= pendingAt) {
@@ -362,7 +379,12 @@ std::vector<CheckpointWrite> JobStore::advance() {
           state = JobState::Running;
           break;
         case StartDecision::Fail:
-          finish(job, JobState::Failed, at,
+          // Vertex tries to provision for a while before it reports the stockout.
+          if (now < runningAt + settings_.stockoutWait) {
+            job.held = true;
+            break;
+          }
+          finish(job, JobState::Failed, std::max(at, runningAt + settings_.stockoutWait),
                  std::make_pair(kResourceExhausted, stockoutMessage(locationIn(name).location)));
           continue;
         case StartDecision::Hold:

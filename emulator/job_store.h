@@ -21,10 +21,15 @@ struct SimulationSettings {
   std::chrono::milliseconds stepTime{1000};
   std::chrono::milliseconds cancelTime{500};  // CANCELLING -> CANCELLED
   bool modelArtifacts = true;  // a CustomJob that succeeds writes model files (model_artifacts.h)
+  // A job placed where there is no capacity (mode fail) waits this long PENDING past its queue time
+  // before it fails with the stockout error: Vertex tries to provision before it gives up.
+  std::chrono::milliseconds stockoutWait{30000};
 };
 
 // How a running job can be made to fail, the way Vertex reports each.
-enum class FailureClass { Preemption, Stockout, UserError, InternalError };
+// SpotStockout: a preempted Spot job as Google documents it may end, once Compute Engine gave up
+// restarting its VMs: FAILED with the STOCKOUT error (code 8), after it ran.
+enum class FailureClass { Preemption, Stockout, UserError, InternalError, SpotStockout };
 // Throws ApiError(400) naming the accepted values.
 FailureClass parseFailureClass(const std::string& name);
 
@@ -78,6 +83,8 @@ class LifecycleHooks {
   virtual ~LifecycleHooks() = default;
   // The job has waited its queue time; called again on later ticks while it answers Hold.
   virtual StartDecision beforeStart(const nlohmann::json& job, vertex::JobKind kind) = 0;
+  // A job created over an accelerator quota, QUEUED until this admits it (its accelerators then count).
+  virtual bool admit(const nlohmann::json& job, vertex::JobKind kind) = 0;
   virtual void onEvent(const JobEvent& event) = 0;
 };
 
@@ -91,8 +98,10 @@ class JobStore {
   // hooks may be null (no capacity limits, nothing follows the lifecycle).
   JobStore(const Clock& clock, SimulationSettings settings, LifecycleHooks* hooks = nullptr);
 
-  // `resource` is validated and canonical; returns it with the output-only fields set.
-  nlohmann::json create(const vto::Location& where, vertex::JobKind kind, nlohmann::json resource);
+  // `resource` is validated and canonical; returns it with the output-only fields set. `overQuota`:
+  // its accelerator quota is spent, so it stays QUEUED until LifecycleHooks::admit lets it in.
+  nlohmann::json create(const vto::Location& where, vertex::JobKind kind, nlohmann::json resource,
+                        bool overQuota = false);
   nlohmann::json get(const std::string& name) const;
   // `readMask`: the fields each job keeps (paths of lowerCamelCase names); empty: every field.
   ListResult list(const vto::Location& where, vertex::JobKind kind, const std::string& filter, int pageSize,
@@ -131,6 +140,7 @@ class JobStore {
     std::optional<Clock::time_point> cancelRequested;
     std::string checkpointBucket, checkpointPrefix;  // empty: no baseOutputDirectory
     bool held = false;  // PENDING past its queue time: no capacity, mode hold
+    bool overQuota = false;  // QUEUED until its accelerator quota admits it (LifecycleHooks::admit)
     // Ran its last step at succeededAt; SUCCEEDED once its model files are written.
     std::optional<Clock::time_point> succeededAt;
     Clock::time_point advancedTo;  // tuning jobs: the time of the previous advance, to log each trial step once

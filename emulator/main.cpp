@@ -23,6 +23,8 @@ constexpr const char* kUsage = R"(usage: vto-emulator --listen HOST:PORT [option
   --steps N                      training steps per job, per trial for tuning jobs (default 5)
   --step-time DURATION           time per step (default 1s)
   --cancel-time DURATION         time from CANCELLING to CANCELLED (default 500ms)
+  --stockout-wait DURATION       a job where there is no capacity waits this long PENDING past its
+                                 queue time before it fails with the stockout error (default 30s)
   --fail-rate F                  share of /v1/ requests answered 503 (default 0)
   --throttle-rate F              share of /v1/ requests answered 429 (default 0)
   --create-quota-per-minute N    job creations per minute before 429 RESOURCE_EXHAUSTED (default 0: none)
@@ -36,7 +38,7 @@ constexpr const char* kUsage = R"(usage: vto-emulator --listen HOST:PORT [option
                                  bucket is created (benches that never create one)
   --capacity FILE                capacity and accelerator quota entries at start: a JSON list of
                                  {"location", "acceleratorType", "machineType", "strategy", "available",
-                                 "mode": "fail"|"hold", "quota"} (see POST /emulator/v1/capacity)
+                                 "mode": "fail"|"hold", "quota", "quotaMode": "queue"|"refuse"} (see POST /emulator/v1/capacity)
   --model-artifacts on|off       a CustomJob that succeeds writes model.txt and metrics.json under
                                  <baseOutputDirectory>/model/ before it is SUCCEEDED (default on)
   --model-upload-time DURATION   time until a models:upload Operation is done (default 2s)
@@ -109,6 +111,7 @@ int main(int argc, char** argv) {
       else if (flag == "--steps") options.simulation.steps = parseCount(flag, value);
       else if (flag == "--step-time") options.simulation.stepTime = parseDuration(flag, value);
       else if (flag == "--cancel-time") options.simulation.cancelTime = parseDuration(flag, value);
+      else if (flag == "--stockout-wait") options.simulation.stockoutWait = parseDuration(flag, value);
       else if (flag == "--fail-rate") options.failRate = parseRate(flag, value);
       else if (flag == "--throttle-rate") options.throttleRate = parseRate(flag, value);
       else if (flag == "--create-quota-per-minute") options.createQuotaPerMinute = parseCount(flag, value);

@@ -133,7 +133,7 @@ if [ -n "${VERTEX_PORT:-}" ] && kubectl get trun llm-failover >/dev/null 2>&1; t
     curl -sf -X POST -H "Content-Type: application/json" "$VERTEX/emulator/v1/capacity" -d "{\"location\": \"us-central1\",
       \"acceleratorType\": \"NVIDIA_TESLA_A100\", \"machineType\": \"a2-highgpu-8g\", \"strategy\": \"SPOT\", \"available\": false}"
     curl -sf -X POST -H "Content-Type: application/json" "$VERTEX/emulator/v1/$job:fail" -d "{\"failureClass\": \"Stockout\"}"'
-  say "capacity: us-central1 runs out of A100s once llm-failover has checkpointed; it moves to us-east4 and resumes"
+  say "capacity: us-central1 runs out of Spot A100s once llm-failover has checkpointed; it resumes in place (a Spot STOCKOUT is a preemption), then moves to us-east4"
 fi
 # --- end capacity failover ---
 

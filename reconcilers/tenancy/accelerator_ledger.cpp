@@ -28,13 +28,12 @@ std::string labelOf(const CachedJob& job, const char* key) {
 }
 }  // namespace
 
-std::optional<crd::AcceleratorClaim> acceleratorClaimOf(const crd::TrainingRun& run) {
-  const auto& status = run.status;
-  if (run.spec.suspend || crd::isFinished(status.phase) || status.phase == crd::Phase::Invalid) return std::nullopt;
-  const auto& attempts = status.history.attempts;
-  bool holding = !attempts.empty() && !attempts.back().jobName.empty();
+namespace {
+// The run as the placement its current attempt went to makes it (with capacity failover; else the
+// run itself): what it claims, and which rules may govern that claim.
+crd::TrainingRun placed(const crd::TrainingRun& run) {
+  const auto& attempts = run.status.history.attempts;
   crd::TrainingRun at = run;
-  // With capacity failover, what the placement the attempt went to asks for.
   if (!attempts.empty() && attempts.back().placement && *attempts.back().placement > 0) {
     try {
       at.spec = crd::specAt(run.spec, static_cast<size_t>(*attempts.back().placement));
@@ -42,9 +41,20 @@ std::optional<crd::AcceleratorClaim> acceleratorClaimOf(const crd::TrainingRun& 
       // validation reports it; the spec's own claim stands in
     }
   }
+  return at;
+}
+
+std::optional<crd::AcceleratorClaim> claimAt(const crd::TrainingRun& run, const crd::TrainingRun& at) {
+  const auto& status = run.status;
+  if (run.spec.suspend || crd::isFinished(status.phase) || status.phase == crd::Phase::Invalid) return std::nullopt;
+  const auto& attempts = status.history.attempts;
+  bool holding = !attempts.empty() && !attempts.back().jobName.empty();
   if (crd::acceleratorsOf(at.spec) == 0) return std::nullopt;
   return crd::claimOf(at, holding);
 }
+}  // namespace
+
+std::optional<crd::AcceleratorClaim> acceleratorClaimOf(const crd::TrainingRun& run) { return claimAt(run, placed(run)); }
 
 std::optional<int64_t> acceleratorsOfJob(const CachedJob& job) {
   auto text = labelOf(job, crd::kAcceleratorsLabel);
@@ -91,11 +101,14 @@ std::vector<controller::ObjectKey> AcceleratorLedger::update(const std::string& 
   if (!capped_ || uid.empty()) return {};
   std::optional<Entry> now;
   if (run != nullptr) {
-    if (auto claim = acceleratorClaimOf(*run)) {
+    auto at = placed(*run);
+    if (auto claim = claimAt(*run, at)) {
       const auto& attempts = run->status.history.attempts;
       std::string job = claim->holding ? attempts.back().jobName : "";
+      // Governed as the placement it claims on: a fallback on other accelerators (or in another
+      // project or region) may fall under another rule's cap than the spec's own placement.
       Entry entry{{run->metadata.namespace_, run->metadata.name}, std::move(*claim),
-                  crd::rulesAllowing(run->spec, defaults_, rules_), std::move(job)};
+                  crd::rulesAllowing(at.spec, defaults_, rules_), std::move(job)};
       if (mayShareACap(entry, entry)) now = std::move(entry);  // some capped rule could govern it
     }
   }

@@ -54,7 +54,27 @@ std::string placementTable(Draft& d) {
   return table;
 }
 
+// Failed, reason CapacityUnavailable: the run stops looking for capacity.
+Plan giveUp(Draft& d, const std::string& message) {
+  d.phase(Phase::Failed, message);
+  d.next.completionTime = d.now();
+  d.condition(ConditionType::Failed, true, Reason::CapacityUnavailable, d.next.message);
+  d.condition(ConditionType::Ready, false, Reason::CapacityUnavailable, d.next.message);
+  capacityOf(d).waitingSince.reset();
+  return finished(d);
+}
+
 }  // namespace
+
+std::optional<Plan> failoverBudget(Draft& d) {
+  const auto& spec = *d.run.spec.capacity;
+  auto& capacity = capacityOf(d);
+  if (capacity.failovers <= spec.maxFailovers) return std::nullopt;
+  // The attempt that was to take the move never gets a job.
+  d.current().placement.reset();
+  return giveUp(d, "capacity failed " + std::to_string(capacity.failovers) + " times, more than the " +
+                       std::to_string(spec.maxFailovers) + " moves spec.capacity.maxFailovers allows:" + placementTable(d));
+}
 
 size_t placementOf(const Draft& d) {
   const auto& attempts = d.next.history.attempts;
@@ -69,9 +89,20 @@ crd::TrainingRun runAt(const crd::TrainingRun& run, size_t index) {
   return at;
 }
 
-bool lackedCapacity(const CachedJob& job) {
-  return job.state == vertex::JobState::Failed && job.error &&
-         classifyFailure(job.state, job.error) == crd::FailureClass::Stockout;
+crd::FailureClass failureClassOf(const Draft& d, const CachedJob& job) {
+  auto failure = classifyFailure(job.state, job.error);
+  if (failure != crd::FailureClass::Stockout || !job.startTime) return failure;
+  crd::SchedulingStrategy strategy = d.run.spec.scheduling.strategy;
+  try {
+    strategy = crd::specAt(d.run.spec, placementOf(d)).scheduling.strategy;
+  } catch (const crd::DecodeError&) {
+    // validation refuses such a run before any job; the spec's own strategy stands in
+  }
+  return strategy == crd::SchedulingStrategy::Spot ? crd::FailureClass::Preemption : failure;
+}
+
+bool lackedCapacity(const Draft& d, const CachedJob& job) {
+  return job.state == vertex::JobState::Failed && job.error && failureClassOf(d, job) == crd::FailureClass::Stockout;
 }
 
 void blockPlacement(Draft& d, const std::string& reason, const std::string& message) {
@@ -87,6 +118,7 @@ void blockPlacement(Draft& d, const std::string& reason, const std::string& mess
   capacity.blocked.push_back(blocked);
   std::sort(capacity.blocked.begin(), capacity.blocked.end(), [](const auto& a, const auto& b) { return a.index < b.index; });
   if (!capacity.failingSince) capacity.failingSince = d.now();
+  capacity.failovers++;
 }
 
 void startAttemptElsewhere(Draft& d, const std::string& why) {
@@ -123,13 +155,8 @@ std::optional<Plan> placementGate(Draft& d) {
   const auto& spec = *d.run.spec.capacity;
   auto giveUpAt = capacity.failingSince.value_or(d.now()) + std::chrono::seconds(spec.giveUpAfterSeconds);
   if (d.o.now >= giveUpAt) {
-    d.phase(Phase::Failed, "no placement had capacity for " + std::to_string(spec.giveUpAfterSeconds) +
-                               "s (spec.capacity.giveUpAfter):" + placementTable(d));
-    d.next.completionTime = d.now();
-    d.condition(ConditionType::Failed, true, Reason::CapacityUnavailable, d.next.message);
-    d.condition(ConditionType::Ready, false, Reason::CapacityUnavailable, d.next.message);
-    capacity.waitingSince.reset();
-    return finished(d);
+    return giveUp(d, "no placement had capacity for " + std::to_string(spec.giveUpAfterSeconds) +
+                         "s (spec.capacity.giveUpAfter):" + placementTable(d));
   }
   auto next = std::min_element(capacity.blocked.begin(), capacity.blocked.end(),
                                [](const auto& a, const auto& b) { return a.until < b.until; });
@@ -167,15 +194,29 @@ void watchQueueTime(Draft& d, const CachedJob& job) {
   const auto& capacity = d.run.spec.capacity;
   if (!capacity || capacity->maxQueueSeconds <= 0 || !job.createTime) return;
   if (job.state != vertex::JobState::Queued && job.state != vertex::JobState::Pending) return;
-  auto deadline = *job.createTime + std::chrono::seconds(capacity->maxQueueSeconds);
+  int64_t waits = capacity->maxQueueSeconds;
+  try {
+    const auto scheduling = crd::specAt(d.run.spec, placementOf(d)).scheduling;
+    if (scheduling.strategy == crd::SchedulingStrategy::FlexStart) {
+      int64_t flexWait = scheduling.maxWaitSeconds.value_or(kFlexStartDefaultWaitSeconds);
+      if (flexWait == 0) return;  // it waits indefinitely, as the user asked of Vertex
+      waits = std::max(waits, flexWait);
+    }
+  } catch (const crd::DecodeError&) {
+    // validation refuses such a run before any job
+  }
+  // Counted from the later of Vertex's createTime and vto's own record of the create (the attempt's
+  // startTime, on the operator's clock): a clock behind Google's never cancels a job it just made.
+  auto since = *job.createTime;
+  if (const auto& created = d.current().startTime; created && *created > since) since = *created;
+  auto deadline = since + std::chrono::seconds(waits);
   if (d.o.now < deadline) {
     d.plan.requeueAfter = std::min(d.plan.requeueAfter, std::max<Clock::duration>(deadline - d.o.now, std::chrono::seconds(1)));
     return;
   }
   d.plan.cancelJob = job.name;
   d.current().message = kQueueTimeoutMessage;
-  d.plan.events.push_back(normalEvent("QueueTimeout", "cancelling " + job.name + ": it waited " +
-                                                          std::to_string(capacity->maxQueueSeconds) +
+  d.plan.events.push_back(normalEvent("QueueTimeout", "cancelling " + job.name + ": it waited " + std::to_string(waits) +
                                                           "s for capacity (spec.capacity.maxQueueTime)"));
 }
 

@@ -12,6 +12,9 @@
 
 namespace vto::reconcilers::trainingrun {
 
+// Vertex's maxWaitDuration when a FlexStart job names none (Scheduling.maxWaitDuration, 24h).
+inline constexpr int64_t kFlexStartDefaultWaitSeconds = 24 * 3600;
+
 // Written into an attempt's message when vto cancels its job for waiting past maxQueueTime.
 inline constexpr const char* kQueueTimeoutMessage = "cancelled by vto: queued longer than spec.capacity.maxQueueTime";
 
@@ -19,9 +22,13 @@ inline constexpr const char* kQueueTimeoutMessage = "cancelled by vto: queued lo
 size_t placementOf(const Draft& d);
 // The run as placement `index` makes it (its spec merged with the fallback's fields).
 crd::TrainingRun runAt(const crd::TrainingRun& run, size_t index);
+// Why the current attempt's failed job failed. A STOCKOUT on a Spot job that had started is a
+// preemption: Google documents that a preempted Spot VM, once Compute Engine gives up restarting
+// it, fails the job with a STOCKOUT error; it resumes where it ran, its placement not blocked.
+crd::FailureClass failureClassOf(const Draft& d, const CachedJob& job);
 // Whether a failed job lacked capacity: Vertex's stockout (RESOURCE_EXHAUSTED, "Resources are
-// insufficient in region ...").
-bool lackedCapacity(const CachedJob& job);
+// insufficient in region ...") that failureClassOf does not call a preemption.
+bool lackedCapacity(const Draft& d, const CachedJob& job);
 // The current attempt's placement had no capacity: blocked until now + blockFor, and the capacity
 // failures counted from now when they were not already.
 void blockPlacement(Draft& d, const std::string& reason, const std::string& message);
@@ -34,8 +41,11 @@ std::optional<Plan> placementGate(Draft& d);
 // the placement that refused it this pass (`refusedNow`) or, else, than the attempt before it.
 void announceMove(Draft& d, size_t to, std::optional<size_t> refusedNow);
 // While the job is queued or pending: cancelled once it waited maxQueueTime (its end then counts as
-// no capacity); until then, the requeue no later than that.
+// no capacity); until then, the requeue no later than that. A FlexStart job waits at least its own
+// maxWaitDuration (Vertex's default 24h; 0s: indefinitely): waiting is what FlexStart is for.
 void watchQueueTime(Draft& d, const CachedJob& job);
+// One more capacity move than spec.capacity.maxFailovers allows: the run gives up (a plan), else nullopt.
+std::optional<Plan> failoverBudget(Draft& d);
 // A job running again ends the capacity failures (waiting and giving up count from the next one).
 void capacityRecovered(Draft& d);
 // status.placement and the blocked placements still in force, for the status of the pass.

@@ -120,17 +120,21 @@ void startNextAttempt(Draft& d, const std::string& why) {
 }
 
 // The tenant's accelerator cap, first created first served: the message when the run must wait.
+// `at` is the run on the placement about to be created, judged by the rule that allows that
+// placement (a fallback on other accelerators may fall under another rule's cap than placement 0).
 std::optional<std::string> overAcceleratorCap(const Draft& d, const crd::TrainingRun& at) {
-  auto tenancy = tenancyOf(d.o);
-  if (!tenancy.governingRule) return std::nullopt;
-  const auto& rule = (*d.o.tenancy.rules)[*tenancy.governingRule];
+  if (d.o.tenancy.rules == nullptr || d.o.tenancy.rules->empty()) return std::nullopt;
   auto candidate = crd::claimOf(at, false);
-  if (!rule.maxAccelerators || candidate.accelerators == 0) return std::nullopt;
+  if (candidate.accelerators == 0) return std::nullopt;
+  auto governing = crd::decideTenancy(at.spec, d.o.defaults, d.o.tenancy.ns, *d.o.tenancy.rules).governingRule;
+  if (!governing) return std::nullopt;  // refused: tenancyOf already made the run Invalid
+  const auto& rule = (*d.o.tenancy.rules)[*governing];
+  if (!rule.maxAccelerators) return std::nullopt;
   std::vector<crd::AcceleratorClaim> claims;
   for (const auto& [index, claim] : d.o.tenancy.otherClaims) {
-    if (index == *tenancy.governingRule) claims.push_back(claim);
+    if (index == *governing) claims.push_back(claim);
   }
-  auto admitted = crd::admit(candidate, claims, *rule.maxAccelerators, rule.describe(*tenancy.governingRule));
+  auto admitted = crd::admit(candidate, claims, *rule.maxAccelerators, rule.describe(*governing));
   if (admitted.admitted) return std::nullopt;
   return admitted.message;
 }
@@ -160,6 +164,7 @@ Plan create(Draft& d, const DecideOptions& options) {
       blockPlacement(d, "QuotaExceeded", *quota);
       d.current().placement.reset();
     }
+    if (auto spent = failoverBudget(d)) return *spent;
     if (auto waiting = placementGate(d)) return *waiting;
   }
   auto& attempt = d.current();
@@ -241,14 +246,14 @@ Plan elsewhere(Draft& d, const std::string& reason, const std::string& message, 
 
 // After a FAILED/EXPIRED attempt: stay failed, wait out the resume backoff, or start the next attempt.
 Plan afterFailure(Draft& d, const CachedJob& job, const DecideOptions& options) {
-  auto failure = classifyFailure(job.state, job.error);
+  auto failure = failureClassOf(d, job);
   auto& attempt = d.current();
   attempt.failureClass = failure;
   std::string why = "attempt " + std::to_string(attempt.attempt) + " failed (" +
                     crd::enumName(failure, crd::failureClassNames()) + ")";
   std::string what = why + (job.error && !job.error->message.empty() ? ": " + job.error->message : "");
   // No capacity where it ran: the next attempt goes elsewhere at once, without spending a resume.
-  if (d.run.spec.capacity && lackedCapacity(job)) return elsewhere(d, "Stockout", job.error->message, what, options);
+  if (d.run.spec.capacity && lackedCapacity(d, job)) return elsewhere(d, "Stockout", job.error->message, what, options);
   auto decision = decideResume(d.run.spec.checkpointing, failure, d.next.history.resumes);
   if (!decision.resume) {
     d.next.message = what + "; not resumed: " + decision.why;

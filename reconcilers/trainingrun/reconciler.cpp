@@ -218,10 +218,11 @@ void TrainingRunReconciler::observeTenancy(Observed& o) {
   o.tenancy.rules = &options_.tenancy;
   o.tenancy.ns = namespaces_.get(o.metadata.namespace_);
   // Others' claims matter only where decide may create a job (no job yet, or one that ended) for a
-  // run that wants accelerators; a running run's pass never reads them.
+  // run that wants accelerators on some placement (a CPU-only spec may fail over to GPUs); a running
+  // run's pass never reads them.
   bool mayCreate = o.metadata.deletionTimestamp.empty() && !o.run->spec.suspend &&
                    (!o.vertex.job || vertex::isTerminal(o.vertex.job->state));
-  if (!accelerators_.capped() || !mayCreate || crd::acceleratorsOf(o.run->spec) == 0) return;
+  if (!accelerators_.capped() || !mayCreate || !crd::anyPlacementWantsAccelerators(o.run->spec)) return;
   o.tenancy.otherClaims = accelerators_.claimsOtherThan(o.metadata.uid, [&](const std::string& ns) {
     return ns == o.metadata.namespace_ ? o.tenancy.ns : namespaces_.get(ns);
   });

@@ -131,9 +131,10 @@ TEST(EmulatorCapacity, TheCapacityFileAndTheControlApiDecideWhereJobsRun) {
   {
     std::ofstream file(dir + "/capacity.json");
     file << R"([{"location": "us-central1", "acceleratorType": "NVIDIA_TESLA_A100", "available": false, "mode": "fail"},
-                {"location": "us-central1", "acceleratorType": "NVIDIA_L4", "quota": 1}])";
+                {"location": "us-central1", "acceleratorType": "NVIDIA_L4", "quota": 1, "quotaMode": "refuse"}])";
   }
-  EmulatorProcess emulator({"--queue-time", "100ms", "--steps", "2", "--step-time", "100ms", "--capacity", dir + "/capacity.json"},
+  EmulatorProcess emulator({"--queue-time", "100ms", "--steps", "2", "--step-time", "100ms", "--stockout-wait", "100ms",
+                            "--capacity", dir + "/capacity.json"},
                            dir + "/emulator.log");
   vertex::CppRestTransport http;
   auto token = json::parse(http.send({"GET", emulator.url() + "/computeMetadata/v1/instance/service-accounts/default/token",

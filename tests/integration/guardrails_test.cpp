@@ -94,7 +94,7 @@ LoopbackHttpServer& internalService() {
 // one Prometheus that never answers); team-calm is the neighbour it must not slow. Jobs queue 1 s and
 // train 6 steps of 1 s.
 OperatorStack& stack() {
-  static OperatorStack shared({"--queue-time", "1s", "--steps", "6", "--step-time", "1s"});
+  static OperatorStack shared({"--queue-time", "1s", "--steps", "6", "--step-time", "1s", "--stockout-wait", "1s"});
   static bool started = [] {
     std::string config = shared.dir() + "/vto-config.yaml";
     std::ofstream(config) << "tenancy:\n"
@@ -394,6 +394,41 @@ TEST(Guardrails, AHostileTenantIsRefusedAndSlowsNoOtherTenant) {
   ASSERT_TRUE(waitFor([&] { return condition(ns, "next", "Ready") == "False/TenantQuotaExceeded"; }, seconds(60)))
       << stack().getRun(ns, "next")["status"].dump() << "\n" << stack().operatorLog();
   EXPECT_TRUE(stack().jobsOfRun(uidOf(ns, "next")).empty());
+
+  // 6. Nor can the cap be escaped through a capacity fallback: a CPU-only run whose placement stocks
+  // out, with a fallback that asks for 4 V100s, waits for the cap like any other.
+  {
+    auto response = http.send({"POST", stack().emulator().url() + "/emulator/v1/capacity",
+                               {{"Content-Type", "application/json"}},
+                               R"({"location": "us-east1", "available": false, "mode": "fail"})", seconds(5)});
+    ASSERT_EQ(response.status, 200) << response.body;
+  }
+  apply(simpleRunManifest(ns, "sneaky",
+                          "  location: us-east1\n  capacity:\n    fallbacks:\n      - location: us-central1\n"
+                          "        resources: {machineType: n1-standard-16, acceleratorType: NVIDIA_TESLA_V100, "
+                          "acceleratorCount: 4}\n    blockFor: 1h\n"));
+  ASSERT_TRUE(waitFor(
+      [&] {
+        auto run = stack().getRun(ns, "sneaky");
+        return condition(ns, "sneaky", "Ready") == "False/TenantQuotaExceeded" && run.is_object() &&
+               run["status"].value("attempts", nlohmann::json::array()).size() == 2;
+      },
+      seconds(60)))
+      << stack().getRun(ns, "sneaky")["status"].dump() << "\n" << stack().operatorLog();
+  EXPECT_EQ(stack().getRun(ns, "sneaky")["status"]["attempts"][1].value("placement", -1), 1);
+  EXPECT_TRUE(stack().jobsOfRun(uidOf(ns, "sneaky")).empty()) << "no job on the GPU fallback while the cap is held";
+  // And a failover loop (a job every second, forever) is refused at the door.
+  {
+    std::string path = stack().dir() + "/loop.yaml";
+    std::ofstream(path) << simpleRunManifest(ns, "loop",
+                                             "  capacity:\n    fallbacks: [{location: us-east4}]\n    maxQueueTime: 1s\n"
+                                             "    blockFor: 1s\n    giveUpAfter: 87600h\n");
+    auto refused = stack().cluster().kubectl("apply -f '" + path + "'");
+    EXPECT_NE(refused.exitCode, 0) << refused.output;
+    EXPECT_NE(refused.output.find("maxQueueTime must be 0s (never) or at least 5m"), std::string::npos) << refused.output;
+    EXPECT_NE(refused.output.find("blockFor must be at least 1m"), std::string::npos) << refused.output;
+    EXPECT_NE(refused.output.find("giveUpAfter must be at most 720h"), std::string::npos) << refused.output;
+  }
   capacity(true);  // the orphaned job runs and ends; only then does the claim go, and "next" starts
   ASSERT_TRUE(stack().waitForPhase(ns, "next", "Succeeded", seconds(180))) << stack().operatorLog();
   auto orphan = stack().jobsOfRun(orphanUid);

@@ -8,11 +8,13 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <regex>
 #include <set>
 
 #include "tests/support/operator_stack.h"
 #include "tests/support/prometheus_text.h"
+#include "tests/support/simulated_clock.h"
 #include "tests/support/wait.h"
 
 namespace vto::testing {
@@ -26,7 +28,8 @@ const auto kStarted = std::chrono::steady_clock::now();
 // The tenancy scenario's namespace may use us-central1 only; the others anything.
 const char* kTenancyNamespace = "cap-tenancy";
 const std::vector<std::string> kNamespaces = {"cap-stockout", "cap-waiting", "cap-giveup", "cap-quota",
-                                              "cap-hold",     "cap-kill",    kTenancyNamespace};
+                                              "cap-hold",     "cap-kill",    "cap-queued", "cap-flex",
+                                              "cap-spot",     kTenancyNamespace};
 
 std::string runYaml(const std::string& ns, const std::string& name, const std::string& location,
                     const std::string& resources, const std::string& capacity) {
@@ -60,10 +63,24 @@ void setCapacity(OperatorStack& stack, const json& entries) {
   ASSERT_TRUE(emulatorCall(stack, "POST", "/emulator/v1/capacity", entries.dump()).is_object()) << entries.dump();
 }
 
+// The operator's clock: the contract's minimums (maxQueueTime 5m, blockFor 1m) are driven by jumping it
+// (`vto run --clock-offset-file`), never waited for. Jumps only go forward, and every scenario's waits
+// are either far longer than the sum of the jumps (blockFor 1h) or meant to pass.
+std::unique_ptr<SimulatedClock>& clockHolder() {
+  static std::unique_ptr<SimulatedClock> clock;
+  return clock;
+}
+
+std::vector<std::string> operatorFlags(const std::string& dir) {
+  return {"--config", dir + "/vto-config.yaml", "--checkpoint-poll-interval", "1", "--clock-offset-file", dir + "/clock-offset"};
+}
+
 // Jobs train 8 steps of 1 s after 1 s in the queue, and write ckpt-<step> after each step (the stockout
-// scenario fails its first job after step 2: six steps leave time for that on a loaded machine).
+// scenario fails its first job after step 2: six steps leave time for that on a loaded machine). A
+// stockout is reported 1 s after the queue time (Vertex tries to provision first).
 OperatorStack& stack() {
-  static OperatorStack shared({"--queue-time", "1s", "--steps", "8", "--step-time", "1s", "--cancel-time", "300ms"});
+  static OperatorStack shared({"--queue-time", "1s", "--steps", "8", "--step-time", "1s", "--cancel-time", "300ms",
+                               "--stockout-wait", "1s"});
   static bool started = [] {
     std::string config = shared.dir() + "/vto-config.yaml";
     std::string others;
@@ -80,8 +97,12 @@ OperatorStack& stack() {
         // giving up: nothing anywhere, ever
         {{"location", "asia-northeast1"}, {"available", false}, {"mode", "fail"}},
         {{"location", "asia-southeast1"}, {"available", false}, {"mode", "fail"}},
-        // quota: no T4 may be held in us-west1
-        {{"location", "us-west1"}, {"acceleratorType", "NVIDIA_TESLA_T4"}, {"quota", 0}},
+        // quota, the 429 form: no T4 may be held in us-west1, and a create says so
+        {{"location", "us-west1"}, {"acceleratorType", "NVIDIA_TESLA_T4"}, {"quota", 0}, {"quotaMode", "refuse"}},
+        // quota, as Google documents it: a job over it stays QUEUED in us-west2
+        {{"location", "us-west2"}, {"acceleratorType", "NVIDIA_TESLA_T4"}, {"quota", 0}},
+        // FlexStart: jobs wait pending in me-west1 until the test gives capacity
+        {{"location", "me-west1"}, {"available", false}, {"mode", "hold"}},
         // hold: jobs wait pending in europe-west1
         {{"location", "europe-west1"}, {"available", false}, {"mode", "hold"}},
         // SIGKILL: the primary fails every job
@@ -89,18 +110,25 @@ OperatorStack& stack() {
     });
     setCapacity(shared, entries);
     for (const auto& ns : kNamespaces) shared.createNamespace(ns);
-    shared.startOperator({"--config", config, "--checkpoint-poll-interval", "1"});
+    clockHolder() = std::make_unique<SimulatedClock>(shared.dir() + "/clock-offset");  // offset 0, before the operator reads it
+    shared.startOperator(operatorFlags(shared.dir()));
     // Every run but the SIGKILL one starts now, side by side.
     applyYaml(shared, runYaml("cap-stockout", "llm", "us-central1", kA100,
                               "    fallbacks: [{location: us-east4}]\n    blockFor: 1h\n"));
     applyYaml(shared, runYaml("cap-waiting", "patient", "europe-west4", kCpu,
-                              "    fallbacks: [{location: europe-west3}]\n    blockFor: 5s\n    giveUpAfter: 1h\n"));
+                              "    fallbacks: [{location: europe-west3}]\n    blockFor: 1m\n    giveUpAfter: 3h\n"));
     applyYaml(shared, runYaml("cap-giveup", "hopeless", "asia-northeast1", kCpu,
                               "    fallbacks: [{location: asia-southeast1}]\n    blockFor: 1h\n    giveUpAfter: 4s\n"));
     applyYaml(shared, runYaml("cap-quota", "quota", "us-west1", kT4,
                               "    fallbacks: [{location: us-west4}]\n    blockFor: 1h\n"));
     applyYaml(shared, runYaml("cap-hold", "held", "europe-west1", kCpu,
-                              "    fallbacks: [{location: europe-west2}]\n    maxQueueTime: 3s\n    blockFor: 1h\n"));
+                              "    fallbacks: [{location: europe-west2}]\n    maxQueueTime: 5m\n    blockFor: 3h\n"));
+    // maxQueueTime left out: 30m by default, as there is a fallback.
+    applyYaml(shared, runYaml("cap-queued", "short", "us-west2", kT4, "    fallbacks: [{location: us-west3}]\n    blockFor: 3h\n"));
+    applyYaml(shared, runYaml("cap-flex", "flex", "me-west1",
+                              kA100 + "\n  scheduling: {strategy: FlexStart, maxWaitDuration: 2h}",
+                              "    fallbacks: [{location: me-central1}]\n    maxQueueTime: 5m\n    blockFor: 3h\n"));
+
     applyYaml(shared, runYaml(kTenancyNamespace, "outside", "us-central1", kCpu,
                               "    fallbacks: [{location: us-east4}]\n"));
     return true;
@@ -108,6 +136,14 @@ OperatorStack& stack() {
   (void)started;
   return shared;
 }
+
+SimulatedClock& operatorClock() {
+  stack();
+  return *clockHolder();
+}
+
+// Moves the operator's clock `by` ahead of where it reads now.
+void jumpAhead(std::chrono::seconds by) { operatorClock().jumpTo(operatorClock().now() + by); }
 
 std::string uidOf(const std::string& ns, const std::string& name) {
   std::string uid;
@@ -256,9 +292,10 @@ TEST(TrainingRunCapacity, WithEveryPlacementOutTheRunWaitsThenStartsWhenCapacity
   EXPECT_TRUE(waiting["status"]["capacity"].contains("waitingSince")) << waiting["status"].dump(2);
   EXPECT_EQ(waiting["status"]["capacity"]["blocked"].size(), 2u) << waiting["status"].dump(2);
 
-  // Capacity comes back in both regions: the run starts by itself once a block expires.
+  // Capacity comes back in both regions: the run starts by itself once a block (1m) expires.
   setCapacity(stack(), json::array({{{"location", "europe-west4"}, {"available", true}},
                                     {{"location", "europe-west3"}, {"available", true}}}));
+  jumpAhead(seconds(61));
   ASSERT_TRUE(stack().waitForPhase(ns, name, "Succeeded", seconds(120))) << stack().getRun(ns, name).dump(2);
   auto status = stack().getRun(ns, name)["status"];
   EXPECT_FALSE(status["capacity"].contains("waitingSince")) << status.dump(2);
@@ -312,6 +349,8 @@ TEST(TrainingRunCapacity, ACreateRefusedForAcceleratorQuotaGoesToTheFallbackInTh
 
 TEST(TrainingRunCapacity, AJobHeldPendingPastMaxQueueTimeIsCancelledAndCountsAsNoCapacity) {
   const std::string ns = "cap-hold", name = "held";
+  ASSERT_FALSE(jobOfAttempt(ns, name, 1).empty()) << stack().operatorLog();
+  jumpAhead(seconds(301));  // past maxQueueTime (5m, the contract's minimum)
   ASSERT_TRUE(stack().waitForPhase(ns, name, "Succeeded", seconds(120))) << stack().getRun(ns, name).dump(2);
   auto status = stack().getRun(ns, name)["status"];
   ASSERT_EQ(status["attempts"].size(), 2u) << status.dump(2);
@@ -323,12 +362,75 @@ TEST(TrainingRunCapacity, AJobHeldPendingPastMaxQueueTimeIsCancelledAndCountsAsN
   ASSERT_EQ(status["capacity"]["blocked"].size(), 1u) << status.dump(2);
   EXPECT_EQ(status["capacity"]["blocked"][0]["reason"], "QueueTimeout");
   auto events = eventsOf(ns, name);
-  EXPECT_NE(events.find("QueueTimeout: cancelling " + held + ": it waited 3s for capacity"), std::string::npos) << events;
+  EXPECT_NE(events.find("QueueTimeout: cancelling " + held + ": it waited 300s for capacity"), std::string::npos) << events;
   EXPECT_NE(events.find("CapacityFailover: attempt 2 on europe-west2 n1-standard-4 Standard: europe-west1 had no capacity "
                         "(QueueTimeout)"),
             std::string::npos)
       << events;
   expectOneJobPerAttempt(jobsOfRun(uidOf(ns, name), {"europe-west1", "europe-west2"}), 2);
+}
+
+TEST(TrainingRunCapacity, AQuotaShortfallHeldQueuedMovesToTheFallbackAfterTheDefaultMaxQueueTime) {
+  // Google: a project short of quota gets its job created and kept QUEUED, no 429, no error.
+  const std::string ns = "cap-queued", name = "short";
+  std::string first = jobOfAttempt(ns, name, 1);
+  ASSERT_FALSE(first.empty()) << stack().operatorLog();
+  EXPECT_EQ(locationOfJob(first), "us-west2");
+  ASSERT_TRUE(waitFor([&] { return stack().vertex().getJob(first).state == vertex::JobState::Queued; }, seconds(30)));
+  EXPECT_EQ(stack().getRun(ns, name)["status"]["phase"], "Queued");
+  jumpAhead(seconds(30 * 60 + 1));  // past the 30m default (there is a fallback)
+  ASSERT_TRUE(stack().waitForPhase(ns, name, "Succeeded", seconds(120))) << stack().getRun(ns, name).dump(2);
+  auto status = stack().getRun(ns, name)["status"];
+  ASSERT_EQ(status["attempts"].size(), 2u) << status.dump(2);
+  EXPECT_EQ(stack().vertex().getJob(first).state, vertex::JobState::Cancelled);
+  EXPECT_EQ(locationOfJob(status["attempts"][1]["jobName"]), "us-west3");
+  EXPECT_EQ(status["capacity"]["blocked"][0]["reason"], "QueueTimeout") << status.dump(2);
+  EXPECT_GE(emulatorCall(stack(), "GET", "/emulator/v1/stats").value("acceleratorQuotaQueued", 0), 1);
+  expectOneJobPerAttempt(jobsOfRun(uidOf(ns, name), {"us-west2", "us-west3"}), 2);
+}
+
+TEST(TrainingRunCapacity, AFlexStartPlacementSurvivesMaxQueueTimeWithinItsMaxWaitDuration) {
+  // By now the operator's clock is over 30m ahead: the held FlexStart job is past maxQueueTime (5m)
+  // but inside its own maxWaitDuration (2h). It stays; capacity comes; it runs where it waited.
+  const std::string ns = "cap-flex", name = "flex";
+  std::string job = jobOfAttempt(ns, name, 1);
+  ASSERT_FALSE(job.empty()) << stack().operatorLog();
+  jumpAhead(seconds(60));  // whatever ran before, past maxQueueTime
+  // Its pass after the jump sees a job past maxQueueTime: it must leave it alone.
+  EXPECT_FALSE(waitFor([&] { return stack().vertex().getJob(job).state != vertex::JobState::Pending; }, seconds(5)))
+      << "cancelled within its maxWaitDuration: " << stack().getRun(ns, name).dump(2);
+  setCapacity(stack(), {{"location", "me-west1"}, {"available", true}});
+  ASSERT_TRUE(stack().waitForPhase(ns, name, "Succeeded", seconds(120))) << stack().getRun(ns, name).dump(2);
+  auto status = stack().getRun(ns, name)["status"];
+  EXPECT_EQ(status["attempts"].size(), 1u) << status.dump(2);
+  EXPECT_EQ(eventsOf(ns, name).find("QueueTimeout"), std::string::npos);
+}
+
+TEST(TrainingRunCapacity, ASpotStockoutAfterACheckpointResumesOnTheSamePlacement) {
+  // Google: a preempted Spot VM that is not restarted fails the job with STOCKOUT.
+  const std::string ns = "cap-spot", name = "spot";
+  applyYaml(stack(), runYaml(ns, name, "southamerica-east1",
+                             kCpu + "\n  scheduling: {strategy: Spot}\n  checkpointing: {resumeBackoff: 1s}",
+                             "    fallbacks: [{location: southamerica-west1}]\n    blockFor: 3h\n"));
+  std::string first = jobOfAttempt(ns, name, 1);
+  ASSERT_FALSE(first.empty()) << stack().operatorLog();
+  ASSERT_TRUE(waitFor(
+      [&] {
+        auto trace = emulatorCall(stack(), "GET", "/emulator/v1/" + first + ":trace");
+        return trace.is_object() && trace.value("stepsRun", json::array()).size() >= 2;
+      },
+      seconds(120), std::chrono::milliseconds(50)));
+  ASSERT_TRUE(emulatorCall(stack(), "POST", "/emulator/v1/" + first + ":fail", R"({"failureClass": "SpotStockout"})").is_object());
+  ASSERT_TRUE(stack().waitForPhase(ns, name, "Succeeded", seconds(120))) << stack().getRun(ns, name).dump(2);
+  auto status = stack().getRun(ns, name)["status"];
+  ASSERT_EQ(status["attempts"].size(), 2u) << status.dump(2);
+  EXPECT_EQ(status["attempts"][0]["failureClass"], "Preemption") << status.dump(2);
+  EXPECT_EQ(status["attempts"][1]["placement"], 0);
+  EXPECT_EQ(locationOfJob(status["attempts"][1]["jobName"]), "southamerica-east1");
+  EXPECT_FALSE(status["attempts"][1].value("resumedFrom", "").empty()) << "it resumed from its checkpoint";
+  EXPECT_EQ(status["resumes"], 1);
+  EXPECT_TRUE(!status.contains("capacity") || status["capacity"].value("blocked", json::array()).empty()) << status.dump(2);
+  EXPECT_EQ(eventsOf(ns, name).find("CapacityFailover"), std::string::npos);
 }
 
 TEST(TrainingRunCapacity, AFallbackOutsideTheTenancyRuleRefusesTheRunBeforeAnyJob) {
@@ -359,11 +461,11 @@ TEST(TrainingRunCapacity, SigkillDuringAFailoverLeavesNoDuplicateJob) {
       },
       seconds(120), std::chrono::milliseconds(20)));
   EXPECT_EQ(stack().stopOperator(SIGKILL), 128 + SIGKILL);
-  stack().startOperator({"--config", stack().dir() + "/vto-config.yaml", "--checkpoint-poll-interval", "1"});
+  stack().startOperator(operatorFlags(stack().dir()));
   ASSERT_TRUE(waitFor([&] { return jobsNow().size() >= 2; }, seconds(120), std::chrono::milliseconds(20)))
       << stack().operatorLog();
   EXPECT_EQ(stack().stopOperator(SIGKILL), 128 + SIGKILL);
-  stack().startOperator({"--config", stack().dir() + "/vto-config.yaml", "--checkpoint-poll-interval", "1"});
+  stack().startOperator(operatorFlags(stack().dir()));
 
   ASSERT_TRUE(stack().waitForPhase(ns, name, "Succeeded", seconds(120))) << stack().getRun(ns, name).dump(2);
   auto jobs = jobsNow();

@@ -51,6 +51,36 @@ TEST(Placement, DefaultsAndDurations) {
     }
   }
   EXPECT_EQ(runWith(R"({"maxQueueTime": "0s"})").spec.capacity->maxQueueSeconds, 0) << "0s: never";
+  EXPECT_EQ(runWith(R"({"fallbacks": [{"location": "us-east4"}], "maxQueueTime": "0s"})").spec.capacity->maxQueueSeconds, 0);
+  EXPECT_EQ(run.spec.capacity->maxFailovers, 20);
+}
+
+TEST(Placement, FailoverIsBoundedAsTheContractSays) {
+  // Vertex holds a job QUEUED while the project lacks quota: with fallbacks, a queue has a limit.
+  EXPECT_EQ(runWith(R"({"fallbacks": [{"location": "us-east4"}]})").spec.capacity->maxQueueSeconds, 1800);
+  EXPECT_EQ(runWith(R"({})").spec.capacity->maxQueueSeconds, 0) << "nowhere else to go: never";
+  auto bounded = runWith(R"({"fallbacks": [{"location": "us-east4"}], "maxQueueTime": "5m", "blockFor": "60s",
+                             "giveUpAfter": "720h", "maxFailovers": 100})");
+  EXPECT_EQ(bounded.spec.capacity->maxQueueSeconds, 300);
+  EXPECT_EQ(bounded.spec.capacity->blockForSeconds, 60);
+  EXPECT_EQ(bounded.spec.capacity->giveUpAfterSeconds, 30 * 86400);
+  EXPECT_EQ(bounded.spec.capacity->maxFailovers, 100);
+  // The CRD's advice, word for word: each failure may create a job, so these bound the creates.
+  for (const auto& [capacity, advice] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"maxQueueTime": "1s"})", "spec.capacity.maxQueueTime: maxQueueTime must be 0s (never) or at least 5m, like 30m or 1h"},
+           {R"({"maxQueueTime": "299"})", "spec.capacity.maxQueueTime: maxQueueTime must be 0s (never) or at least 5m, like 30m or 1h"},
+           {R"({"blockFor": "59s"})", "spec.capacity.blockFor: blockFor must be at least 1m, like 30m or 1h"},
+           {R"({"giveUpAfter": "87600h"})", "spec.capacity.giveUpAfter: giveUpAfter must be at most 720h (30 days), like 24h"},
+           {R"({"giveUpAfter": "720h1s"})", "spec.capacity.giveUpAfter: giveUpAfter must be at most 720h (30 days), like 24h"},
+           {R"({"maxFailovers": 101})", "spec.capacity.maxFailovers: maxFailovers must be a number from 0 to 100 (default 20)"},
+           {R"({"maxFailovers": -1})", "spec.capacity.maxFailovers: maxFailovers must be a number from 0 to 100 (default 20)"}}) {
+    try {
+      runWith(capacity);
+      ADD_FAILURE() << capacity << " was accepted";
+    } catch (const DecodeError& e) {
+      EXPECT_EQ(std::string(e.what()), advice);
+    }
+  }
   EXPECT_THROW(runWith(R"({"fallbacks": [{"resources": {"machineTyp": "x"}}]})"), DecodeError) << "unknown fields are refused";
 }
 
@@ -84,11 +114,27 @@ TEST(Placement, EveryFallbackIsValidatedLikeTheSpecAndNamedAsTheFallback) {
       {"resources": {"machineType": "g2-standard-8", "acceleratorType": "NVIDIA_TESLA_A100", "acceleratorCount": 1}},
       {"location": "US Central"},
       {"resources": {"machineType": "ct5lp-hightpu-4t", "acceleratorType": "TPU_V5_LITEPOD", "acceleratorCount": 4}}]})"));
-  ASSERT_EQ(bad.size(), 4u) << ::testing::PrintToString(bad);
+  ASSERT_EQ(bad.size(), 5u) << ::testing::PrintToString(bad);
   EXPECT_EQ(bad[0].rfind("spec.capacity.fallbacks[0]: an empty fallback", 0), 0u) << bad[0];
   EXPECT_EQ(bad[1].rfind("spec.capacity.fallbacks[1].resources.acceleratorType: ", 0), 0u) << bad[1];
   EXPECT_EQ(bad[2].rfind("spec.capacity.fallbacks[2].location: ", 0), 0u) << bad[2];
   EXPECT_EQ(bad[3].rfind("spec.capacity.fallbacks[3].framework: ", 0), 0u) << "pytorch on the fallback's TPU: " << bad[3];
+  EXPECT_EQ(bad[4], "spec.capacity.fallbacks[3].resources.acceleratorType: FlexStart runs only on L4, A100, H100, H200 or "
+                    "B200 GPUs; use one of them or another scheduling strategy")
+      << "the spec's FlexStart on the fallback's TPU";
+}
+
+TEST(Placement, FlexStartPrerequisitesHoldOnEveryPlacement) {
+  // Google's Dynamic Workload Scheduler: L4, A100, H100, H200 or B200 only; a timeout of at most 7 days.
+  auto bad = errors(runWith(R"({"fallbacks": [
+      {"resources": {"machineType": "n1-standard-8", "acceleratorType": "NVIDIA_TESLA_T4", "acceleratorCount": 1}},
+      {"scheduling": {"timeout": "200h"}},
+      {"resources": {"machineType": "n1-standard-8", "acceleratorType": "NVIDIA_TESLA_T4", "acceleratorCount": 1},
+       "scheduling": {"strategy": "Spot"}}]})"));
+  ASSERT_EQ(bad.size(), 2u) << ::testing::PrintToString(bad);
+  EXPECT_EQ(bad[0].rfind("spec.capacity.fallbacks[0].resources.acceleratorType: FlexStart runs only on L4, A100", 0), 0u)
+      << bad[0];
+  EXPECT_EQ(bad[1], "spec.capacity.fallbacks[1].scheduling.timeout: FlexStart allows a timeout of at most 7 days (168h)");
 }
 
 TEST(Placement, FlexStartRulesHoldOnTheMergedPlacement) {

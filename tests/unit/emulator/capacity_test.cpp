@@ -31,6 +31,7 @@ class CapacityTest : public EmulatorFixture {
   static EmulatorOptions options() {
     EmulatorOptions options;
     options.simulation = {2s, 3, 10s, 1s};
+    options.simulation.stockoutWait = 0s;  // a stockout at once, unless a test waits for it
     return options;
   }
   Response setCapacity(const json& entry) { return control("POST", "capacity", entry); }
@@ -129,7 +130,10 @@ TEST_F(CapacityTest, StrategyMatchesTheJobsSchedulingStrategyInVertexOrVtoSpelli
 }
 
 TEST_F(CapacityTest, QuotaRefusesCreatesBeyondItWithVertexs429NamingTheMetric) {
-  ASSERT_EQ(setCapacity({{"location", "us-central1"}, {"acceleratorType", "NVIDIA_TESLA_A100"}, {"quota", 8}}).status, 200);
+  ASSERT_EQ(setCapacity({{"location", "us-central1"}, {"acceleratorType", "NVIDIA_TESLA_A100"}, {"quota", 8},
+                         {"quotaMode", "refuse"}})
+                .status,
+            200);
   auto first = create(gpuJob("NVIDIA_TESLA_A100", 4, 2));  // 4 x 2 = 8: exactly the quota
   auto refused = call("POST", kParent + "/customJobs", gpuJob("NVIDIA_TESLA_A100", 1));
   EXPECT_EQ(refused.status, 429);
@@ -153,7 +157,7 @@ TEST_F(CapacityTest, QuotaRefusesCreatesBeyondItWithVertexs429NamingTheMetric) {
 }
 
 TEST_F(CapacityTest, QuotaCountsQueuedJobsAndTuningJobsParallelTrials) {
-  ASSERT_EQ(setCapacity({{"acceleratorType", "NVIDIA_L4"}, {"quota", 8}}).status, 200);
+  ASSERT_EQ(setCapacity({{"acceleratorType", "NVIDIA_L4"}, {"quota", 8}, {"quotaMode", "refuse"}}).status, 200);
   auto tuning = json::parse(R"({"displayName": "hpt", "maxTrialCount": 6, "parallelTrialCount": 3,
       "studySpec": {"metrics": [{"metricId": "auc", "goal": "MAXIMIZE"}],
                     "parameters": [{"parameterId": "lr", "doubleValueSpec": {"minValue": 0.0, "maxValue": 1.0}}]}})");
@@ -170,6 +174,86 @@ TEST_F(CapacityTest, QuotaCountsQueuedJobsAndTuningJobsParallelTrials) {
   EXPECT_EQ(call("POST", kParent + "/customJobs", gpuJob("NVIDIA_L4", 1)).status, 200);
 }
 
+TEST_F(CapacityTest, AJobOverItsQuotaStaysQueuedWithoutAnErrorUntilTheQuotaFrees) {
+  // Google's default: a project short of quota keeps the job QUEUED; the create is not refused.
+  ASSERT_EQ(setCapacity({{"acceleratorType", "NVIDIA_L4"}, {"quota", 4}}).status, 200);
+  auto holder = create(gpuJob("NVIDIA_L4", 4));
+  auto queued = call("POST", kParent + "/customJobs", gpuJob("NVIDIA_L4", 2));
+  ASSERT_EQ(queued.status, 200) << queued.body.dump();
+  std::string name = queued.body["name"];
+  EXPECT_EQ(control("GET", "stats").body["acceleratorQuotaQueued"], 1);
+  for (int i = 0; i < 5; ++i) advance(2s);
+  EXPECT_EQ(get(holder)["state"], "JOB_STATE_RUNNING");
+  auto job = get(name);
+  EXPECT_EQ(job["state"], "JOB_STATE_QUEUED") << "no PENDING, no error while the quota is spent";
+  EXPECT_FALSE(job.contains("error"));
+  advance(30s);  // the holder ends: its accelerators are free
+  ASSERT_EQ(get(holder)["state"], "JOB_STATE_SUCCEEDED");
+  advance(1s);  // admitted at this tick; its queue time counts from here
+  advance(2s);
+  EXPECT_EQ(get(name)["state"], "JOB_STATE_RUNNING");
+  // Cancelled while queued over its quota, a job frees nothing it never held.
+  auto second = call("POST", kParent + "/customJobs", gpuJob("NVIDIA_L4", 4));
+  ASSERT_EQ(second.status, 200);
+  ASSERT_EQ(call("POST", "/v1/" + second.body["name"].get<std::string>() + ":cancel", json::object()).status, 200);
+  advance(1s);
+  EXPECT_EQ(get(second.body["name"])["state"], "JOB_STATE_CANCELLED");
+  auto third = call("POST", kParent + "/customJobs", gpuJob("NVIDIA_L4", 3));
+  advance(2s);
+  EXPECT_EQ(get(third.body["name"])["state"], "JOB_STATE_QUEUED") << "the running job still holds 2 of 4";
+}
+
+// The emulator's defaults: a stockout is reported after Vertex's provisioning wait.
+class StockoutWaitTest : public EmulatorFixture {
+ protected:
+  StockoutWaitTest() : EmulatorFixture(options()) {}
+  static EmulatorOptions options() {
+    EmulatorOptions options;
+    options.simulation = {2s, 3, 10s, 1s};
+    return options;
+  }
+};
+
+TEST_F(StockoutWaitTest, AStockoutWaitsPendingBeforeItFailsAndCapacityReturningInTimeStartsTheJob) {
+  ASSERT_EQ(control("POST", "capacity", {{"location", "us-central1"}, {"available", false}}).status, 200);
+  auto stockedOut = create(gpuJob("NVIDIA_L4", 1));
+  advance(2s);
+  advance(10s);
+  EXPECT_EQ(get(stockedOut)["state"], "JOB_STATE_PENDING") << "Vertex tries to provision first";
+  advance(19s);
+  EXPECT_EQ(get(stockedOut)["state"], "JOB_STATE_PENDING");
+  advance(1s);  // 2s queue + 30s wait
+  auto job = get(stockedOut);
+  EXPECT_EQ(job["state"], "JOB_STATE_FAILED");
+  EXPECT_EQ(job["error"]["code"], 8);
+  EXPECT_EQ(job["endTime"], rfc3339Millis(clock_.now()));
+
+  ASSERT_EQ(control("POST", "capacity", {{"location", "us-central1"}, {"available", true}}).status, 200);
+  auto late = create(gpuJob("NVIDIA_L4", 1));
+  ASSERT_EQ(control("POST", "capacity", {{"location", "us-central1"}, {"available", false}}).status, 200);
+  advance(2s);
+  advance(5s);
+  ASSERT_EQ(get(late)["state"], "JOB_STATE_PENDING");
+  ASSERT_EQ(control("POST", "capacity", {{"location", "us-central1"}, {"available", true}}).status, 200);
+  advance(1s);
+  EXPECT_EQ(get(late)["state"], "JOB_STATE_RUNNING") << "capacity back within the wait: it runs";
+}
+
+TEST_F(StockoutWaitTest, APreemptedSpotJobCanEndWithTheStockoutError) {
+  auto spot = create(gpuJob("NVIDIA_L4", 1, 1, "SPOT"));
+  ASSERT_EQ(control("POST", spot + ":fail", {{"failureClass", "SpotStockout"}}).status, 400) << "it never ran";
+  advance(2s);
+  ASSERT_EQ(get(spot)["state"], "JOB_STATE_RUNNING");
+  auto failed = control("POST", spot + ":fail", {{"failureClass", "SpotStockout"}});
+  ASSERT_EQ(failed.status, 200) << failed.body.dump();
+  auto job = get(spot);
+  EXPECT_EQ(job["state"], "JOB_STATE_FAILED");
+  EXPECT_EQ(job["error"]["code"], 8);
+  EXPECT_NE(job["error"]["message"].get<std::string>().find("Resources are insufficient in region: us-central1"),
+            std::string::npos);
+  EXPECT_TRUE(job.contains("startTime")) << "it ran";
+}
+
 TEST_F(CapacityTest, InvalidEntriesAreRefusedSayingWhatIsExpected) {
   for (const auto& entry : {json{{"location", "us-central1"}},
                             json{{"available", "no"}},
@@ -177,6 +261,7 @@ TEST_F(CapacityTest, InvalidEntriesAreRefusedSayingWhatIsExpected) {
                             json{{"acceleratorType", "NVIDIA_T4"}, {"available", false}},
                             json{{"strategy", "Cheap"}, {"available", false}},
                             json{{"quota", -1}},
+                            json{{"quota", 1}, {"quotaMode", "wait"}},
                             json{{"region", "us-central1"}, {"available", false}},
                             json::array({json{{"available", false}}, json{{"colour", "red"}}})}) {
     auto response = setCapacity(entry);

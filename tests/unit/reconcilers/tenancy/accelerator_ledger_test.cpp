@@ -144,6 +144,37 @@ TEST(AcceleratorLedger, AReleaseWakesNoRunThatNoCapOfItsOwnCouldGovern) {
   EXPECT_TRUE(split.update("uid-holder", nullptr).empty());
 }
 
+TEST(AcceleratorLedger, AClaimOnAFallbackCountsUnderTheRuleThatAllowsTheFallback) {
+  // A cap per accelerator type. The run's own placement is CPU-only (both rules allow it, rule 0
+  // first); the fallback its attempt went to asks for A100s, which only rule 1 allows.
+  auto perType = crd::parseTenancyRules(crd::parseYamlDocuments(R"(
+- namespaces: [team-x]
+  acceleratorTypes: [NVIDIA_L4]
+  maxAccelerators: 8
+- namespaces: [team-x]
+  acceleratorTypes: [NVIDIA_TESLA_A100]
+  maxAccelerators: 8
+)").at(0));
+  AcceleratorLedger ledger(perType, {});
+  auto moved = crd::testing::runWithSpec(
+      "  project: acme-ml\n  resources: {machineType: n1-standard-16}\n"
+      "  capacity: {fallbacks: [{resources: {machineType: a2-highgpu-8g, acceleratorType: NVIDIA_TESLA_A100, "
+      "acceleratorCount: 8}}]}\n");
+  moved.metadata.namespace_ = "team-x";
+  moved.metadata.name = "moved";
+  moved.metadata.uid = "uid-moved";
+  moved.status.phase = crd::Phase::Queued;
+  crd::Attempt second;
+  second.attempt = 2;
+  second.placement = 1;
+  moved.status.history.attempts.push_back(second);
+  ledger.update(moved.metadata.uid, &moved);
+  auto claims = ledger.claimsOtherThan("uid-new", labelled);
+  ASSERT_EQ(claims.size(), 1u);
+  EXPECT_EQ(claims[0].first, 1u) << "the A100 rule's cap, not the rule that allows the CPU placement";
+  EXPECT_EQ(claims[0].second.accelerators, 8);
+}
+
 // What Vertex holds counts, whatever became of the run: a job vto made counts for the namespace its
 // labels name until Vertex says it ended.
 CachedJob jobOf(const std::string& name, const std::string& ns, int gpus, vertex::JobState state) {

@@ -38,6 +38,13 @@ crd::TrainingRun runWith(const std::string& spec = kCapacity) {
   return crd::decodeTrainingRun(object);
 }
 
+// kCapacity with `patch` merged over it (RFC 7386: null removes a field).
+std::string capacityWith(const std::string& patch) {
+  json spec = json::parse(kCapacity);
+  spec.merge_patch(json::parse(patch));
+  return spec.dump();
+}
+
 CachedJob jobIn(const std::string& name, JobState state, std::optional<vertex::RpcStatus> error = std::nullopt) {
   CachedJob job;
   job.name = name;
@@ -218,6 +225,18 @@ TEST(CapacityDecide, AQueuedJobYoungerThanMaxQueueTimeIsLookedAtAgainWhenItIsDue
   EXPECT_EQ(plan.requeueAfter, minutes(1));
 }
 
+TEST(CapacityDecide, QueueTimeCountsFromVtosOwnRecordOfTheCreateWhenThatIsLater) {
+  // Vertex's clock ahead of the operator's (or the operator's injected clock jumped): a job vto
+  // created a minute ago is not cancelled because Vertex's createTime reads 31 minutes.
+  auto queued = jobIn(kJob, JobState::Queued);
+  queued.createTime = T0 - minutes(31);
+  auto o = onAttempt1(0, queued, crd::Phase::Queued);
+  o.status.history.attempts[0].startTime = T0 - minutes(1);
+  auto plan = decide(o);
+  EXPECT_FALSE(plan.cancelJob.has_value());
+  EXPECT_EQ(plan.requeueAfter, minutes(5)) << "the resync comes before the deadline (29m)";
+}
+
 TEST(CapacityDecide, ACreateRefusedForAnAcceleratorQuotaTriesTheNextPlacementInTheSamePass) {
   auto o = onAttempt1(0, jobIn(kJob, JobState::Failed, kStockout), crd::Phase::Running);
   auto first = decide(o);  // attempt 2 goes to placement 1 (us-east4)
@@ -243,6 +262,167 @@ TEST(CapacityDecide, ARunningJobEndsTheCapacityFailures) {
   ASSERT_TRUE(plan.status.has_value());
   EXPECT_FALSE(plan.status->history.capacity->failingSince.has_value());
   EXPECT_EQ(plan.status->history.attempts[0].location, "us-east4") << "where it runs comes from the job's name";
+}
+
+TEST(CapacityDecide, AStockoutOnASpotJobThatHadStartedIsAPreemption) {
+  // Google: a preempted Spot VM that Compute Engine cannot restart fails the job with STOCKOUT.
+  auto ran = jobIn(kJob, JobState::Failed, kStockout);
+  ran.startTime = T0 - minutes(8);
+  auto o = onAttempt1(0, ran, crd::Phase::Running);
+  o.now = T0 + minutes(5);  // past the resume backoff
+  auto plan = decide(o);
+  ASSERT_TRUE(plan.createJob.has_value());
+  EXPECT_EQ(plan.createJob->placement, 0u) << "resumed where it ran";
+  EXPECT_EQ(plan.createJob->resumeFrom, "gs://bucket/r/checkpoints/ckpt-4");
+  EXPECT_EQ(plan.status->history.resumes, 1);
+  EXPECT_FALSE(hasEvent(plan, "CapacityFailover"));
+  EXPECT_TRUE(!plan.status->history.capacity || plan.status->history.capacity->blocked.empty()) << "nothing blocked";
+  EXPECT_EQ(plan.status->history.attempts[0].failureClass, crd::FailureClass::Preemption);
+
+  // Without spec.capacity, with resumeOn [Preemption] only: it resumes too.
+  auto plain = onAttempt1(0, ran, crd::Phase::Running);
+  plain.run = runWith(capacityWith(R"({"capacity": null, "checkpointing": {"resumeOn": ["Preemption"]}})"));
+  plain.metadata = plain.run->metadata;
+  plain.status.history.attempts[0].placement.reset();
+  plain.now = T0 + minutes(5);
+  auto resumed = decide(plain);
+  ASSERT_TRUE(resumed.createJob.has_value()) << resumed.status->message;
+  EXPECT_EQ(resumed.status->history.resumes, 1);
+}
+
+TEST(CapacityDecide, AStockoutOfASpotJobThatNeverStartedStillMovesAndOneOnStandardIsAStockout) {
+  auto standard = onAttempt1(1, jobIn(kEastJob, JobState::Failed, kStockout), crd::Phase::Running);
+  standard.run = runWith(capacityWith(R"({"scheduling": {"strategy": "Standard"}})"));
+  standard.metadata = standard.run->metadata;
+  standard.status.history.attempts[0].placement = 1;
+  auto job = jobIn(kEastJob, JobState::Failed, kStockout);
+  job.startTime = T0 - minutes(8);
+  standard.vertex.job = job;
+  auto plan = decide(standard);
+  ASSERT_TRUE(plan.createJob.has_value());
+  EXPECT_EQ(plan.createJob->placement, 0u) << "a Standard job's STOCKOUT is no preemption: it moves";
+  EXPECT_EQ(plan.status->history.capacity->blocked[0].reason, "Stockout");
+}
+
+TEST(CapacityDecide, AFlexStartJobIsNeverCancelledWithinItsOwnMaxWaitDuration) {
+  auto queued = jobIn(kJob, JobState::Queued);
+  queued.createTime = T0 - minutes(31);  // past maxQueueTime (30m), within maxWaitDuration (2h)
+  auto plan = decide(onAttempt1(2, queued, crd::Phase::Queued));
+  EXPECT_FALSE(plan.cancelJob.has_value());
+  EXPECT_EQ(plan.requeueAfter, minutes(5)) << "the resync, well before its wait ends (89m)";
+  EXPECT_FALSE(hasEvent(plan, "QueueTimeout"));
+
+  queued.createTime = T0 - minutes(121);
+  auto late = decide(onAttempt1(2, queued, crd::Phase::Queued));
+  ASSERT_TRUE(late.cancelJob.has_value()) << "past its own wait, maxQueueTime applies";
+
+  // maxWaitDuration 0s waits indefinitely: Vertex waits, and so does vto.
+  auto forever = onAttempt1(2, queued, crd::Phase::Queued);
+  forever.run = runWith(capacityWith(R"({"capacity": {"fallbacks": [{"location": "us-east4"},
+      {"scheduling": {"strategy": "FlexStart", "maxWaitDuration": "0s"}}]}})"));
+  forever.metadata = forever.run->metadata;
+  queued.createTime = T0 - minutes(60 * 48);
+  forever.vertex.job = queued;
+  EXPECT_FALSE(decide(forever).cancelJob.has_value());
+}
+
+TEST(CapacityDecide, WithFallbacksAJobHeldQueuedMovesAfterThe30mDefault) {
+  // Vertex holds a job QUEUED, without an error, while the project lacks quota.
+  auto queued = jobIn(kJob, JobState::Queued);
+  queued.createTime = T0 - minutes(30);
+  auto o = onAttempt1(0, queued, crd::Phase::Queued);
+  o.run = runWith(capacityWith(R"({"capacity": {"fallbacks": [{"location": "us-east4"}], "maxQueueTime": null}})"));
+  o.metadata = o.run->metadata;
+  ASSERT_EQ(o.run->spec.capacity->maxQueueSeconds, 1800);
+  auto plan = decide(o);
+  ASSERT_TRUE(plan.cancelJob.has_value());
+  EXPECT_TRUE(hasEvent(plan, "QueueTimeout"));
+}
+
+TEST(CapacityDecide, OneCapacityFailureMoreThanMaxFailoversFailsTheRun) {
+  auto o = onAttempt1(0, jobIn(kJob, JobState::Failed, kStockout), crd::Phase::Running);
+  o.run = runWith(capacityWith(R"({"capacity": {"maxFailovers": 2}})"));
+  o.metadata = o.run->metadata;
+  crd::CapacityHistory capacity;
+  capacity.failovers = 1;
+  o.status.history.capacity = capacity;
+  auto moved = decide(o);
+  ASSERT_TRUE(moved.createJob.has_value()) << "the second move is allowed";
+  EXPECT_EQ(moved.status->history.capacity->failovers, 2);
+
+  o.status.history.capacity->failovers = 2;
+  auto plan = decide(o);
+  EXPECT_FALSE(plan.createJob.has_value());
+  EXPECT_EQ(plan.status->phase, crd::Phase::Failed);
+  EXPECT_EQ(condition(*plan.status, "Failed"), "True/CapacityUnavailable");
+  EXPECT_NE(plan.status->message.find("spec.capacity.maxFailovers"), std::string::npos) << plan.status->message;
+
+  // A quota refusal at create is a move too.
+  auto q = onAttempt1(0, jobIn(kJob, JobState::Failed, kStockout), crd::Phase::Running);
+  q.run = o.run;
+  q.status.history.capacity = crd::CapacityHistory{};
+  q.status.history.capacity->failovers = 1;
+  auto first = decide(q);  // the stockout: move 2
+  q.status = *first.status;
+  q.vertex.job.reset();
+  q.vertex.createQuotaExceeded = "custom_model_training_nvidia_a100_gpus";
+  auto refused = decide(q);
+  EXPECT_FALSE(refused.createJob.has_value());
+  EXPECT_EQ(refused.status->phase, crd::Phase::Failed);
+}
+
+// A CPU-only spec whose fallback asks for 8 A100s, with its CPU attempt just out of capacity: the
+// fallback is the placement the next attempt would take, and the cap must count it.
+Observed cpuRunMovingToGpus(const crd::TenancyRules& rules, const std::vector<std::pair<size_t, crd::AcceleratorClaim>>& others) {
+  auto o = onAttempt1(0, jobIn(kJob, JobState::Failed, kStockout), crd::Phase::Running);
+  o.run = runWith(R"({"location": "us-central1", "resources": {"machineType": "n1-standard-8"},
+    "capacity": {"fallbacks": [{"resources": {"machineType": "a2-highgpu-8g", "acceleratorType": "NVIDIA_TESLA_A100",
+                                              "acceleratorCount": 8}}]}})");
+  o.metadata = o.run->metadata;
+  o.tenancy.rules = &rules;
+  o.tenancy.ns = {"ns", std::nullopt};
+  o.tenancy.otherClaims = others;
+  return o;
+}
+
+TEST(CapacityDecide, AGpuFallbackOfACpuOnlyRunWaitsForTheCapANeighbourHolds) {
+  // Row 1: one rule caps the namespace at 8. Row 2: per-accelerator-type rules: the CPU placement is
+  // governed by an uncapped rule, the A100 fallback by the rule that allows A100s and caps them.
+  struct Row {
+    const char* name;
+    const char* rules;
+    size_t neighbourRule;
+  };
+  for (const auto& row : {Row{"one cap", R"([{"namespaces": ["ns"], "maxAccelerators": 8}])", 0},
+                          Row{"a cap per accelerator type",
+                              R"([{"namespaces": ["ns"], "acceleratorTypes": ["NVIDIA_L4"]},
+                                  {"namespaces": ["ns"], "acceleratorTypes": ["NVIDIA_TESLA_A100"], "maxAccelerators": 8}])",
+                              1}}) {
+    SCOPED_TRACE(row.name);
+    const auto rules = crd::parseTenancyRules(json::parse(row.rules));
+    crd::AcceleratorClaim neighbour{"other/holder", "2026-03-01T11:00:00Z", 8, true};
+    auto plan = decide(cpuRunMovingToGpus(rules, {{row.neighbourRule, neighbour}}));
+    EXPECT_FALSE(plan.createJob.has_value()) << "the neighbour holds all 8";
+    ASSERT_TRUE(plan.status.has_value());
+    EXPECT_EQ(plan.status->phase, crd::Phase::Queued);
+    EXPECT_EQ(condition(*plan.status, "Ready"), "False/TenantQuotaExceeded");
+    EXPECT_EQ(plan.status->history.attempts.back().placement, 1) << "it waits for the cap on the fallback";
+
+    auto free = decide(cpuRunMovingToGpus(rules, {}));
+    ASSERT_TRUE(free.createJob.has_value()) << "with the cap free the fallback starts";
+    EXPECT_EQ(free.createJob->placement, 1u);
+  }
+}
+
+TEST(CapacityDecide, AClaimUnderAnotherRulesCapDoesNotHoldTheFallbackBack) {
+  // The neighbour's 8 count under the L4 rule's cap; the A100 fallback's cap is free.
+  const auto rules = crd::parseTenancyRules(json::parse(
+      R"([{"namespaces": ["ns"], "acceleratorTypes": ["NVIDIA_L4"], "maxAccelerators": 8},
+          {"namespaces": ["ns"], "acceleratorTypes": ["NVIDIA_TESLA_A100"], "maxAccelerators": 8}])"));
+  crd::AcceleratorClaim neighbour{"other/holder", "2026-03-01T11:00:00Z", 8, true};
+  auto plan = decide(cpuRunMovingToGpus(rules, {{0, neighbour}}));
+  ASSERT_TRUE(plan.createJob.has_value());
+  EXPECT_EQ(plan.createJob->placement, 1u);
 }
 
 TEST(CapacityDecide, AFallbackOutsideTheTenantsRuleRefusesTheRunNamingTheFallback) {

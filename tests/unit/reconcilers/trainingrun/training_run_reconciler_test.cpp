@@ -462,6 +462,17 @@ TEST_F(CappedReconcilerTest, ARunWaitsForTheCapAndStartsAsSoonAsTheHolderFinishe
   EXPECT_EQ(condition("Ready", "second"), "");
 }
 
+TEST_F(CappedReconcilerTest, ACpuOnlyRunWithAGpuFallbackReadsTheOthersClaims) {
+  apply(kFourGpus, "first");
+  reconcile("first");
+  apply(R"({"resources": {"machineType": "n1-standard-16"},
+            "capacity": {"fallbacks": [{"resources": {"machineType": "n1-standard-16", "acceleratorType": "NVIDIA_TESLA_T4",
+                                                      "acceleratorCount": 4}}]}})",
+        "cpu");
+  // Its own placement wants no accelerators, but the fallback it may move to does: the cap needs them.
+  EXPECT_EQ(reconciler.observe(*cache.get({"ns", "cpu"})).tenancy.otherClaims.size(), 1u);
+}
+
 // Team "ns" may write under gs://bucket/ only. checkpointing.directory may change after submission.
 class TenantReconcilerTest : public ReconcilerTest {
  protected:
