@@ -19,6 +19,10 @@
 
 namespace vto::cmd {
 
+// Every flag of `vto run` with its default (cmd/run.cpp): OperatorClients reads its share of them, and
+// tests build the clients from the same list, so a new flag cannot be missing from a test's copy.
+Flags runFlags();
+
 // metrics::ApiRequestMetrics as a vertex::RequestObserver, for one service.
 class RequestMetricsObserver final : public vertex::RequestObserver {
  public:

@@ -33,7 +33,6 @@
 #include "reconcilers/trainingrun/wiring.h"
 
 namespace vto::cmd {
-namespace {
 
 Flags runFlags() {
   return Flags("run", "Runs the operator: reconciles TrainingRuns into Vertex AI jobs until SIGTERM.", {
@@ -71,6 +70,9 @@ Flags runFlags() {
       {"clock-offset-file", 0, "", "", false, false, true},
   });
 }
+
+namespace {
+
 
 std::string identity() {
   char host[256] = {0};

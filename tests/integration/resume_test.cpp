@@ -26,10 +26,10 @@ std::string scrapeMetrics() {
 
 const char* kNamespace = "resume";
 
-void apply(const std::string& name, const std::string& checkpointing) {
+void apply(const std::string& name, const std::string& checkpointing, const std::string& strategy = "Spot") {
   stack().createNamespace(kNamespace);
   std::string path = stack().dir() + "/" + name + ".yaml";
-  std::ofstream(path) << simpleRunManifest(kNamespace, name, "  scheduling: {strategy: Spot}\n  checkpointing:\n" + checkpointing);
+  std::ofstream(path) << simpleRunManifest(kNamespace, name, "  scheduling: {strategy: " + strategy + "}\n  checkpointing:\n" + checkpointing);
   stack().kubectlOk("apply -f '" + path + "'");
 }
 
@@ -133,8 +133,10 @@ TEST(Resume, AUserErrorFailsTheRunWithoutResuming) {
   EXPECT_NE(status["message"].get<std::string>().find("UserError is not in checkpointing.resumeOn"), std::string::npos);
 }
 
+// Standard, not Spot: a started Spot job that ends with a stockout was preempted (Google says so), and
+// resumes as a preemption does.
 TEST(Resume, AStockoutResumesAfterTheBackoff) {
-  apply("starved", "    resumeBackoff: 3s\n");
+  apply("starved", "    resumeBackoff: 3s\n", "Standard");
   std::string first = currentJob("starved", 1);
   failAfter(first, 0, "Stockout");
   // While the backoff runs the run says so.

@@ -96,10 +96,14 @@ TEST(Credentials, NoRunOrStatusCanSendTheTokenToAHostOfItsChoosing) {
                   "{\"status\": {\"phase\": \"Running\", \"attemptCount\": 1, \"attempts\": [{\"attempt\": 1, "
                   "\"jobName\": \"" + crafted + "\"}]}}'");
   stack.startOperator({"--vertex-endpoint="});
-  // The operator has reconciled the run once it logs the refusal: only then is "no connection" news.
-  EXPECT_TRUE(waitFor([&] { return stack.operatorLog().find("refused before sending any request") != std::string::npos; },
-                      60s))
-      << stack.operatorLog();
+  // The operator has reconciled the run once it refuses the job name (the run fails: the job is not
+  // the run's) or logs the refusal: only then is "no connection" news.
+  EXPECT_TRUE(waitFor([&] {
+    return stack.phaseOf("default", "victim") == "Failed" ||
+           stack.operatorLog().find("refused before sending any request") != std::string::npos;
+  }, 60s)) << stack.operatorLog();
+  EXPECT_NE(stack.getRun("default", "victim")["status"].value("message", "").find("vto did not create for this run"),
+            std::string::npos) << stack.getRun("default", "victim").dump();
   EXPECT_EQ(listener.connections(), 0) << "vto connected to a host named in a TrainingRun's status";
   EXPECT_EQ(stack.operatorLog().find("Bearer"), std::string::npos);
 }

@@ -13,13 +13,7 @@ namespace vto::cmd {
 namespace {
 
 Flags operatorFlags() {
-  Flags flags("run", "", {{"vertex-endpoint", 0, ""},
-                          {"allow-insecure-endpoints", 0, "false", "", true},
-                          {"gcs-endpoint", 0, ""},
-                          {"logging-endpoint", 0, ""},
-                          {"log-tail-lines", 0, "20"},
-                          {"vertex-creates-per-minute", 0, "60"},
-                          {"vertex-requests-per-minute", 0, "600"}});
+  Flags flags = runFlags();
   flags.parse({});
   return flags;
 }
