@@ -9,6 +9,7 @@
 
 #include "base/gcp_names.h"
 #include "base/url.h"
+#include "crd/cost.h"
 #include "crd/duration.h"
 #include "crd/labels.h"
 #include "crd/machine_catalog.h"
@@ -20,7 +21,7 @@ namespace vto::crd {
 namespace {
 
 // Labels the operator writes on every Vertex job (see render.h); users cannot set them.
-constexpr size_t kOperatorLabelCount = 7;
+constexpr size_t kOperatorLabelCount = 9;
 // Trials at the same time (the CRD's maximum): a count that multiplies every accelerator of the run.
 constexpr int32_t kMaxParallelTrials = 4096;
 
@@ -219,6 +220,8 @@ void checkScheduling(Findings& f, const TrainingRunSpec& spec) {
     f.error("scheduling.maxWaitDuration", "must not be negative; 0 waits indefinitely");
   if (spec.checkpointing.resumeBackoffSeconds > kMaxResumeBackoffSeconds)
     f.warning("checkpointing.resumeBackoff", "the backoff is capped at 1h; a longer value acts as 1h");
+  if (!spec.maxCostUsd.empty() && !parseUsd(spec.maxCostUsd))
+    f.error("maxCostUsd", "must be US dollars as a string with at most 2 decimals, e.g. \"250\" or \"99.50\"");
 }
 
 // Project and location become part of the host and path of requests carrying the operator's token;
