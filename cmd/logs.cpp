@@ -106,15 +106,6 @@ std::string checkedEndpoint(const std::string& url, const char* flag, bool allow
   return url;
 }
 
-// As kubectl finds it: the flag, $KUBECONFIG, then ~/.kube/config ("" leaves the in-cluster account to
-// resolveRestConfig).
-std::string kubeconfigPath(const std::string& flag) {
-  if (!flag.empty() || vertex::processEnv("KUBECONFIG")) return flag;
-  auto home = vertex::processEnv("HOME");
-  if (home && std::filesystem::exists(*home + "/.kube/config")) return *home + "/.kube/config";
-  return "";
-}
-
 // A Vertex emulator on this machine also plays the metadata server (as in tests and `make demo`):
 // its host:port, when the Vertex endpoint is plain http to a loopback host (Google's are https).
 std::optional<std::string> emulatorMetadataHost(const std::string& vertexEndpoint) {
@@ -125,6 +116,13 @@ std::optional<std::string> emulatorMetadataHost(const std::string& vertexEndpoin
 }
 
 }  // namespace
+
+std::string kubeconfigPath(const std::string& flag) {
+  if (!flag.empty() || vertex::processEnv("KUBECONFIG")) return flag;
+  auto home = vertex::processEnv("HOME");
+  if (home && std::filesystem::exists(*home + "/.kube/config")) return *home + "/.kube/config";
+  return "";
+}
 
 int logs(const Args& args) {
   auto flags = logsFlags();

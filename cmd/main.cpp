@@ -23,6 +23,8 @@ const std::map<std::string, Subcommand>& subcommands() {
       {"schedule", {vto::cmd::schedule, "print the next fire times of a RetrainingPolicy schedule (-f FILE | --cron EXPR)"}},
       {"crd", {vto::cmd::crd, "print the CustomResourceDefinitions (vto crd | kubectl apply -f -)"}},
       {"logs", {vto::cmd::logs, "print a TrainingRun's job log, -f to follow it (vto logs trun/NAME)"}},
+      {"cost", {vto::cmd::cost, "a month's spend of the cluster's runs ([-n NS | -A] [--month YYYY-MM] [--by ...])"}},
+      {"prices", {vto::cmd::prices, "print the price table cost estimates use ([--location L] [--machine M])"}},
       {"version", {vto::cmd::version, "print the version and git revision"}},
   };
   return table;

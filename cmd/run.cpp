@@ -15,6 +15,7 @@
 #include "cmd/flags.h"
 #include "cmd/logging.h"
 #include "cmd/operator_clients.h"
+#include "cmd/price_file.h"
 #include "cmd/tenancy_config.h"
 #include "cmd/version.h"
 #include "controller/event_recorder.h"
@@ -24,12 +25,14 @@
 #include "controller/runtime_metrics.h"
 #include "controller/shutdown_signals.h"
 #include "metrics/api_request_metrics.h"
+#include "metrics/budget_metrics.h"
 #include "metrics/process_metrics.h"
 #include "metrics/retraining_metrics.h"
 #include "metrics/trainingrun_metrics.h"
 #include "metrics/trainingrun_observer.h"
 #include "reconcilers/retraining/wiring.h"
 #include "reconcilers/trainingrun/snapshot.h"
+#include "reconcilers/tenancy/budget_ledger.h"
 #include "reconcilers/trainingrun/wiring.h"
 
 namespace vto::cmd {
@@ -66,6 +69,8 @@ Flags runFlags() {
       {"kube-request-timeout", 0, "30", "seconds a Kubernetes API request (connect, send, answer) may take; watches: --watch-idle-timeout"},
       // The API server sends a bookmark every minute: a watch silent for longer is dead.
       {"watch-idle-timeout", 0, "90", "seconds without an event or bookmark after which a watch is restarted (twice this: stale, /readyz fails)"},
+      {"price-catalog", 0, "", "a price file replacing the built-in list prices cost estimates use (docs/cost.md)"},
+      {"budget-poll-interval", 0, "30", "seconds between reads of the budget rules' month-to-date spend from Vertex AI"},
       // Tests only: the operator's clock is real time plus the seconds written in this file.
       {"clock-offset-file", 0, "", "", false, false, true},
   });
@@ -152,6 +157,8 @@ int run(const Args& args) {
   setupLogging(flags.get("log-format"), flags.get("log-level"));
   // Parsed before anything starts, so a bad rule stops the operator with the field named.
   auto tenancy = tenancyRulesFromConfig(flags);
+  std::optional<crd::PriceCatalog> priceFile;
+  if (!flags.get("price-catalog").empty()) priceFile = readPriceCatalog(flags.get("price-catalog"));
   controller::ShutdownSignals signals;  // before any thread starts, so only its watcher gets them
   // glibc gives every thread that allocates an arena of its own (up to 8 per core) and keeps what each
   // frees for that thread: two arenas bound the memory free in idle arenas (docs/benchmarks.md).
@@ -186,6 +193,30 @@ int run(const Args& args) {
   auto observer = runObserver(manager, clock);
   auto runOptions = trainingRunOptions(flags, tenancy);
   runOptions.registry = &clients.registry();
+  runOptions.prices = priceFile ? &*priceFile : &crd::PriceCatalog::builtIn();
+  // Budgets: the rules' month-to-date spend is read from Vertex by one loop (on the leader), not per run.
+  metrics::BudgetMetrics budgetMetrics(*registry);
+  std::optional<reconcilers::BudgetLedger> budgets;
+  if (std::any_of(tenancy.begin(), tenancy.end(), [](const auto& rule) { return rule.budget.has_value(); })) {
+    budgets.emplace(clients.vertex(), clock, tenancy, *runOptions.prices,
+                    std::vector<std::string>{flags.get("default-location")});
+    runOptions.budgets = &*budgets;
+    auto interval = std::chrono::seconds(std::max(1, flags.getInt("budget-poll-interval")));
+    runOptions.budgetRecheckPeriod = interval;
+    manager.addLoop([&budgets, &budgetMetrics, &tenancy, interval](std::stop_token stop) {
+      std::mutex mutex;
+      std::condition_variable_any wake;
+      std::unique_lock lock(mutex);
+      while (!stop.stop_requested()) {
+        budgets->refresh();
+        for (size_t i = 0; i < tenancy.size(); ++i) {
+          if (!tenancy[i].budget) continue;
+          if (auto spend = budgets->spendOf(i)) budgetMetrics.set(tenancy[i].name, spend->spentUsd, tenancy[i].budget->monthlyUsd);
+        }
+        wake.wait_for(lock, stop, interval, [] { return false; });
+      }
+    });
+  }
   reconcilers::TrainingRunController trainingRuns(
       runs.cache(), {kube, clients.vertex(), clients.gcs(), events, clock, &trainingRunMetrics, observer.get(), clients.logging()},
       runOptions, jobPollerOptions(flags), logTailOptions(flags));

@@ -217,6 +217,9 @@ std::map<std::string, std::string> jobLabels(const TrainingRun& run, int attempt
   labels[kNameLabel] = sanitizeLabelValue(run.metadata.name);
   labels[kAttemptLabel] = std::to_string(attempt);
   labels[kManagedByLabel] = kManagedByValue;
+  // For the billing export: which policy made the run (a team's vto-team is added where the rule is known).
+  if (auto policy = run.metadata.labels.find(kRetrainingPolicyLabel); policy != run.metadata.labels.end())
+    labels[kPolicyLabel] = sanitizeLabelValue(policy->second);
   if (auto accelerators = acceleratorsOf(run.spec); accelerators > 0) {
     labels[kAcceleratorsLabel] = std::to_string(accelerators);
     auto types = acceleratorTypesOf(run.spec);

@@ -100,7 +100,34 @@ TenancyRule parseRule(const json& value, const std::string& path) {
   rule.nfsServers = nonEmptyStrings(reader, "nfsServers");
   rule.reservations = nonEmptyStrings(reader, "reservations");
   reader.boolean("interactiveShell", rule.interactiveShell);
+  reader.string("name", rule.name);
+  reader.with("budget", [&](const json& v, const std::string& p) {
+    ObjectReader b(v, p);
+    Budget budget;
+    b.with("monthlyUsd", [&](const json& m, const std::string& mp) {
+      budget.monthlyUsd = readNumber(m, mp);
+      if (!(budget.monthlyUsd >= 0 && budget.monthlyUsd <= 1e12)) throw DecodeError(mp, "must be US dollars, 0 or more");
+    });
+    if (!b.has("monthlyUsd")) throw DecodeError(p + ".monthlyUsd", "is required: the rule's spend per calendar month (UTC) in US dollars");
+    b.with("onExceeded", [&](const json& a, const std::string& ap) {
+      auto action = readString(a, ap);
+      if (action == "Hold") budget.onExceeded = BudgetAction::Hold;
+      else if (action == "Warn") budget.onExceeded = BudgetAction::Warn;
+      else throw DecodeError(ap, "\"" + action + "\" is not valid; use Hold or Warn");
+    });
+    b.finish();
+    rule.budget = budget;
+  });
   reader.finish();
+  // The name is a metric label and a Google Cloud label value (vto-team) on every job.
+  if (!rule.name.empty() && (rule.name.size() > 63 || !std::all_of(rule.name.begin(), rule.name.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+      }))) {
+    throw DecodeError(path + ".name", "must be at most 63 lower-case letters, digits, '-' or '_', e.g. team-a");
+  }
+  if (rule.budget && rule.name.empty()) {
+    throw DecodeError(path + ".name", "is required with budget: it names the budget in metrics and messages");
+  }
   if (rule.namespaces.empty() && !rule.matchLabels) {
     throw DecodeError(path, "selects no namespace; give namespaces: [NAME, ...] and/or "
                             "namespaceSelector: {matchLabels: {KEY: VALUE}}");
@@ -367,7 +394,12 @@ std::string TenancyRule::describe(size_t index) const {
 
 TenancyRules parseTenancyRules(const json& value, const std::string& path) {
   if (value.is_null()) return {};
-  return readList<TenancyRule>(value, path, parseRule);
+  auto rules = readList<TenancyRule>(value, path, parseRule);
+  for (size_t i = 0; i < rules.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (!rules[i].name.empty() && rules[i].name == rules[j].name)
+        throw DecodeError(indexPath(path, i) + ".name", "\"" + rules[i].name + "\" names " + indexPath(path, j) + " already");
+  return rules;
 }
 
 int64_t saturatingAdd(int64_t a, int64_t b) {

@@ -30,6 +30,13 @@
 
 namespace vto::crd {
 
+// A rule's monthly budget (API.md "Cost and budgets"); crd/budget.h decides with it.
+enum class BudgetAction { Hold, Warn };
+struct Budget {
+  double monthlyUsd = 0;
+  BudgetAction onExceeded = BudgetAction::Hold;
+};
+
 struct TenancyRule {
   std::vector<std::string> namespaces;
   std::optional<std::map<std::string, std::string>> matchLabels;  // namespaceSelector.matchLabels
@@ -46,6 +53,8 @@ struct TenancyRule {
   std::vector<std::string> nfsServers;    // raw pools' nfsMounts[].server allowed; empty: none
   std::vector<std::string> reservations;  // raw pools' SPECIFIC_RESERVATION names allowed; empty: none
   bool interactiveShell = false;          // enableWebAccess / enableDashboardAccess allowed
+  std::string name;                       // names the rule in metrics, messages and the vto-team label
+  std::optional<Budget> budget;           // absent: no budget
 
   // "tenancy[0] (namespaces team-a, team-b)": how messages name the rule.
   std::string describe(size_t index) const;

@@ -363,6 +363,7 @@ TrainingRunSpec decodeTrainingRunSpec(const json& value, const std::string& path
   r.integer("ttlSecondsAfterFinished", s.ttlSecondsAfterFinished, 0);
   r.with("capacity", [&](const json& v, const std::string& p) { s.capacity = readCapacity(v, p); });
   r.with("model", [&](const json& v, const std::string& p) { s.model = readModelSpec(v, p); });
+  r.string("maxCostUsd", s.maxCostUsd);
   r.finish();
   return s;
 }
@@ -465,6 +466,9 @@ TrainingRunStatus decodeTrainingRunStatus(const json& value, const std::string& 
       a.string("message", at.message);
       a.string("resumedFrom", at.resumedFrom);
       a.string("logTail", at.logTail);
+      a.with("costUsd", [&](const json& c, const std::string& cp) { at.costUsd = readString(c, cp); });
+      a.number("acceleratorHours", at.acceleratorHours);
+      a.number("replicaHours", at.replicaHours);
       a.finish();
       return at;
     });
@@ -494,6 +498,18 @@ TrainingRunStatus decodeTrainingRunStatus(const json& value, const std::string& 
   });
   readTime(r, "startTime", s.history.startTime);
   readTime(r, "completionTime", s.completionTime);
+  r.with("cost", [&](const json& v, const std::string& p) {
+    ObjectReader c(v, p);
+    RunCost cost;
+    c.string("estimatedUsd", cost.estimatedUsd);
+    c.number("acceleratorHours", cost.acceleratorHours);
+    c.number("replicaHours", cost.replicaHours);
+    c.with("hourlyUsd", [&](const json& h, const std::string& hp) { cost.hourlyUsd = readString(h, hp); });
+    c.string("priceCatalog", cost.priceCatalog);
+    readTime(c, "updateTime", cost.updateTime);
+    c.finish();
+    s.cost = cost;
+  });
   r.finish();
   return s;
 }
@@ -598,6 +614,7 @@ json encodeTrainingRunSpec(const TrainingRunSpec& s) {
   out["suspend"] = s.suspend;
   out["deletionPolicy"] = enumName(s.deletionPolicy, deletionPolicyNames());
   if (s.ttlSecondsAfterFinished) out["ttlSecondsAfterFinished"] = *s.ttlSecondsAfterFinished;
+  if (!s.maxCostUsd.empty()) out["maxCostUsd"] = s.maxCostUsd;
   if (const auto& c = s.capacity) {
     json fallbacks = json::array();
     for (const auto& f : c->fallbacks) {
@@ -654,6 +671,11 @@ json encodeTrainingRunStatus(const TrainingRunStatus& s) {
     putString(at, "message", a.message);
     putString(at, "resumedFrom", a.resumedFrom);
     putString(at, "logTail", a.logTail);
+    if (a.costUsd) {
+      at["costUsd"] = *a.costUsd;
+      at["acceleratorHours"] = a.acceleratorHours;
+      at["replicaHours"] = a.replicaHours;
+    }
     out["attempts"].push_back(at);
   }
   if (const auto& p = s.placement) {
@@ -683,6 +705,13 @@ json encodeTrainingRunStatus(const TrainingRunStatus& s) {
   if (h.bestTrial) out["bestTrial"] = {{"id", h.bestTrial->id}, {"parameters", h.bestTrial->parameters}, {"metrics", h.bestTrial->metrics}};
   writeTime(out, "startTime", h.startTime);
   writeTime(out, "completionTime", s.completionTime);
+  if (const auto& c = s.cost) {
+    json cost = {{"estimatedUsd", c->estimatedUsd}, {"acceleratorHours", c->acceleratorHours},
+                 {"replicaHours", c->replicaHours}, {"priceCatalog", c->priceCatalog}};
+    if (c->hourlyUsd) cost["hourlyUsd"] = *c->hourlyUsd;
+    writeTime(cost, "updateTime", c->updateTime);
+    out["cost"] = cost;
+  }
   return out;
 }
 

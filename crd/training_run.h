@@ -205,6 +205,7 @@ struct TrainingRunSpec {
   std::optional<int64_t> ttlSecondsAfterFinished;
   std::optional<Capacity> capacity;
   std::optional<ModelSpec> model;  // register the model when the run succeeds
+  std::string maxCostUsd;          // "" = no limit; else dollars ("250", "99.50"): the job is cancelled at it
 };
 
 // metav1.Condition.
@@ -246,6 +247,9 @@ struct Attempt {
   // replica's log, read once after the failure (reconcilers/jobs/log_tail.h), or why they could not be
   // read. At most kMaxLogTailBytes. The tenant's data: shown to the user, never in vto's own log.
   std::string logTail;
+  // What the attempt cost (crd/cost.h), nullopt while unpriced; its hours beside, for status.cost.
+  std::optional<std::string> costUsd;
+  double acceleratorHours = 0, replicaHours = 0;
   bool operator==(const Attempt&) const = default;
 };
 
@@ -309,6 +313,18 @@ struct RunHistory {
   bool operator==(const RunHistory&) const = default;
 };
 
+// status.cost: what the run's attempts cost at list prices (API.md "Cost and budgets"), recomputed
+// only with the status writes that happen anyway; hourlyUsd makes the live figure derivable between.
+struct RunCost {
+  std::string estimatedUsd;     // all attempts, 2 decimals
+  double acceleratorHours = 0;  // count x hours, all pools and attempts
+  double replicaHours = 0;
+  std::optional<std::string> hourlyUsd;  // while a job runs
+  std::string priceCatalog;              // the price table's date, or "custom:<sha256 prefix>"
+  std::optional<Clock::time_point> updateTime;
+  bool operator==(const RunCost&) const = default;
+};
+
 struct TrainingRunStatus {
   int64_t observedGeneration = 0;
   std::optional<Phase> phase;
@@ -318,6 +334,7 @@ struct TrainingRunStatus {
   std::optional<PlacementRef> placement;  // with spec.capacity
   RunHistory history;
   std::optional<Clock::time_point> completionTime;
+  std::optional<RunCost> cost;  // nullopt: nothing priced yet, or a price is missing (a condition says which)
   bool operator==(const TrainingRunStatus&) const = default;
 };
 

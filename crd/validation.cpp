@@ -11,6 +11,7 @@
 
 #include "base/gcp_names.h"
 #include "base/url.h"
+#include "crd/cost.h"
 #include "crd/duration.h"
 #include "crd/labels.h"
 #include "crd/machine_catalog.h"
@@ -22,7 +23,7 @@ namespace vto::crd {
 namespace {
 
 // Labels the operator writes on every Vertex job (see render.h); users cannot set them.
-constexpr size_t kOperatorLabelCount = 7;
+constexpr size_t kOperatorLabelCount = 9;
 // Trials at the same time (the CRD's maximum): a count that multiplies every accelerator of the run.
 constexpr int32_t kMaxParallelTrials = 4096;
 
@@ -256,6 +257,8 @@ void checkScheduling(Findings& f, const TrainingRunSpec& spec) {
   if (s.strategy == SchedulingStrategy::FlexStart) checkFlexStart(f, spec);
   if (spec.checkpointing.resumeBackoffSeconds > kMaxResumeBackoffSeconds)
     f.warning("checkpointing.resumeBackoff", "the backoff is capped at 1h; a longer value acts as 1h");
+  if (!spec.maxCostUsd.empty() && !parseUsd(spec.maxCostUsd))
+    f.error("maxCostUsd", "must be US dollars as a string with at most 2 decimals, e.g. \"250\" or \"99.50\"");
 }
 
 // Project and location become part of the host and path of requests carrying the operator's token;

@@ -58,7 +58,11 @@ TrainingRunObserver::TrainingRunObserver(const Clock& clock, std::vector<std::st
       machineSeconds_(prometheus::BuildCounter()
                           .Name("vto_trainingrun_machine_seconds_total")
                           .Help("Machine time held by running TrainingRun jobs (replicas x seconds), by machine type")
-                          .Register(*registry_)) {}
+                          .Register(*registry_)),
+      costUsd_(prometheus::BuildCounter()
+                   .Name("vto_trainingrun_cost_usd_total")
+                   .Help("Estimated list-price cost of running TrainingRun jobs in USD (status.cost.hourlyUsd x time)")
+                   .Register(*registry_)) {}
 
 void TrainingRunObserver::accrueLocked(Record& record, Clock::time_point now) const {
   if (record.run.phase == "Running" && now > record.accountedUntil && active_) {
@@ -76,6 +80,10 @@ void TrainingRunObserver::accrueLocked(Record& record, Clock::time_point now) co
             .Add({{"namespace", run.ns}, {"accelerator_type", pool.acceleratorType}, {"scheduling", run.scheduling}})
             .Increment(held * pool.replicas * pool.acceleratorCount);
       }
+    }
+    if (run.hourlyUsd && *run.hourlyUsd > 0) {
+      costUsd_.Add({{"namespace", run.ns}, {"accelerator_type", run.acceleratorType}, {"scheduling", run.scheduling}})
+          .Increment(held / 3600.0 * *run.hourlyUsd);
     }
   }
   record.accountedUntil = std::max(record.accountedUntil, now);

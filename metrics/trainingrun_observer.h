@@ -51,6 +51,7 @@ struct RunSnapshot {
   std::optional<Clock::time_point> completed;
   std::map<int, std::string> failedAttempts;      // attempt number -> failure class
   bool waitingForCapacity = false;                // every placement of spec.capacity is blocked
+  std::optional<double> hourlyUsd;                // status.cost.hourlyUsd: what the running job costs per hour
 };
 
 class TrainingRunObserver final : public prometheus::Collectable {
@@ -100,6 +101,7 @@ class TrainingRunObserver final : public prometheus::Collectable {
   prometheus::Family<prometheus::Counter>& attemptFailures_;
   prometheus::Family<prometheus::Counter>& acceleratorSeconds_;
   prometheus::Family<prometheus::Counter>& machineSeconds_;
+  prometheus::Family<prometheus::Counter>& costUsd_;
 
   mutable std::mutex mutex_;
   bool active_ = false;

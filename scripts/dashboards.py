@@ -224,6 +224,18 @@ def trainingruns_dashboard():
                            "s", [target(f"topk(10, max by (namespace, name) (vto_checkpoint_age_seconds{{{sel}}}))", "", instant=True, fmt="table")],
                            transformations=[{"id": "organize", "options": {"excludeByName": {"Time": True},
                                                                           "renameByName": {"Value": "checkpoint age"}}}]), 12, 8))
+    # Spend: list-price estimates (docs/cost.md); the billing export is the truth.
+    p.append(L.place({"type": "row", "title": "Spend", "collapsed": False, "panels": [], "targets": []}, 24, 1))
+    p.append(L.place(panel("timeseries", "Spend per team per day",
+                           "Estimated list-price USD of running jobs per day, by namespace (vto_trainingrun_cost_usd_total).",
+                           "currencyUSD", [target(f"sum by (namespace) (increase(vto_trainingrun_cost_usd_total{{{sel}}}[1d]))", "{{namespace}}")]), 12, 8))
+    p.append(L.place(panel("bargauge", "Top spenders by accelerator",
+                           "The ten namespace, accelerator and scheduling combinations that spent most in the time range (list prices); `vto cost --by run` names the runs.",
+                           "currencyUSD", [target(f"topk(10, sum by (namespace, accelerator_type, scheduling) (increase(vto_trainingrun_cost_usd_total{{{sel}}}[$__range])))",
+                                                  "{{namespace}} {{accelerator_type}} {{scheduling}}", instant=True)]), 6, 8))
+    p.append(L.place(panel("bargauge", "Budget burn", "Each budget rule's month-to-date spend as a share of its monthlyUsd; VtoBudgetNearlySpent fires at 80 %.",
+                           "percentunit", [target("max by (rule) (vto_budget_spent_usd{job=\"vto\"}) / max by (rule) (vto_budget_limit_usd{job=\"vto\"} > 0)",
+                                                  "{{rule}}", instant=True)]), 6, 8))
     variables = [datasource_var(), query_var("namespace", "Namespace", f"label_values(vto_trainingruns{{{JOB}}}, namespace)")]
     return dashboard("vto-trainingruns", "vto / Training runs",
                      "What training is doing and costing, per team: runs by phase, time waiting for capacity, preemptions and resumes, accelerator and machine hours.",

@@ -1,6 +1,7 @@
 #include "reconcilers/jobs/job_cache.h"
 
 #include "base/utf8.h"
+#include "base/rfc3339.h"
 
 namespace vto::reconcilers {
 
@@ -16,12 +17,33 @@ bool CachedJob::operator==(const CachedJob& other) const {
          startTime == other.startTime && endTime == other.endTime && updateTime == other.updateTime &&
          errorKey(error) == errorKey(other.error) && labels == other.labels &&
          trialKey(bestTrial) == trialKey(other.bestTrial) && webAccessUris == other.webAccessUris &&
-         readAt == other.readAt;
+         trialSpans == other.trialSpans && readAt == other.readAt;
 }
 
+namespace {
+// Trials without a startTime have not started and cost nothing yet.
+std::vector<std::pair<Clock::time_point, std::optional<Clock::time_point>>> trialSpansOf(const nlohmann::json& raw) {
+  std::vector<std::pair<Clock::time_point, std::optional<Clock::time_point>>> spans;
+  auto trials = raw.find("trials");
+  if (trials == raw.end() || !trials->is_array()) return spans;
+  for (const auto& trial : *trials) {
+    if (!trial.is_object()) continue;
+    auto start = trial.find("startTime");
+    if (start == trial.end() || !start->is_string()) continue;
+    auto started = parseRfc3339OrNone(start->get_ref<const std::string&>());
+    if (!started) continue;
+    std::optional<Clock::time_point> ended;
+    if (auto end = trial.find("endTime"); end != trial.end() && end->is_string())
+      ended = parseRfc3339OrNone(end->get_ref<const std::string&>());
+    spans.emplace_back(*started, ended);
+  }
+  return spans;
+}
+}  // namespace
+
 CachedJob cachedJobOf(const vertex::Job& job, Clock::time_point readAt) {
-  CachedJob cached{job.name,  job.state,  job.createTime, job.startTime,     job.endTime, job.updateTime,
-                   job.error, job.labels, job.bestTrial,  job.webAccessUris, readAt};
+  CachedJob cached{job.name,  job.state,  job.createTime, job.startTime,     job.endTime,          job.updateTime,
+                   job.error, job.labels, job.bestTrial,  job.webAccessUris, trialSpansOf(job.raw), readAt};
   // Vertex's error quotes the job's own output (an exit message, a Python exception): it reaches
   // status, conditions and Events only escaped.
   if (cached.error) cached.error->message = escapeControls(cached.error->message);

@@ -30,6 +30,8 @@ struct CachedJob {
   std::map<std::string, std::string> labels;
   std::optional<vertex::Trial> bestTrial;
   std::map<std::string, std::string> webAccessUris;
+  // A tuning job's trials as (startTime, endTime; nullopt while it runs), what its cost is made of.
+  std::vector<std::pair<Clock::time_point, std::optional<Clock::time_point>>> trialSpans;
   Clock::time_point readAt{};  // when vto last read it from Vertex: an old entry is re-read by GET
   bool operator==(const CachedJob&) const;
 };

@@ -184,6 +184,7 @@ Plan create(Draft& d, const DecideOptions& options) {
     d.plan.requeueAfter = options.quotaRecheckPeriod;
     return finish(d);
   }
+  if (auto held = budgetGate(d, at, where)) return *held;
   // The output bucket must exist before attempt 1 (it may be created later: retried with backoff).
   if (d.o.outputBucketMissing) {
     std::string message = "the output bucket gs://" + *d.o.outputBucketMissing +
@@ -287,8 +288,10 @@ Plan afterFailure(Draft& d, const CachedJob& job, const DecideOptions& options) 
   return create(d, options);
 }
 
-// Unsuspended: the same path as a resume after a failure, without spending the resume budget.
-Plan unsuspend(Draft& d, const CachedJob& job, const DecideOptions& options) {
+// Unsuspended (or a cost limit raised): the same path as a resume after a failure, without spending
+// the resume budget.
+Plan unsuspend(Draft& d, const CachedJob& job, const DecideOptions& options,
+               const std::string& why = "the run was unsuspended") {
   if (d.refused) return tenantViolation(d, *d.refused);
   if (!d.o.checkpoints.listed) {
     return retryCheckpointListing(d, "cannot list checkpoints under " + crd::checkpointDirectoryOf(d.run.spec) +
@@ -302,7 +305,7 @@ Plan unsuspend(Draft& d, const CachedJob& job, const DecideOptions& options) {
   }
   d.current().state = std::string(vertex::jobStateName(job.state));
   d.current().endTime = wholeSeconds(job.endTime);
-  startNextAttempt(d, "the run was unsuspended");
+  startNextAttempt(d, why);
   return create(d, options);
 }
 
@@ -312,6 +315,12 @@ Plan followJob(Draft& d, const CachedJob& job, const DecideOptions& options) {
   if (d.run.spec.capacity && job.state == vertex::JobState::Cancelled && d.current().message == kQueueTimeoutMessage) {
     return elsewhere(d, "QueueTimeout", d.current().message,
                      "attempt " + std::to_string(d.current().attempt) + " waited past spec.capacity.maxQueueTime", options);
+  }
+  switch (costLimitStep(d, job)) {
+    case CostLimitStep::Cancel: return cancelAtCostLimit(d, job);
+    case CostLimitStep::Failed: return failedAtCostLimit(d);
+    case CostLimitStep::Resume: return unsuspend(d, job, options, "spec.maxCostUsd was raised above the estimate");
+    case CostLimitStep::None: break;
   }
   if (job.state == vertex::JobState::Running) capacityRecovered(d);
   // The newest checkpoint, while the job runs and once more when it ends (its final checkpoint).
@@ -405,7 +414,8 @@ crd::TenancyDecision tenancyOf(const Observed& o) {
 
 bool checkpointRequired(const Observed& o) {
   return o.run && o.metadata.deletionTimestamp.empty() && !o.run->spec.suspend && o.vertex.job &&
-         vertex::isTerminal(o.vertex.job->state) && !crd::isFinished(o.status.phase);
+         vertex::isTerminal(o.vertex.job->state) &&
+         (!crd::isFinished(o.status.phase) || trainingrun::resumableAtCostLimit(o));
 }
 
 Plan decide(const Observed& o, const DecideOptions& options) {

@@ -18,11 +18,13 @@
 #include "base/clock.h"
 #include "base/gcp_names.h"
 #include "controller/event.h"
+#include "crd/price_catalog.h"
 #include "crd/render.h"
 #include "crd/tenancy.h"
 #include "crd/training_run.h"
 #include "reconcilers/jobs/checkpoints.h"
 #include "reconcilers/jobs/job_cache.h"
+#include "reconcilers/tenancy/budget_ledger.h"
 #include "vertex/model_registry.h"
 #include "vertex/vertex_client.h"
 
@@ -31,7 +33,8 @@ namespace vto::reconcilers {
 inline constexpr const char* kFinalizer = "vto.dev/finalizer";
 
 // The condition types of a TrainingRun, in the order status lists them.
-enum class ConditionType { Valid, Ready, Submitted, Running, Succeeded, Failed, CheckpointsReadable, ModelRegistered };
+enum class ConditionType { Valid, Ready, Submitted, Running, Succeeded, Failed, CheckpointsReadable, CostEstimated,
+                           ModelRegistered };
 const char* conditionTypeName(ConditionType type);
 
 // Every condition reason vto writes (condition.reason is one of these names).
@@ -41,6 +44,7 @@ enum class Reason {
   ResumeBudgetExhausted, Suspended, VertexError, TenantPolicyViolation, TenantQuotaExceeded,
   OutputBucketNotFound, CheckpointsListed, CheckpointsForbidden, CheckpointListFailed, WaitingForCapacity,
   CapacityUnavailable, Registering, VersionRegistered, ArtifactMissing, UploadFailed, PermissionDenied,
+  Priced, PriceMissing, CostLimitReached, BudgetExceeded,
 };
 const char* reasonName(Reason reason);
 
@@ -82,6 +86,8 @@ struct TenancyReading {
   // The accelerator claims of the other runs, each with the index of the rule that governs it;
   // decide counts those under this run's rule against its maxAccelerators.
   std::vector<std::pair<size_t, crd::AcceleratorClaim>> otherClaims;
+  // Month-to-date spend by rule index (budget rules only), read where a job may be created.
+  std::map<size_t, RuleSpend> budgets;
 };
 
 // A succeeded run's model registration (spec.model), as observe read it: only while ModelRegistered
@@ -126,6 +132,7 @@ struct Observed {
   TenancyReading tenancy;
   RegistryReading registry;
   LogTailReading logTails;
+  const crd::PriceCatalog* prices = nullptr;  // --price-catalog; null: the built-in table
 };
 
 // Whether observe must list checkpoints for decide: a resume or unsuspend creates an attempt from
@@ -146,6 +153,13 @@ struct CreateJob {
   Location where;
   vertex::JobKind kind = vertex::JobKind::Custom;
   size_t placement = 0;  // crd::specAt(spec, placement) is what the job is rendered from
+};
+
+// What the budget gate let a job spend (its price over the budget's horizon), counted against rule
+// `rule` until the ledger's next refresh lists the job.
+struct BudgetReservation {
+  size_t rule = 0;
+  double usd = 0;
 };
 
 // A capacity failover, for vto_trainingrun_capacity_failovers_total.
@@ -176,6 +190,7 @@ struct Plan {
   bool addFinalizer = false;
   std::optional<std::string> cancelJob;  // job name
   std::optional<CreateJob> createJob;    // act writes the job name to status at once (the journal)
+  std::optional<BudgetReservation> budgetReservation;  // with createJob under a budget
   // act writes status (the upload journal, uploadStartTime) before the upload, its operation after.
   std::optional<UploadModel> uploadModel;
   std::optional<ImportEvaluation> importEvaluation;  // before the status write that says it was imported
@@ -201,6 +216,8 @@ struct DecideOptions {
   Clock::duration firstPollWait = std::chrono::seconds(5);
   // How soon a run queued by its tenant's maxAccelerators looks again (a finishing run also wakes it).
   Clock::duration quotaRecheckPeriod = std::chrono::seconds(30);
+  // How soon a run held by its tenant's budget looks again (the spend is re-read about as often).
+  Clock::duration budgetRecheckPeriod = std::chrono::seconds(30);
   // How often an upload in flight is looked at (Vertex finishes most in well under a minute).
   Clock::duration uploadPollPeriod = std::chrono::seconds(3);
   // After a crash between asking for an upload and recording its operation, how long to wait for

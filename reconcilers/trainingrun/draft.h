@@ -75,6 +75,27 @@ bool conditionIs(const Draft& d, ConditionType type, const char* status, Reason 
 // What Vertex says about the current attempt's job, in the attempt's record, status.job, the phase and
 // the lifecycle conditions.
 void applyJobState(Draft& d, const CachedJob& job);
+// Conditions in the order of ConditionType (stable output, no spurious writes).
+void sortConditions(std::vector<crd::Condition>& conditions);
+// status.cost (cost.cpp): the stored figures, recomputed up to now only when the pass writes status
+// anyway. After the conditions are sorted; sorts them again when it sets CostEstimated.
+void costView(Draft& d);
+// spec.maxCostUsd, for the current attempt's job as this pass read it: nothing to do, cancel the job
+// (the estimate reached the limit, or Vertex is still cancelling it), fail the run once it is
+// cancelled, or resume it from its last checkpoint (the limit was raised above the estimate).
+enum class CostLimitStep { None, Cancel, Failed, Resume };
+CostLimitStep costLimitStep(const Draft& d, const CachedJob& job);
+Plan cancelAtCostLimit(Draft& d, const CachedJob& job);
+Plan failedAtCostLimit(Draft& d);
+// A run failed at its cost limit whose limit now lies above its estimate: it resumes.
+bool resumableAtCostLimit(const Observed& o);
+// The budget gate (budget.cpp) for a job about to be created at `where`: nullopt lets it go (a Warn
+// rule's Warning Event and the budget reservation are in the plan); else the pass's plan, held.
+std::optional<Plan> budgetGate(Draft& d, const crd::TrainingRun& at, const Location& where);
+// The governing rule's name, for the job's vto-team label ("" without one).
+std::string teamOf(const Observed& o);
+// "; cost $12.80 at list prices" for the Succeeded/Failed Events ("" while unpriced).
+std::string costNote(const Draft& d);
 // The end of every pass: conditions in order, the transition Event, the status when it changed.
 Plan finish(Draft& d);
 // The same for a finished run: the work after its success, then only its TTL.

@@ -92,7 +92,7 @@ bool tailPending(const Draft& d) {
 }
 
 controller::Event failedEvent(const Draft& d) {
-  std::string message = d.next.message;
+  std::string message = d.next.message + costNote(d);
   const auto& attempts = d.next.history.attempts;
   if (!attempts.empty() && !attempts.back().logTail.empty() && attempts.back().logTail != kLogTailFollows) {
     message += "; log: ";
@@ -184,7 +184,7 @@ void transitionEvent(Draft& d) {
   switch (*d.next.phase) {
     case Phase::Queued: d.plan.events.push_back(normalEvent("JobQueued", message)); break;
     case Phase::Running: d.plan.events.push_back(normalEvent("JobRunning", message)); break;
-    case Phase::Succeeded: d.plan.events.push_back(normalEvent("Succeeded", message)); break;
+    case Phase::Succeeded: d.plan.events.push_back(normalEvent("Succeeded", message + costNote(d))); break;
     case Phase::Suspended: d.plan.events.push_back(normalEvent("Suspended", message)); break;
     case Phase::Resuming: d.plan.events.push_back(normalEvent("Resuming", message)); break;
     case Phase::Failed:
@@ -195,12 +195,8 @@ void transitionEvent(Draft& d) {
   }
 }
 
-// Conditions in one order (stable output, no spurious writes); the status goes into the plan only if
-// it differs from what is stored.
-Plan finish(Draft& d) {
-  placementView(d);
-  recordLogTails(d);
-  std::stable_sort(d.next.conditions.begin(), d.next.conditions.end(), [](const auto& a, const auto& b) {
+void sortConditions(std::vector<crd::Condition>& conditions) {
+  std::stable_sort(conditions.begin(), conditions.end(), [](const auto& a, const auto& b) {
     auto rank = [](const std::string& type) {
       for (int i = 0; i <= static_cast<int>(ConditionType::ModelRegistered); ++i) {
         if (type == conditionTypeName(static_cast<ConditionType>(i))) return i;
@@ -209,6 +205,15 @@ Plan finish(Draft& d) {
     };
     return rank(a.type) < rank(b.type);
   });
+}
+
+// Conditions in one order (stable output, no spurious writes); the status goes into the plan only if
+// it differs from what is stored.
+Plan finish(Draft& d) {
+  placementView(d);
+  recordLogTails(d);
+  sortConditions(d.next.conditions);
+  costView(d);
   transitionEvent(d);
   if (!d.o.statusStored || d.next != d.o.status) d.plan.status = d.next;
   d.plan.finished = crd::isFinished(d.next.phase);
@@ -237,7 +242,7 @@ Plan finished(Draft& d) {
 
 const char* conditionTypeName(ConditionType type) {
   static constexpr std::array names = {"Valid", "Ready", "Submitted", "Running", "Succeeded", "Failed", "CheckpointsReadable",
-                                       "ModelRegistered"};
+                                       "CostEstimated", "ModelRegistered"};
   return names[static_cast<size_t>(type)];
 }
 
@@ -249,6 +254,7 @@ const char* reasonName(Reason reason) {
       "TenantPolicyViolation", "TenantQuotaExceeded", "OutputBucketNotFound", "CheckpointsListed",
       "CheckpointsForbidden", "CheckpointListFailed", "WaitingForCapacity", "CapacityUnavailable",
       "Registering", "VersionRegistered", "ArtifactMissing", "UploadFailed", "PermissionDenied",
+      "Priced", "PriceMissing", "CostLimitReached", "BudgetExceeded",
   };
   return names[static_cast<size_t>(reason)];
 }

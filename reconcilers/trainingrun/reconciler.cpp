@@ -39,6 +39,7 @@ TrainingRunReconciler::TrainingRunReconciler(const controller::ObjectCache& runs
                      .cancelPollPeriod = options.cancelPollPeriod,
                      .firstPollWait = std::chrono::seconds(5),
                      .quotaRecheckPeriod = options.quotaRecheckPeriod,
+                     .budgetRecheckPeriod = options.budgetRecheckPeriod,
                      .uploadGracePeriod = options.uploadGracePeriod},
       metrics_(metrics),
       checkpoints_(options.checkpointPollPeriod, options.checkpointListsPerMinute),
@@ -76,6 +77,7 @@ Observed TrainingRunReconciler::observe(const nlohmann::json& object) {
   Observed o;
   o.now = clock_.now();
   o.defaults = options_.defaults;
+  o.prices = options_.prices;
   o.hasFinalizer = controller::containsFinalizer(object, kFinalizer);
   o.statusStored = object.contains("status");
   try {
@@ -222,6 +224,11 @@ void TrainingRunReconciler::observeTenancy(Observed& o) {
   // run's pass never reads them.
   bool mayCreate = o.metadata.deletionTimestamp.empty() && !o.run->spec.suspend &&
                    (!o.vertex.job || vertex::isTerminal(o.vertex.job->state));
+  if (options_.budgets != nullptr && mayCreate) {
+    for (size_t i = 0; i < options_.tenancy.size(); ++i)
+      if (options_.tenancy[i].budget)
+        if (auto spend = options_.budgets->spendOf(i)) o.tenancy.budgets.emplace(i, std::move(*spend));
+  }
   if (!accelerators_.capped() || !mayCreate || !crd::anyPlacementWantsAccelerators(o.run->spec)) return;
   o.tenancy.otherClaims = accelerators_.claimsOtherThan(o.metadata.uid, [&](const std::string& ns) {
     return ns == o.metadata.namespace_ ? o.tenancy.ns : namespaces_.get(ns);
@@ -362,9 +369,12 @@ Plan TrainingRunReconciler::createPlannedJob(const Observed& o, Plan plan) {
     bool adopted = job.has_value();
     if (job) return recordCreatedJob(o, std::move(plan), cachedJobOf(*job, o.now), adopted);
     try {
-      job = vertex_.createJob(create.where, create.kind,
-                              crd::renderJob(trainingrun::runAt(*o.run, create.placement), create.attempt, create.resumeFrom));
+      auto body = crd::renderJob(trainingrun::runAt(*o.run, create.placement), create.attempt, create.resumeFrom);
+      if (auto team = trainingrun::teamOf(o); !team.empty()) body["labels"][kTeamLabel] = team;
+      job = vertex_.createJob(create.where, create.kind, body);
       jobs_.put(*job, o.now);
+      if (const auto& reserved = plan.budgetReservation; reserved && options_.budgets != nullptr)
+        options_.budgets->noteCreated(reserved->rule, job->name, reserved->usd);
       if (metrics_ != nullptr) metrics_->jobCreated(std::string(vertex::kindName(create.kind)));
       return recordCreatedJob(o, std::move(plan), cachedJobOf(*job, o.now), false);
     } catch (const vertex::ApiError& e) {

@@ -59,6 +59,12 @@ struct TrainingRunReconcilerOptions {
   Clock::duration awaitFirstPoll = Clock::duration::zero();
   // Tenant guardrails (vto run --config); empty: everything is allowed.
   crd::TenancyRules tenancy;
+  // The list prices of status.cost (vto run --price-catalog); null: the built-in table.
+  const crd::PriceCatalog* prices = nullptr;
+  // Month-to-date spend of the budget rules (refreshed by its own loop); null: no budget is checked.
+  BudgetLedger* budgets = nullptr;
+  // How soon a run held by its budget looks again (vto run: --budget-poll-interval, as the spend is read).
+  Clock::duration budgetRecheckPeriod = std::chrono::seconds(30);
   // How soon a run queued by its tenant's maxAccelerators looks again for free capacity.
   Clock::duration quotaRecheckPeriod = std::chrono::seconds(30);
   // Where the resourceVersions of this reconciler's own writes go, so that their watch events

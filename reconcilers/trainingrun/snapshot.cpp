@@ -1,6 +1,7 @@
 #include "reconcilers/trainingrun/snapshot.h"
 
 #include <cctype>
+#include <cstdlib>
 
 #include "base/rfc3339.h"
 #include "crd/placement.h"
@@ -96,6 +97,11 @@ metrics::RunSnapshot trainingRunSnapshot(const nlohmann::json& object, const crd
   snapshot.scheduling = crd::enumName(run.spec.scheduling.strategy, crd::schedulingStrategyNames());
   snapshot.completed = run.status.completionTime;
   snapshot.waitingForCapacity = run.status.history.capacity && run.status.history.capacity->waitingSince;
+  if (run.status.cost && run.status.cost->hourlyUsd) {
+    char* end = nullptr;
+    double hourly = std::strtod(run.status.cost->hourlyUsd->c_str(), &end);
+    if (end != nullptr && *end == '\0' && hourly >= 0) snapshot.hourlyUsd = hourly;
+  }
   for (const auto& attempt : run.status.history.attempts) {
     if (attempt.attempt == 1) snapshot.firstRunning = attempt.startTime;
     if (attempt.failureClass) snapshot.failedAttempts[attempt.attempt] = crd::enumName(*attempt.failureClass, crd::failureClassNames());

@@ -117,6 +117,11 @@ class FakeVertexClient final : public vertex::VertexClient {
     std::lock_guard lock(mutex_);
     return stamp_;
   }
+  // Merges `patch` into the stored job (times, trials, ...), as Vertex's own progress would.
+  void patchJob(const std::string& name, const nlohmann::json& patch) {
+    std::lock_guard lock(mutex_);
+    find(name).merge_patch(patch);
+  }
   // Removes a job as someone outside vto would (no operation, no record).
   void removeJob(const std::string& name) {
     std::lock_guard lock(mutex_);
@@ -179,10 +184,10 @@ class FakeVertexClient final : public vertex::VertexClient {
     stamp_ += std::chrono::seconds(1);
     return stamp_;
   }
-  // Terms `labels.KEY="V"`, `state="S"`, `state!="S"`, `update_time>="T"` joined by AND; anything
-  // else is a test bug.
+  // Terms `labels.KEY="V"`, `state="S"`, `state!="S"`, `update_time>="T"`, `create_time>="T"` joined by
+  // AND; anything else is a test bug.
   static bool matches(const nlohmann::json& job, const std::string& filter) {
-    static const std::regex term(R"re(\s*(labels\.([\w.-]+)|state|update_time)\s*(=|!=|>=)\s*"([^"]*)"\s*(AND)?)re");
+    static const std::regex term(R"re(\s*(labels\.([\w.-]+)|state|update_time|create_time)\s*(=|!=|>=)\s*"([^"]*)"\s*(AND)?)re");
     auto begin = std::sregex_iterator(filter.begin(), filter.end(), term);
     std::size_t consumed = 0;
     for (auto it = begin; it != std::sregex_iterator(); ++it) {
@@ -193,8 +198,9 @@ class FakeVertexClient final : public vertex::VertexClient {
       auto expected = match[4].str();
       if (match[1] == "state") {
         if ((job.value("state", std::string()) == expected) != (op == "=")) return false;
-      } else if (match[1] == "update_time") {
-        if (parseRfc3339(job.value("updateTime", std::string())) < parseRfc3339(expected)) return false;
+      } else if (match[1] == "update_time" || match[1] == "create_time") {
+        auto field = match[1] == "update_time" ? "updateTime" : "createTime";
+        if (parseRfc3339(job.value(field, std::string())) < parseRfc3339(expected)) return false;
       } else {
         auto labels = job.value("labels", nlohmann::json::object());
         if (!labels.contains(match[2].str()) || labels[match[2].str()] != expected) return false;

@@ -87,6 +87,21 @@ TEST_F(TrainingRunObserverTest, AccountsAcceleratorAndMachineTimeWhileRunningAnd
   EXPECT_EQ(valueOf(observer, "vto_trainingruns_finished_total", {{"outcome", "Succeeded"}}), 1);
 }
 
+TEST_F(TrainingRunObserverTest, CostGrowsAtTheRunningJobsHourlyPriceAndStopsWhenItEnds) {
+  auto running = gpuRun("Running");
+  running.hourlyUsd = 36.0;  // $0.01 a second
+  observer.observe(running);
+  clock.advance(seconds(100));
+  EXPECT_NEAR(valueOf(observer, "vto_trainingrun_cost_usd_total",
+                      {{"namespace", "team-a"}, {"accelerator_type", "NVIDIA_L4"}, {"scheduling", "Spot"}}),
+              1.0, 1e-9);
+  auto done = gpuRun("Succeeded");
+  done.completed = clock.now();
+  observer.observe(done);
+  clock.advance(seconds(1000));
+  EXPECT_NEAR(valueOf(observer, "vto_trainingrun_cost_usd_total", {{"namespace", "team-a"}}), 1.0, 1e-9);
+}
+
 TEST_F(TrainingRunObserverTest, ASnapshotWithoutPoolsKeepsThoseOfTheSameGenerationOnly) {
   auto running = gpuRun("Running");
   running.generation = 1;

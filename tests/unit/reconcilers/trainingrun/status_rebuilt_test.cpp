@@ -39,7 +39,10 @@ crd::RunHistory everyHistoryField(const std::string& state, std::optional<Clock:
                                 .failureClass = std::nullopt,
                                 .message = "",
                                 .resumedFrom = "",
-                                .logTail = ""}},
+                                .logTail = "",
+                                .costUsd = "0.03",
+                                .acceleratorHours = 0,
+                                .replicaHours = 0.139}},
       .attemptCount = 1,
       .resumes = 0,
       .lastCheckpoint = crd::CheckpointRef{.uri = "gs://bucket/r/checkpoints/ckpt-3",
@@ -49,6 +52,15 @@ crd::RunHistory everyHistoryField(const std::string& state, std::optional<Clock:
       .capacity = std::nullopt,
       .model = std::nullopt,
   };
+}
+
+crd::RunCost everyCostField(bool running) {
+  return crd::RunCost{.estimatedUsd = "0.03",
+                      .acceleratorHours = 0,
+                      .replicaHours = 0.139,
+                      .hourlyUsd = running ? std::optional<std::string>("0.22") : std::nullopt,
+                      .priceCatalog = "2026-12-05",
+                      .updateTime = T0 - seconds(100)};
 }
 
 crd::JobRef everyJobField(const std::string& state, std::optional<Clock::time_point> endTime) {
@@ -107,6 +119,7 @@ crd::TrainingRunStatus runningStatus() {
       .placement = std::nullopt,
       .history = everyHistoryField(state, std::nullopt),
       .completionTime = std::nullopt,
+      .cost = everyCostField(true),
   };
 }
 
@@ -132,6 +145,7 @@ TEST(StatusRebuilt, ASettledRunKeepsEveryFieldAndIsNotWritten) {
       .placement = std::nullopt,
       .history = everyHistoryField(state, ended),
       .completionTime = ended,
+      .cost = everyCostField(false),
   });
   auto plan = decide(o);
   EXPECT_FALSE(plan.status.has_value()) << crd::encodeTrainingRunStatus(*plan.status).dump(2);

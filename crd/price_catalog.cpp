@@ -1,0 +1,111 @@
+#include "crd/price_catalog.h"
+
+#include <cmath>
+
+#include "crd/embedded.h"
+#include "crd/strict_json.h"
+#include "crd/yaml_json.h"
+
+namespace vto::crd {
+namespace {
+
+double readPrice(const json& value, const std::string& path) {
+  double price = readNumber(value, path);
+  if (!std::isfinite(price) || price < 0) throw DecodeError(path, "must be a price in USD per hour, 0 or more");
+  return price;
+}
+
+std::map<std::string, StrategyPrices> readPrices(const json& value, const std::string& path) {
+  if (!value.is_object()) throw DecodeError(path, "must be a map of names to prices, not " + describeType(value));
+  std::map<std::string, StrategyPrices> out;
+  for (const auto& [name, entry] : value.items()) {
+    auto entryPath = joinPath(path, name);
+    if (!entry.is_object()) throw DecodeError(entryPath, "must be {standard, spot, flexStart}, not " + describeType(entry));
+    ObjectReader r(entry, entryPath);
+    StrategyPrices p;
+    r.with("standard", [&](const json& v, const std::string& q) { p.standard = readPrice(v, q); });
+    r.with("spot", [&](const json& v, const std::string& q) { p.spot = readPrice(v, q); });
+    r.with("flexStart", [&](const json& v, const std::string& q) { p.flexStart = readPrice(v, q); });
+    r.finish();
+    out.emplace(name, p);
+  }
+  return out;
+}
+
+template <typename Pick>
+std::optional<double> lookUp(const std::map<std::string, LocationPrices>& locations, const std::string& location,
+                             const std::string& name, SchedulingStrategy strategy, Pick pick) {
+  auto where = locations.find(location);
+  if (where == locations.end()) return std::nullopt;
+  const auto& table = pick(where->second);
+  auto found = table.find(name);
+  if (found == table.end()) return std::nullopt;
+  return found->second.of(strategy);
+}
+
+}  // namespace
+
+std::optional<double> StrategyPrices::of(SchedulingStrategy strategy) const {
+  switch (strategy) {
+    case SchedulingStrategy::Standard: return standard;
+    case SchedulingStrategy::Spot: return spot;
+    case SchedulingStrategy::FlexStart: return flexStart;
+  }
+  return std::nullopt;
+}
+
+const char* priceKeyOf(SchedulingStrategy strategy) {
+  switch (strategy) {
+    case SchedulingStrategy::Standard: return "standard";
+    case SchedulingStrategy::Spot: return "spot";
+    case SchedulingStrategy::FlexStart: return "flexStart";
+  }
+  return "standard";
+}
+
+PriceCatalog PriceCatalog::parse(const std::string& text, std::string id) {
+  auto documents = parseYamlDocuments(text);
+  if (documents.size() != 1) throw DecodeError("", "a price file holds exactly one document");
+  const json& document = documents.front();
+  if (!document.is_object()) throw DecodeError("", "a price file is a map with date, source and locations");
+  PriceCatalog catalog;
+  catalog.id_ = std::move(id);
+  ObjectReader r(document, "");
+  r.string("date", catalog.date_);
+  r.string("source", catalog.source_);
+  r.with("locations", [&](const json& v, const std::string& path) {
+    if (!v.is_object()) throw DecodeError(path, "must be a map of locations, not " + describeType(v));
+    for (const auto& [location, entry] : v.items()) {
+      auto entryPath = joinPath(path, location);
+      if (!entry.is_object()) throw DecodeError(entryPath, "must be {machines, accelerators}, not " + describeType(entry));
+      ObjectReader l(entry, entryPath);
+      LocationPrices prices;
+      l.with("machines", [&](const json& m, const std::string& p) { prices.machines = readPrices(m, p); });
+      l.with("accelerators", [&](const json& a, const std::string& p) { prices.accelerators = readPrices(a, p); });
+      l.finish();
+      catalog.locations_.emplace(location, std::move(prices));
+    }
+  });
+  r.finish();
+  if (catalog.date_.empty()) throw DecodeError("date", "is required (the day the prices were taken, e.g. \"2026-11-01\")");
+  if (catalog.id_.empty()) catalog.id_ = catalog.date_;
+  return catalog;
+}
+
+const PriceCatalog& PriceCatalog::builtIn() {
+  static const PriceCatalog catalog = parse(std::string(embedded::trainingPricesYaml), "");
+  return catalog;
+}
+
+std::optional<double> PriceCatalog::machine(const std::string& location, const std::string& machineType,
+                                            SchedulingStrategy strategy) const {
+  return lookUp(locations_, location, machineType, strategy, [](const LocationPrices& l) -> const auto& { return l.machines; });
+}
+
+std::optional<double> PriceCatalog::accelerator(const std::string& location, const std::string& acceleratorType,
+                                                SchedulingStrategy strategy) const {
+  return lookUp(locations_, location, acceleratorType, strategy,
+                [](const LocationPrices& l) -> const auto& { return l.accelerators; });
+}
+
+}  // namespace vto::crd

@@ -1,0 +1,70 @@
+#pragma once
+// Month-to-date spend per budget rule (tenancy `name` + `budget`, API.md "Cost and budgets"), from
+// what Vertex holds: the jobs vto labelled `vto-team=<rule name>` in the rule's projects and
+// locations, created this calendar month (UTC), each priced from its own resource (pools, strategy,
+// times; a tuning job per trial). Vertex keeps a job whatever becomes of its run, and vto never
+// deletes jobs, so deleting runs, restarting the operator or a leader change never resets a budget:
+// the spend is read again, not remembered.
+//
+// refresh() is one list per project, location and job kind (a few requests a minute for the whole
+// operator, not per run). Between refreshes, a job vto just created counts at its price for the
+// horizon the budget check reserved (noteCreated), so two runs admitted one after the other cannot
+// both spend the same room.
+#include <cstddef>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/gcp_names.h"
+#include "crd/price_catalog.h"
+#include "crd/tenancy.h"
+#include "vertex/vertex_client.h"
+
+namespace vto::reconcilers {
+
+inline constexpr const char* kTeamLabel = "vto-team";
+
+struct RuleSpend {
+  std::string month;             // "2026-12"
+  double spentUsd = 0;           // jobs created this month, up to now
+  double runningHourlyUsd = 0;   // the rule's running jobs, per hour
+  std::vector<std::string> unpriced;  // jobs the price table cannot price (not counted)
+  std::optional<std::string> error;   // the last refresh failed: the figures are the last known
+};
+
+// What one Vertex job adds to its month: its estimate up to `now`, and its price per hour while it runs.
+struct JobCostReading {
+  std::optional<double> usd;  // nullopt: a price is missing
+  double hourlyUsd = 0;
+};
+JobCostReading costOfJob(const vertex::Job& job, const crd::PriceCatalog& prices, Clock::time_point now);
+
+class BudgetLedger {
+ public:
+  // `defaultLocations`: where to look for a rule without `locations` (the operator's default).
+  BudgetLedger(vertex::VertexClient& vertex, const Clock& clock, const crd::TenancyRules& rules,
+               const crd::PriceCatalog& prices, std::vector<std::string> defaultLocations);
+
+  // Lists and prices every budget rule's jobs of this month. Never throws: a failed list leaves the
+  // rule's last figures with `error` set.
+  void refresh();
+  // The rule's figures, plus what was noted since the last refresh; nullopt before its first refresh.
+  std::optional<RuleSpend> spendOf(size_t ruleIndex) const;
+  // A job just created under rule `ruleIndex`: counted as `reservedUsd` until a refresh lists it.
+  void noteCreated(size_t ruleIndex, const std::string& jobName, double reservedUsd);
+
+ private:
+  vertex::VertexClient& vertex_;
+  const Clock& clock_;
+  const crd::TenancyRules& rules_;
+  const crd::PriceCatalog& prices_;
+  std::vector<std::string> defaultLocations_;
+  mutable std::mutex mutex_;
+  std::map<size_t, RuleSpend> spend_;
+  std::map<size_t, std::map<std::string, double>> noted_;  // rule -> job name -> reserved USD
+};
+
+}  // namespace vto::reconcilers

@@ -1,0 +1,90 @@
+// A budget rule's month-to-date spend, read from the jobs Vertex holds (reconcilers/tenancy/budget_ledger.h).
+#include "reconcilers/tenancy/budget_ledger.h"
+
+#include <gtest/gtest.h>
+
+#include "base/rfc3339.h"
+#include "tests/fakes/clock_fake.h"
+#include "tests/fakes/vertex_fake_client.h"
+
+namespace vto::reconcilers {
+namespace {
+
+using nlohmann::json;
+using std::chrono::hours;
+
+const crd::PriceCatalog& prices() {
+  static const auto catalog = crd::PriceCatalog::parse(R"(
+date: "2026-11-01"
+source: test
+locations:
+  us-central1:
+    machines: {n1-standard-8: {standard: 0.50, spot: 0.10}}
+    accelerators: {NVIDIA_TESLA_T4: {standard: 0.25}}
+)",
+                                                       "t");
+  return catalog;
+}
+
+json jobBody(const std::string& team, const std::string& strategy = "STANDARD") {
+  return {{"displayName", "j"},
+          {"labels", {{"vto-team", team}, {"managed-by", "vto"}}},
+          {"jobSpec",
+           {{"workerPoolSpecs",
+             {{{"machineSpec", {{"machineType", "n1-standard-8"}, {"acceleratorType", "NVIDIA_TESLA_T4"}, {"acceleratorCount", 2}}},
+               {"replicaCount", "2"}}}},
+            {"scheduling", {{"strategy", strategy}}}}}};
+}
+
+TEST(BudgetLedger, SpendIsThisMonthsLabelledJobsPricedFromTheirOwnResources) {
+  testing::FakeClock clock(parseRfc3339("2026-12-10T12:00:00Z"));
+  testing::FakeVertexClient vertex;
+  crd::TenancyRules rules = crd::parseTenancyRules(json::parse(
+      R"([{"namespaces": ["a"], "projects": ["test-project"], "locations": ["us-central1"], "name": "team-a", "budget": {"monthlyUsd": 100}},
+          {"namespaces": ["b"], "projects": ["test-project"], "locations": ["us-central1"], "maxAccelerators": 4}])"));
+  Location where{"test-project", "us-central1"};
+  // Ended: 2 replicas x (0.50 + 2 x 0.25) = 2.00/h for 3 h.
+  auto ended = vertex.createJob(where, vertex::JobKind::Custom, jobBody("team-a"));
+  vertex.patchJob(ended.name, {{"createTime", "2026-12-01T00:00:00Z"}, {"startTime", "2026-12-01T01:00:00Z"},
+                               {"endTime", "2026-12-01T04:00:00Z"}, {"state", "JOB_STATE_SUCCEEDED"}});
+  // Running for 1 h at 2.00/h.
+  auto running = vertex.createJob(where, vertex::JobKind::Custom, jobBody("team-a"));
+  vertex.patchJob(running.name, {{"createTime", "2026-12-10T10:00:00Z"}, {"startTime", "2026-12-10T11:00:00Z"},
+                                 {"state", "JOB_STATE_RUNNING"}});
+  // Last month's, another team's, and one the table cannot price (no Spot T4 price).
+  auto old = vertex.createJob(where, vertex::JobKind::Custom, jobBody("team-a"));
+  vertex.patchJob(old.name, {{"createTime", "2026-11-30T23:00:00Z"}, {"startTime", "2026-11-30T23:00:00Z"},
+                             {"endTime", "2026-12-01T01:00:00Z"}, {"state", "JOB_STATE_SUCCEEDED"}});
+  vertex.createJob(where, vertex::JobKind::Custom, jobBody("team-b"));
+  auto spot = vertex.createJob(where, vertex::JobKind::Custom, jobBody("team-a", "SPOT"));
+  vertex.patchJob(spot.name, {{"createTime", "2026-12-02T00:00:00Z"}, {"startTime", "2026-12-02T00:00:00Z"}});
+
+  BudgetLedger ledger(vertex, clock, rules, prices(), {"us-central1"});
+  EXPECT_FALSE(ledger.spendOf(0).has_value()) << "nothing is known before the first read";
+  ledger.refresh();
+  auto spend = ledger.spendOf(0);
+  ASSERT_TRUE(spend.has_value());
+  EXPECT_EQ(spend->month, "2026-12");
+  EXPECT_NEAR(spend->spentUsd, 6 + 2, 1e-9);
+  EXPECT_NEAR(spend->runningHourlyUsd, 2, 1e-9);
+  EXPECT_EQ(spend->unpriced, std::vector<std::string>{spot.name});
+  EXPECT_FALSE(ledger.spendOf(1).has_value()) << "no budget, nothing read";
+
+  // A job just created counts at its reservation until a read lists it; then at its own figures.
+  ledger.noteCreated(0, "projects/test-project/locations/us-central1/customJobs/99", 24);
+  EXPECT_NEAR(ledger.spendOf(0)->spentUsd, 8 + 24, 1e-9);
+
+  // A ledger made afresh (a restart, a new leader) reads the same spend: nothing is remembered.
+  BudgetLedger restarted(vertex, clock, rules, prices(), {"us-central1"});
+  restarted.refresh();
+  EXPECT_NEAR(restarted.spendOf(0)->spentUsd, 8, 1e-9);
+
+  // The month rolls over: last month's jobs no longer count.
+  clock.advance(hours(24 * 22));
+  restarted.refresh();
+  EXPECT_EQ(restarted.spendOf(0)->month, "2027-01");
+  EXPECT_NEAR(restarted.spendOf(0)->spentUsd, 0, 1e-9);
+}
+
+}  // namespace
+}  // namespace vto::reconcilers

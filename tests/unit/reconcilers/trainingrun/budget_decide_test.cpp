@@ -1,0 +1,183 @@
+// The budget gate before every job (reconcilers/trainingrun/budget.cpp), as decide sees it: the
+// rule's spend as observed, the job priced at the placement it is about to be created on.
+#include <gtest/gtest.h>
+
+#include "base/rfc3339.h"
+#include "reconcilers/trainingrun/decide.h"
+#include "vertex/json_codec.h"
+
+namespace vto::reconcilers {
+namespace {
+
+using nlohmann::json;
+using std::chrono::hours;
+using std::chrono::minutes;
+using vertex::JobState;
+
+const Clock::time_point T0 = parseRfc3339("2026-12-10T12:00:00Z");
+const std::string kJob = "projects/test-project/locations/us-central1/customJobs/7";
+
+const crd::PriceCatalog& prices() {
+  static const auto catalog = crd::PriceCatalog::parse(R"(
+date: "2026-11-01"
+source: test
+locations:
+  us-central1:
+    machines: {n1-standard-8: {standard: 0.50, spot: 0.10}}
+    accelerators: {NVIDIA_TESLA_T4: {standard: 0.25, spot: 0.05}}
+)",
+                                                       "t");
+  return catalog;
+}
+
+crd::TenancyRules rules(const std::string& onExceeded = "Hold") {
+  return crd::parseTenancyRules(json::parse(R"([{"namespaces": ["ns"], "projects": ["test-project"], "name": "team-a",
+      "budget": {"monthlyUsd": 100, "onExceeded": ")" + onExceeded + R"("}}])"));
+}
+
+// A new run (1.00/h: n1-standard-8 + 2 x T4, timeout 1 h) whose rule has spent `spent` this month.
+Observed fresh(const crd::TenancyRules& r, std::optional<double> spent, const std::string& extraSpec = "{}") {
+  json object = json::parse(R"({"apiVersion": "vto.dev/v1alpha1", "kind": "TrainingRun",
+    "metadata": {"name": "r", "namespace": "ns", "uid": "u-1", "generation": 1, "resourceVersion": "5",
+                 "creationTimestamp": "2026-12-10T11:00:00Z"},
+    "spec": {"trainer": {"container": {"imageUri": "us-docker.pkg.dev/p/r/i:1"}},
+             "resources": {"machineType": "n1-standard-8", "acceleratorType": "NVIDIA_TESLA_T4", "acceleratorCount": 2},
+             "scheduling": {"timeout": "1h"},
+             "baseOutputDirectory": "gs://bucket/r"}})");
+  object["spec"].merge_patch(json::parse(extraSpec));
+  Observed o;
+  o.now = T0;
+  o.run = crd::decodeTrainingRun(object);
+  o.metadata = o.run->metadata;
+  o.defaults = {"test-project", "us-central1"};
+  o.hasFinalizer = true;
+  o.prices = &prices();
+  o.tenancy.rules = &r;
+  o.tenancy.ns = {"ns", std::map<std::string, std::string>{}};
+  if (spent) o.tenancy.budgets[0] = RuleSpend{"2026-12", *spent, 0, {}, std::nullopt};
+  return o;
+}
+
+std::vector<std::string> reasons(const Plan& plan) {
+  std::vector<std::string> out;
+  for (const auto& e : plan.events) out.push_back(e.reason);
+  return out;
+}
+
+std::string ready(const crd::TrainingRunStatus& status) {
+  for (const auto& c : status.conditions)
+    if (c.type == "Ready") return c.status + "/" + c.reason;
+  return "";
+}
+
+TEST(BudgetDecide, ARunThatFitsIsCreatedAndReservesItsHorizon) {
+  auto r = rules();
+  auto plan = decide(fresh(r, 99));  // exactly at the limit: 99 + 1.00/h x 1 h = 100
+  ASSERT_TRUE(plan.createJob.has_value());
+  ASSERT_TRUE(plan.budgetReservation.has_value());
+  EXPECT_EQ(plan.budgetReservation->rule, 0u);
+  EXPECT_NEAR(plan.budgetReservation->usd, 1, 1e-9);
+  EXPECT_TRUE(reasons(plan).empty());
+}
+
+TEST(BudgetDecide, OverTheBudgetHoldWaitsWithTheFiguresAndOneEvent) {
+  auto r = rules();
+  auto o = fresh(r, 99.5);
+  auto plan = decide(o);
+  EXPECT_FALSE(plan.createJob.has_value());
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ(plan.status->phase, crd::Phase::Queued);
+  EXPECT_EQ(ready(*plan.status), "False/BudgetExceeded");
+  EXPECT_EQ(plan.status->message,
+            "team-a spent $99.50 of $100 in 2026-12; this run needs ~$1/h for up to 1 h: $100.50 > $100; it starts by "
+            "itself when the budget allows (next month, or a raised budget)");
+  EXPECT_EQ(reasons(plan), std::vector<std::string>{"BudgetExceeded"});
+  EXPECT_GT(plan.requeueAfter, Clock::duration::zero());
+  // The next pass, nothing changed: no Event, no write.
+  o.status = *plan.status;
+  o.statusStored = true;
+  o.now += minutes(1);
+  auto again = decide(o);
+  EXPECT_FALSE(again.createJob.has_value());
+  EXPECT_TRUE(again.events.empty());
+  EXPECT_FALSE(again.status.has_value());
+  // A raised budget (a new configuration) lets it start.
+  auto raised = crd::parseTenancyRules(json::parse(
+      R"([{"namespaces": ["ns"], "projects": ["test-project"], "name": "team-a", "budget": {"monthlyUsd": 200}}])"));
+  o.tenancy.rules = &raised;
+  EXPECT_TRUE(decide(o).createJob.has_value());
+}
+
+TEST(BudgetDecide, OverTheBudgetWarnCreatesWithAWarning) {
+  auto r = rules("Warn");
+  auto plan = decide(fresh(r, 99.5));
+  ASSERT_TRUE(plan.createJob.has_value());
+  EXPECT_EQ(reasons(plan), std::vector<std::string>{"BudgetExceeded"});
+  EXPECT_EQ(plan.events[0].type, controller::EventType::Warning);
+}
+
+TEST(BudgetDecide, NoReadingOfThisMonthYetHolds) {
+  auto r = rules();
+  auto unread = fresh(r, std::nullopt);
+  EXPECT_FALSE(decide(unread).createJob.has_value());
+  auto lastMonth = fresh(r, 1);
+  lastMonth.tenancy.budgets[0].month = "2026-11";  // read before the month rolled over
+  auto plan = decide(lastMonth);
+  EXPECT_FALSE(plan.createJob.has_value());
+  EXPECT_NE(plan.status->message.find("2026-12 has not been read"), std::string::npos) << plan.status->message;
+}
+
+TEST(BudgetDecide, AMissingPriceHolds) {
+  auto r = rules();
+  auto plan = decide(fresh(r, 0, R"({"scheduling": {"strategy": "FlexStart"}})"));
+  EXPECT_FALSE(plan.createJob.has_value());
+  EXPECT_NE(plan.status->message.find("cannot be priced (no the flexStart price of n1-standard-8"), std::string::npos)
+      << plan.status->message;
+}
+
+TEST(BudgetDecide, AResumeIsCheckedAgain) {
+  auto r = rules();
+  auto o = fresh(r, 99.5);
+  o.status.observedGeneration = 1;
+  o.status.phase = crd::Phase::Running;
+  o.statusStored = true;
+  crd::Attempt first;
+  first.attempt = 1;
+  first.jobName = kJob;
+  o.status.history.attempts = {first};
+  o.status.history.attemptCount = 1;
+  CachedJob job;
+  job.name = kJob;
+  job.state = JobState::Failed;
+  job.error = vertex::RpcStatus{14, "The replica workerpool0-0 was preempted"};
+  job.createTime = T0 - hours(3);
+  job.startTime = T0 - hours(2);
+  job.endTime = T0 - hours(1);
+  job.readAt = T0;
+  o.vertex.job = job;
+  o.checkpoints.listed = true;
+  auto plan = decide(o);
+  EXPECT_FALSE(plan.createJob.has_value()) << "attempt 2 is held like attempt 1";
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ(ready(*plan.status), "False/BudgetExceeded");
+}
+
+TEST(BudgetDecide, AFailoverIsPricedAtItsOwnPlacement) {
+  auto r = rules();
+  // Placement 0 (Standard, 1.00/h) does not fit 99.5 of 100; its Spot fallback (0.20/h) does.
+  auto o = fresh(r, 99.5, R"({"capacity": {"fallbacks": [{"scheduling": {"strategy": "Spot"}}]}})");
+  o.vertex.createQuotaExceeded = "quota";  // placement 0 has no capacity: the attempt moves to placement 1
+  crd::Attempt first;
+  first.attempt = 1;
+  first.placement = 0;
+  o.status.history.attempts = {first};
+  o.status.history.attemptCount = 1;
+  o.statusStored = true;
+  auto plan = decide(o);
+  ASSERT_TRUE(plan.createJob.has_value()) << (plan.status ? plan.status->message : "");
+  EXPECT_EQ(plan.createJob->placement, 1u);
+  EXPECT_NEAR(plan.budgetReservation->usd, 0.20, 1e-9);
+}
+
+}  // namespace
+}  // namespace vto::reconcilers
