@@ -151,6 +151,28 @@ void applyJobState(Draft& d, const CachedJob& job) {
   if (!crd::isFinished(d.next.phase)) d.next.completionTime.reset();
 }
 
+// Ready, Reconciling and Stalled from everything else this pass decided (healthOf).
+void kstatusConditions(Draft& d) {
+  HealthInput in;
+  in.phase = d.next.phase;
+  in.message = d.next.message;
+  in.modelWanted = d.run.spec.model.has_value();
+  const char* ready = conditionTypeName(ConditionType::Ready);
+  for (const auto& c : d.next.conditions) {
+    if (c.type == ready && d.readyGate) in.readyGate = c;
+    if (c.type != ready) in.conditions.push_back(c);
+  }
+  auto health = healthOf(in);
+  for (auto* c : {&health.ready, &health.reconciling, &health.stalled}) {
+    if (const auto* old = controller::findStatusCondition(d.o.status.conditions, c->type)) {
+      controller::removeStatusCondition(d.next.conditions, c->type);  // its lastTransitionTime carries over
+      d.next.conditions.push_back(*old);
+    }
+    c->observedGeneration = d.o.metadata.generation;
+    controller::setStatusCondition(d.next.conditions, *c, d.o.now);
+  }
+}
+
 // The Event for a phase the user has not heard about yet.
 void transitionEvent(Draft& d) {
   if (d.told == Told::ByOwnEvent || !d.next.phase || d.next.phase == d.o.status.phase) return;
@@ -174,9 +196,11 @@ void transitionEvent(Draft& d) {
 Plan finish(Draft& d) {
   placementView(d);
   recordLogTails(d);
+  if (d.o.run) d.next.progress = progressOf(d.run.spec, d.next);
+  kstatusConditions(d);
   std::stable_sort(d.next.conditions.begin(), d.next.conditions.end(), [](const auto& a, const auto& b) {
     auto rank = [](const std::string& type) {
-      for (int i = 0; i <= static_cast<int>(ConditionType::ModelRegistered); ++i) {
+      for (int i = 0; i <= static_cast<int>(ConditionType::Stalled); ++i) {
         if (type == conditionTypeName(static_cast<ConditionType>(i))) return i;
       }
       return 100;
@@ -211,7 +235,7 @@ Plan finished(Draft& d) {
 
 const char* conditionTypeName(ConditionType type) {
   static constexpr std::array names = {"Valid", "Ready", "Submitted", "Running", "Succeeded", "Failed", "CheckpointsReadable",
-                                       "ModelRegistered"};
+                                       "ModelRegistered", "Reconciling", "Stalled"};
   return names[static_cast<size_t>(type)];
 }
 
