@@ -25,7 +25,12 @@ func main() {
 	switch os.Args[1] {
 	case "kstatus":
 		for _, file := range os.Args[2:] {
-			result, err := status.Compute(&unstructured.Unstructured{Object: load(file)})
+			// Unstructured's own decoding, as a client reads objects: integers as int64, as kstatus expects.
+			object := &unstructured.Unstructured{}
+			if err := object.UnmarshalJSON(toJSON(file)); err != nil {
+				fail("%s: %v", file, err)
+			}
+			result, err := status.Compute(object)
 			if err != nil {
 				fail("%s: %v", file, err)
 			}
@@ -49,6 +54,14 @@ func main() {
 }
 
 func load(file string) map[string]interface{} {
+	object := map[string]interface{}{}
+	if err := yaml.Unmarshal(toJSON(file), &object); err != nil {
+		fail("%s: %v", file, err)
+	}
+	return object
+}
+
+func toJSON(file string) []byte {
 	var data []byte
 	var err error
 	if file == "-" {
@@ -59,11 +72,11 @@ func load(file string) map[string]interface{} {
 	if err != nil {
 		fail("%v", err)
 	}
-	object := map[string]interface{}{}
-	if err := yaml.Unmarshal(data, &object); err != nil {
+	converted, err := yaml.YAMLToJSON(data)
+	if err != nil {
 		fail("%s: %v", file, err)
 	}
-	return object
+	return converted
 }
 
 // As Argo CD runs a health script (util/lua in argo-cd): a fresh state with the package, base and
