@@ -185,6 +185,12 @@ Checkpointing readCheckpointing(const json& value, const std::string& path) {
     });
   });
   r.string("directory", c.directory);
+  r.with("totalSteps", [&](const json& v, const std::string& p) {
+    c.totalSteps = readInteger(v, p, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+    if (*c.totalSteps < 1) {
+      throw DecodeError(p, "must be at least 1: the step of the last checkpoint (the number in ckpt-N), for progress");
+    }
+  });
   r.finish();
   return c;
 }
@@ -410,6 +416,17 @@ TrainingRunStatus decodeTrainingRunStatus(const json& value, const std::string& 
     j.finish();
     s.job = job;
   });
+  r.with("progress", [&](const json& v, const std::string& p) {
+    ObjectReader pr(v, p);
+    Progress progress;
+    pr.integer("step", progress.step, 0);
+    pr.integer("totalSteps", progress.totalSteps, 1);
+    pr.integer("percent", progress.percent, 0, 100);
+    readTime(pr, "eta", progress.eta);
+    pr.number("secondsPerStep", progress.secondsPerStep);
+    pr.finish();
+    s.progress = progress;
+  });
   r.with("placement", [&](const json& v, const std::string& p) {
     ObjectReader pr(v, p);
     PlacementRef ref;
@@ -592,6 +609,7 @@ json encodeTrainingRunSpec(const TrainingRunSpec& s) {
                           {"resumeBackoff", formatDuration(s.checkpointing.resumeBackoffSeconds)},
                           {"resumeOn", resumeOn}};
   if (!s.checkpointing.directory.empty()) out["checkpointing"]["directory"] = s.checkpointing.directory;
+  if (s.checkpointing.totalSteps) out["checkpointing"]["totalSteps"] = *s.checkpointing.totalSteps;
   if (const auto& h = s.hyperparameterTuning) {
     json metrics = json::array(), params = json::array();
     for (const auto& m : h->metrics) metrics.push_back({{"metricId", m.metricId}, {"goal", enumName(m.goal, metricGoalNames())}});
@@ -656,6 +674,13 @@ json encodeTrainingRunStatus(const TrainingRunStatus& s) {
     writeTime(job, "endTime", j->endTime);
     if (!j->webAccessUris.empty()) job["webAccessUris"] = j->webAccessUris;
     out["job"] = job;
+  }
+  if (const auto& p = s.progress) {
+    out["progress"] = {{"step", p->step}};
+    if (p->totalSteps) out["progress"]["totalSteps"] = *p->totalSteps;
+    if (p->percent) out["progress"]["percent"] = *p->percent;
+    writeTime(out["progress"], "eta", p->eta);
+    if (p->secondsPerStep) out["progress"]["secondsPerStep"] = *p->secondsPerStep;
   }
   out["attempts"] = json::array();
   const auto& h = s.history;

@@ -115,6 +115,7 @@ struct Checkpointing {
   int64_t resumeBackoffSeconds = 60;  // doubles each resume, capped at kMaxResumeBackoffSeconds
   std::vector<FailureClass> resumeOn = {FailureClass::Preemption, FailureClass::Stockout, FailureClass::InternalError};
   std::string directory;  // "" = "<baseOutputDirectory>/checkpoints" (see checkpointDirectory())
+  std::optional<int64_t> totalSteps;  // the step of the last checkpoint: status.progress's percent and ETA
 };
 
 inline constexpr int64_t kMaxResumeBackoffSeconds = 3600;
@@ -325,12 +326,24 @@ struct RunCost {
   bool operator==(const RunCost&) const = default;
 };
 
+// status.progress: how far the run is, read from the step in its newest checkpoint's name (ckpt-N).
+// Rebuilt every pass from status.lastCheckpoint, the current attempt and spec.checkpointing.totalSteps.
+struct Progress {
+  int64_t step = 0;
+  std::optional<int64_t> totalSteps;
+  std::optional<int32_t> percent;              // with totalSteps
+  std::optional<Clock::time_point> eta;        // while running, with totalSteps and this attempt's rate
+  std::optional<double> secondsPerStep;        // this attempt's rate (from its start to its newest checkpoint)
+  bool operator==(const Progress&) const = default;
+};
+
 struct TrainingRunStatus {
   int64_t observedGeneration = 0;
   std::optional<Phase> phase;
   std::string message;
   std::vector<Condition> conditions;
   std::optional<JobRef> job;
+  std::optional<Progress> progress;
   std::optional<PlacementRef> placement;  // with spec.capacity
   RunHistory history;
   std::optional<Clock::time_point> completionTime;

@@ -67,6 +67,8 @@ build_go vto-testcluster "$ROOT/tests/cluster" . -ldflags "-X $v.gitVersion=$k8s
 # fake-gcs-server and helm: versions pinned in scripts/go-tools/go.mod (with go.sum).
 build_go fake-gcs-server "$ROOT/scripts/go-tools" github.com/fsouza/fake-gcs-server
 build_go helm "$ROOT/scripts/go-tools" helm.sh/helm/v3/cmd/helm
+# The GitOps health checks under the libraries Argo CD and Flux embed (tests/health).
+build_go vto-health-check "$ROOT/tests/health" .
 
 # 4. npm packages for the Vertex conformance test (the official @google-cloud/aiplatform client).
 if [ -f "$ROOT/tests/conformance/package-lock.json" ]; then

@@ -122,6 +122,14 @@ vertex::GcsUri checkpointListing(const std::string& directory) {
   return listing;
 }
 
+std::optional<long long> checkpointStep(const std::string& directory, const std::string& checkpoint) {
+  std::string uri = checkpoint.empty() || checkpoint.back() != '/' ? checkpoint : checkpoint.substr(0, checkpoint.size() - 1);
+  std::string prefix = directory.empty() || directory.back() == '/' ? directory : directory + "/";
+  std::string relative = !prefix.empty() && uri.rfind(prefix, 0) == 0 ? uri.substr(prefix.size())
+                                                                      : uri.substr(uri.rfind('/') + 1);
+  return candidateOf(relative).step;
+}
+
 std::optional<Checkpoint> latestCheckpoint(const std::string& directory, const std::vector<vertex::GcsObject>& objects) {
   auto dir = checkpointListing(directory);
   const std::string& prefix = dir.object;

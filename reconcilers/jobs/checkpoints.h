@@ -32,6 +32,11 @@ vertex::GcsUri checkpointListing(const std::string& directory);
 // under it.
 std::optional<Checkpoint> latestCheckpoint(const std::string& directory, const std::vector<vertex::GcsObject>& objects);
 
+// The step of checkpoint `uri` under `directory` by rule 1 (ckpt-10 -> 10), nullopt when none of
+// its components holds a number. A checkpoint outside the directory (it was edited) is read by its
+// last component.
+std::optional<long long> checkpointStep(const std::string& directory, const std::string& uri);
+
 struct CheckpointSearchLimits {
   int maxPages = 20;                                 // objects.list requests per search, all prefixes together
   Clock::duration maxTime = std::chrono::seconds(20);  // measured on the injected clock

@@ -215,8 +215,41 @@ void listActive(Decision& d) {
   for (const auto& name : d.active) d.plan.status.active.push_back(name);
 }
 
+// kstatus's view of what this pass decided: Ready only while the triggers answer, Stalled for what
+// waits on an edit, Reconciling False.
+void policyHealth(Decision& d) {
+  auto& conditions = d.plan.status.conditions;
+  const auto* valid = controller::findStatusCondition(conditions, policyConditionName(PolicyCondition::Valid));
+  const auto* triggers = controller::findStatusCondition(conditions, policyConditionName(PolicyCondition::TriggersHealthy));
+  const auto* ready = controller::findStatusCondition(conditions, policyConditionName(PolicyCondition::Ready));
+  if (ready == nullptr) return;  // nothing decided (a policy that does not decode keeps what it had)
+  bool isValid = valid != nullptr && valid->status == "True";
+  if (isValid && ready->status == "True" && triggers != nullptr && triggers->status == "False") {
+    crd::Condition notReady = *triggers;
+    notReady.type = policyConditionName(PolicyCondition::Ready);
+    controller::setStatusCondition(conditions, notReady, d.in.now);
+    ready = controller::findStatusCondition(conditions, policyConditionName(PolicyCondition::Ready));
+  }
+  bool stalled = !isValid || (ready->status == "False" && ready->reason == policyReasonName(PolicyReason::RunNameConflict));
+  std::string why = ready->reason, message = ready->message;  // copied: setting conditions below moves them
+  auto set = [&](PolicyCondition type, bool status, std::string reason, std::string message) {
+    d.keepCondition(type);  // its lastTransitionTime carries over while its status stays
+    controller::setStatusCondition(conditions,
+                                   crd::Condition{policyConditionName(type), status ? "True" : "False", std::move(reason),
+                                                  std::move(message), std::nullopt, d.policy.metadata.generation},
+                                   d.in.now);
+  };
+  set(PolicyCondition::Reconciling, false, "Reconciled", "");
+  if (stalled) {
+    set(PolicyCondition::Stalled, true, why, message);
+  } else {
+    set(PolicyCondition::Stalled, false, "NotStalled", "");
+  }
+}
+
 PolicyPlan finish(Decision& d) {
-  static const std::vector<std::string> order = {"Valid", "Ready", "TriggersHealthy", "Suspended"};
+  policyHealth(d);
+  static const std::vector<std::string> order = {"Valid", "Ready", "TriggersHealthy", "Suspended", "Reconciling", "Stalled"};
   auto& conditions = d.plan.status.conditions;
   std::stable_sort(conditions.begin(), conditions.end(), [](const auto& a, const auto& b) {
     return std::find(order.begin(), order.end(), a.type) < std::find(order.begin(), order.end(), b.type);
@@ -300,7 +333,7 @@ void readiness(Decision& d) {
 }  // namespace
 
 const char* policyConditionName(PolicyCondition type) {
-  static constexpr std::array names = {"Valid", "Ready", "TriggersHealthy", "Suspended"};
+  static constexpr std::array names = {"Valid", "Ready", "TriggersHealthy", "Suspended", "Reconciling", "Stalled"};
   return names[static_cast<size_t>(type)];
 }
 

@@ -52,7 +52,10 @@ inline constexpr int64_t kTooManyMissed = 100;
 inline constexpr int64_t kMissedCountCap = 1000;
 
 // The condition types of a RetrainingPolicy, in the order status lists them.
-enum class PolicyCondition { Valid, Ready, TriggersHealthy, Suspended };
+// Reconciling and Stalled are kstatus's, derived last (policyHealth): Ready is True when the policy is
+// valid and its triggers answer; Stalled when nothing moves without an edit (an invalid spec, a name
+// conflict); Reconciling stays False, as a policy's work ends with each pass (its runs report their own).
+enum class PolicyCondition { Valid, Ready, TriggersHealthy, Suspended, Reconciling, Stalled };
 const char* policyConditionName(PolicyCondition type);
 
 // Every reason vto writes into a policy's conditions and the Events that go with them.

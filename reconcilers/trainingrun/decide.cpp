@@ -76,6 +76,7 @@ Plan retryCheckpointListing(const Draft& d, std::string why) {
   Draft told(d.o, d.run);
   told.keepLastKnown();
   told.next.conditions = d.next.conditions;
+  told.readyGate = d.readyGate;
   checkpointsReadable(told);
   told.plan.failure = PassFailure{false, std::move(why)};
   return finish(told);

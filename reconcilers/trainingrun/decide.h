@@ -33,8 +33,11 @@ namespace vto::reconcilers {
 inline constexpr const char* kFinalizer = "vto.dev/finalizer";
 
 // The condition types of a TrainingRun, in the order status lists them.
-enum class ConditionType { Valid, Ready, Submitted, Running, Succeeded, Failed, CheckpointsReadable, CostEstimated,
-                           ModelRegistered };
+// Ready, Reconciling and Stalled are kstatus's (healthOf): derived last, from the others and the phase.
+enum class ConditionType {
+  Valid, Ready, Submitted, Running, Succeeded, Failed, CheckpointsReadable, CostEstimated, ModelRegistered,
+  Reconciling, Stalled
+};
 const char* conditionTypeName(ConditionType type);
 
 // Every condition reason vto writes (condition.reason is one of these names).
@@ -231,6 +234,29 @@ struct DecideOptions {
 };
 
 Plan decide(const Observed& observed, const DecideOptions& options = {});
+
+// kstatus's conditions (API.md "Health that GitOps tools and people can read"; the table is in
+// docs/api.md), derived from what a pass decided: Ready is True only for a Succeeded run whose model,
+// if it wants one, is registered; Reconciling is True while work is under way; Stalled is True when
+// nothing moves without a change (Invalid, Failed, Cancelled, and the gates that wait for a person:
+// BudgetExceeded under Hold, a missing output bucket).
+struct HealthInput {
+  std::optional<crd::Phase> phase;
+  std::string message;                      // status.message
+  std::vector<crd::Condition> conditions;   // the others, as this pass decided them
+  bool modelWanted = false;                 // spec.model is set
+  std::optional<crd::Condition> readyGate;  // Ready=False as a gate of this pass set it (its reason stays)
+};
+struct Health {
+  crd::Condition ready, reconciling, stalled;  // type, status, reason, message
+};
+Health healthOf(const HealthInput& in);
+
+// status.progress from status.lastCheckpoint (its step is the number in its name), the current
+// attempt (its start, and the checkpoint it resumed from) and spec.checkpointing.totalSteps; nullopt
+// before a checkpoint with a step exists. The rate is this attempt's: from its start to its newest
+// checkpoint, over the steps it made; the ETA extrapolates it from that checkpoint, while running.
+std::optional<crd::Progress> progressOf(const crd::TrainingRunSpec& spec, const crd::TrainingRunStatus& status);
 
 // After act created the job `plan.createJob` asked for (or found it already there: `adopted`, after a
 // crash between create and the status write): the status with the job's name and state, which act

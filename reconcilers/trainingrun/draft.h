@@ -31,6 +31,8 @@ struct Draft {
   DecideOptions options;
   // The tenancy rules' refusal of this spec, this pass (see decide): no new job while it stands.
   std::optional<crd::TenancyViolation> refused;
+  // A gate of this pass set Ready=False (quota, capacity, bucket, Vertex error, budget): healthOf keeps it.
+  bool readyGate = false;
 
   Draft(const Observed& observed, const crd::TrainingRun& decoded) : o(observed), run(decoded) {
     next.observedGeneration = o.metadata.generation;
@@ -51,6 +53,7 @@ struct Draft {
     next.completionTime = o.status.completionTime;
   }
   void condition(ConditionType type, bool status, Reason reason, const std::string& message = "") {
+    if (type == ConditionType::Ready) readyGate = true;
     keepCondition(type);  // its lastTransitionTime carries over while its status stays
     controller::setStatusCondition(next.conditions,
                                    crd::Condition{conditionTypeName(type), status ? "True" : "False",

@@ -177,6 +177,28 @@ void applyJobState(Draft& d, const CachedJob& job) {
   if (!crd::isFinished(d.next.phase)) d.next.completionTime.reset();
 }
 
+// Ready, Reconciling and Stalled from everything else this pass decided (healthOf).
+void kstatusConditions(Draft& d) {
+  HealthInput in;
+  in.phase = d.next.phase;
+  in.message = d.next.message;
+  in.modelWanted = d.run.spec.model.has_value();
+  const char* ready = conditionTypeName(ConditionType::Ready);
+  for (const auto& c : d.next.conditions) {
+    if (c.type == ready && d.readyGate) in.readyGate = c;
+    if (c.type != ready) in.conditions.push_back(c);
+  }
+  auto health = healthOf(in);
+  for (auto* c : {&health.ready, &health.reconciling, &health.stalled}) {
+    if (const auto* old = controller::findStatusCondition(d.o.status.conditions, c->type)) {
+      controller::removeStatusCondition(d.next.conditions, c->type);  // its lastTransitionTime carries over
+      d.next.conditions.push_back(*old);
+    }
+    c->observedGeneration = d.o.metadata.generation;
+    controller::setStatusCondition(d.next.conditions, *c, d.o.now);
+  }
+}
+
 // The Event for a phase the user has not heard about yet.
 void transitionEvent(Draft& d) {
   if (d.told == Told::ByOwnEvent || !d.next.phase || d.next.phase == d.o.status.phase) return;
@@ -198,7 +220,7 @@ void transitionEvent(Draft& d) {
 void sortConditions(std::vector<crd::Condition>& conditions) {
   std::stable_sort(conditions.begin(), conditions.end(), [](const auto& a, const auto& b) {
     auto rank = [](const std::string& type) {
-      for (int i = 0; i <= static_cast<int>(ConditionType::ModelRegistered); ++i) {
+      for (int i = 0; i <= static_cast<int>(ConditionType::Stalled); ++i) {
         if (type == conditionTypeName(static_cast<ConditionType>(i))) return i;
       }
       return 100;
@@ -212,8 +234,10 @@ void sortConditions(std::vector<crd::Condition>& conditions) {
 Plan finish(Draft& d) {
   placementView(d);
   recordLogTails(d);
-  sortConditions(d.next.conditions);
+  if (d.o.run) d.next.progress = progressOf(d.run.spec, d.next);
   costView(d);
+  kstatusConditions(d);
+  sortConditions(d.next.conditions);
   transitionEvent(d);
   if (!d.o.statusStored || d.next != d.o.status) d.plan.status = d.next;
   d.plan.finished = crd::isFinished(d.next.phase);
@@ -242,7 +266,7 @@ Plan finished(Draft& d) {
 
 const char* conditionTypeName(ConditionType type) {
   static constexpr std::array names = {"Valid", "Ready", "Submitted", "Running", "Succeeded", "Failed", "CheckpointsReadable",
-                                       "CostEstimated", "ModelRegistered"};
+                                       "CostEstimated", "ModelRegistered", "Reconciling", "Stalled"};
   return names[static_cast<size_t>(type)];
 }
 

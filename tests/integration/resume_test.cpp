@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <set>
+#include <sstream>
 
 #include "tests/support/operator_stack.h"
 #include "tests/support/wait.h"
@@ -73,12 +75,57 @@ void failAfter(const std::string& job, int steps, const std::string& failureClas
   ASSERT_TRUE(answer.is_object()) << "the emulator refused to fail " << job;
 }
 
+// What kstatus (the library Flux and kubectl wait's conventions follow) makes of the run as the API
+// server holds it: Current, InProgress, Failed, ... (tests/health's helper runs the real library).
+std::string kstatusOf(const std::string& name) {
+  std::string path = stack().dir() + "/" + name + "-kstatus.json";
+  std::ofstream(path) << stack().getRun(kNamespace, name).dump();
+  auto r = runShell(binDir() + "/vto-health-check kstatus '" + path + "'");
+  return r.output.substr(0, r.output.find('\t'));
+}
+
+// `kubectl get trun NAME` as a person sees it: the Progress and ETA columns.
+struct Columns {
+  std::string progress, eta;
+};
+Columns printed(const std::string& name) {
+  auto r = stack().cluster().kubectl("-n " + std::string(kNamespace) + " get trun " + name + " --no-headers");
+  std::istringstream in(r.output);
+  std::string runName, phase, job, attempts;
+  Columns c;
+  in >> runName >> phase >> job >> attempts >> c.progress >> c.eta;
+  return c;
+}
+
 TEST(Resume, APreemptedSpotRunContinuesFromItsLatestCheckpoint) {
-  apply("spot", "    resumeBackoff: 1s\n");
+  apply("spot", "    resumeBackoff: 1s\n    totalSteps: 6\n");
   std::string first = currentJob("spot", 1);
   ASSERT_FALSE(first.empty()) << stack().operatorLog();
+  // While attempt 1 trains, `kubectl get trun` shows its progress move (a checkpoint every 2 s) and an ETA.
+  std::set<std::string> seen;
+  std::string eta;
+  ASSERT_TRUE(waitFor(
+      [&] {
+        auto c = printed("spot");
+        if (c.progress.empty() || c.progress == "<none>") return false;
+        seen.insert(c.progress);
+        if (c.eta.size() == 20 && c.eta.back() == 'Z') eta = c.eta;  // RFC 3339, whole seconds
+        return seen.size() >= 2 && !eta.empty();
+      },
+      seconds(30), std::chrono::milliseconds(100)))
+      << "progress seen: " << seen.size() << ", eta: " << eta << "\n" << stack().operatorLog();
+  EXPECT_EQ(kstatusOf("spot"), "InProgress");
   failAfter(first, 3, "Preemption");
+  // Attempt 2 resumed from ckpt-3: its progress starts there (50%), never from zero.
+  ASSERT_FALSE(currentJob("spot", 2).empty()) << stack().operatorLog();
+  auto resumed = stack().getRun(kNamespace, "spot")["status"];
+  EXPECT_GE(resumed["progress"].value("step", 0), 3) << resumed.dump();
   ASSERT_TRUE(stack().waitForPhase(kNamespace, "spot", "Succeeded", seconds(120))) << stack().operatorLog();
+  // kstatus reads a Succeeded run as Current, and `kubectl wait --for=condition=Ready` returns at once.
+  EXPECT_EQ(kstatusOf("spot"), "Current");
+  auto waited = stack().cluster().kubectl("-n " + std::string(kNamespace) +
+                                          " wait --for=condition=Ready trun/spot --timeout=20s");
+  EXPECT_EQ(waited.exitCode, 0) << waited.output;
 
   auto run = stack().getRun(kNamespace, "spot");
   const auto& status = run["status"];
@@ -92,6 +139,9 @@ TEST(Resume, APreemptedSpotRunContinuesFromItsLatestCheckpoint) {
   EXPECT_EQ(trace["stepsRun"], nlohmann::json::array({4, 5, 6}));
   EXPECT_EQ(trace["resumedFrom"], resumedFrom);
   EXPECT_EQ(status["lastCheckpoint"]["uri"], "gs://test-bucket/resume/spot/checkpoints/ckpt-6");
+  EXPECT_EQ(status["progress"]["step"], 6);
+  EXPECT_EQ(status["progress"]["percent"], 100);
+  EXPECT_FALSE(status["progress"].contains("eta")) << "no ETA once the run has ended";
   auto events = stack().cluster().kubectl("-n resume get events --field-selector involvedObject.name=spot "
                                           "-o jsonpath='{range .items[*]}{.reason}: {.message}{\"\\n\"}{end}'");
   EXPECT_NE(events.output.find("Resumed: attempt 1 failed (Preemption): attempt 2 resumes from " + resumedFrom),
@@ -119,6 +169,7 @@ TEST(Resume, ThreePreemptionsWithTwoResumesAllowedFailWithTheBudgetSpent) {
   EXPECT_EQ(status["attempts"].size(), 3u);
   std::string message = status["message"];
   EXPECT_NE(message.find("resume budget is spent (checkpointing.maxResumes: 2)"), std::string::npos) << message;
+  EXPECT_EQ(kstatusOf("fragile"), "Failed");  // Stalled: nothing moves without a change
 }
 
 TEST(Resume, AUserErrorFailsTheRunWithoutResuming) {
@@ -131,6 +182,7 @@ TEST(Resume, AUserErrorFailsTheRunWithoutResuming) {
   ASSERT_EQ(status["attempts"].size(), 1u);
   EXPECT_EQ(status["attempts"][0]["failureClass"], "UserError");
   EXPECT_NE(status["message"].get<std::string>().find("UserError is not in checkpointing.resumeOn"), std::string::npos);
+  EXPECT_EQ(kstatusOf("buggy"), "Failed");
 }
 
 // Standard, not Spot: a started Spot job that ends with a stockout was preempted (Google says so), and
@@ -141,6 +193,7 @@ TEST(Resume, AStockoutResumesAfterTheBackoff) {
   failAfter(first, 0, "Stockout");
   // While the backoff runs the run says so.
   EXPECT_TRUE(stack().waitForPhase(kNamespace, "starved", "Resuming", seconds(30))) << stack().operatorLog();
+  EXPECT_EQ(kstatusOf("starved"), "InProgress");  // Reconciling: the resume is under way
   std::string second = currentJob("starved", 2);
   ASSERT_FALSE(second.empty()) << stack().operatorLog();
   auto failed = stack().vertex().getJob(first), resumed = stack().vertex().getJob(second);

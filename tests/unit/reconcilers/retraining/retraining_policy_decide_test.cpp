@@ -477,6 +477,7 @@ TEST_P(InvalidPolicy, Table) {
   EXPECT_TRUE(plan.invalid);
   EXPECT_TRUE(plan.create.empty());
   EXPECT_EQ(condition(plan, "Valid"), "False/" + GetParam().reason);
+  EXPECT_EQ(condition(plan, "Stalled"), "True/" + GetParam().reason);  // kstatus: Failed until the spec is edited
   EXPECT_EQ(condition(plan, "Ready"), "False/" + GetParam().reason);
   EXPECT_TRUE(hasEvent(plan, GetParam().reason));
   ASSERT_FALSE(plan.events.empty());

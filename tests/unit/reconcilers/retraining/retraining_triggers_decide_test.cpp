@@ -91,6 +91,8 @@ TEST(RetrainingTriggersDecide, TheFirstPollSetsTheWatermarkAndRequeuesAtTheNext)
   EXPECT_EQ(plan.status.history.dataWatermark->lastPollTime, T0 + minutes(1));
   EXPECT_EQ(plan.requeueAfter, minutes(10));
   EXPECT_EQ(condition(plan, "TriggersHealthy"), "True/Healthy");
+  EXPECT_EQ(condition(plan, "Ready"), "True/Reconciled");
+  EXPECT_EQ(condition(plan, "Stalled"), "False/NotStalled");
   ASSERT_TRUE(plan.dataState);
 }
 
@@ -139,6 +141,10 @@ TEST(RetrainingTriggersDecide, APollErrorMakesTriggersUnhealthyWithAWarning) {
   auto plan = decidePolicy(in);
   EXPECT_TRUE(plan.create.empty());
   EXPECT_EQ(condition(plan, "TriggersHealthy"), "False/DataPollFailed");
+  // kstatus: a trigger that does not answer makes the policy not Ready; it clears by itself, so not Stalled.
+  EXPECT_EQ(condition(plan, "Ready"), "False/DataPollFailed");
+  EXPECT_EQ(condition(plan, "Stalled"), "False/NotStalled");
+  EXPECT_EQ(condition(plan, "Reconciling"), "False/Reconciled");
   EXPECT_TRUE(hasEvent(plan, "DataPollFailed"));
   // Without a poll the next pass keeps saying so (the failure is in the data-state annotation).
   auto p = policy(kData, "{}", crd::encodeRetrainingPolicyStatus(plan.status));

@@ -69,7 +69,8 @@ TEST(PolicyStatusRebuilt, APassThatSeesNothingNewComputesTheStoredStatus) {
           },
       .conditions = {condition("Valid", "True", "Valid"),
                      condition("Ready", "True", "Reconciled", "next run at 2026-12-01T02:00:00Z"),
-                     condition("TriggersHealthy", "True", "Healthy"), condition("Suspended", "False", "NotSuspended")},
+                     condition("TriggersHealthy", "True", "Healthy"), condition("Suspended", "False", "NotSuspended"),
+                     condition("Reconciling", "False", "Reconciled"), condition("Stalled", "False", "NotStalled")},
   };
   json policy = {{"apiVersion", "vto.dev/v1alpha1"},
                  {"kind", "RetrainingPolicy"},

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "base/rfc3339.h"
+#include "controller/conditions.h"
 #include "reconcilers/trainingrun/decide.h"
 
 namespace vto::reconcilers {
@@ -53,8 +54,10 @@ Observed succeeded(const std::string& model = "{}") {
   o.status.history.startTime = T0 - minutes(10);
   o.status.history.model = crd::RegisteredModel{};
   o.status.history.model->artifactUri = "gs://bucket/r/model/";
-  o.status.conditions = {condition("Valid", "True", "SpecValid"), condition("Succeeded", "True", "JobSucceeded"),
-                         condition("ModelRegistered", "False", "Registering")};
+  o.status.conditions = {condition("Valid", "True", "SpecValid"), condition("Ready", "False", "Registering"),
+                         condition("Succeeded", "True", "JobSucceeded"),
+                         condition("ModelRegistered", "False", "Registering"),
+                         condition("Reconciling", "True", "Registering"), condition("Stalled", "False", "NotStalled")};
   o.registry.read = true;
   return o;
 }
@@ -76,17 +79,23 @@ std::string registered(const Plan& plan) {
   return "";
 }
 
+const crd::Condition& modelRegistered(const crd::TrainingRunStatus& status) {
+  static const crd::Condition none;
+  const auto* c = controller::findStatusCondition(status.conditions, "ModelRegistered");
+  return c != nullptr ? *c : none;
+}
+
 bool hasEvent(const Plan& plan, const std::string& reason) {
   return std::any_of(plan.events.begin(), plan.events.end(), [&](const auto& e) { return e.reason == reason; });
 }
 
 TEST(Registration, ARegisteredRunIsSettledAndARunWithoutModelNeverRegisters) {
   auto o = succeeded();
-  o.status.conditions.back() = condition("ModelRegistered", "True", "VersionRegistered");
+  o.status.conditions.at(3) = condition("ModelRegistered", "True", "VersionRegistered");
   EXPECT_TRUE(settled(o));
   auto plain = succeeded();
   plain.run->spec.model.reset();
-  plain.status.conditions.pop_back();
+  plain.status.conditions.erase(plain.status.conditions.begin() + 3);
   EXPECT_TRUE(settled(plain));
   EXPECT_FALSE(settled(succeeded()));
 }
@@ -149,7 +158,7 @@ TEST(Registration, NothingUnderTheArtifactDirectoryIsArtifactMissingRetriedWithB
   EXPECT_FALSE(plan.failure->terminal);
   EXPECT_TRUE(hasEvent(plan, "ModelNotRegistered"));
   EXPECT_EQ(plan.registrationFailed, Reason::ArtifactMissing);
-  EXPECT_NE(plan.status->conditions.back().message.find("AIP_MODEL_DIR"), std::string::npos);
+  EXPECT_NE(modelRegistered(*plan.status).message.find("AIP_MODEL_DIR"), std::string::npos);
 }
 
 TEST(Registration, AnUploadAskedForButNotRecordedIsWaitedForNotRepeated) {
@@ -185,7 +194,7 @@ TEST(Registration, AFailedUploadSaysWhyAndTriesAgainLater) {
   EXPECT_EQ(registered(plan), "False/PermissionDenied");
   EXPECT_EQ(plan.status->history.model->operation, "");
   EXPECT_TRUE(plan.failure);
-  EXPECT_NE(plan.status->conditions.back().message.find("caller lacks storage.objects.get"), std::string::npos);
+  EXPECT_NE(modelRegistered(*plan.status).message.find("caller lacks storage.objects.get"), std::string::npos);
 }
 
 // An upload whose operation Vertex no longer knows (expired, or its model deleted) is forgotten: the
@@ -202,7 +211,7 @@ TEST(Registration, AnUploadOperationThatIsGoneIsForgottenNotReadForever) {
   EXPECT_EQ(plan.status->history.model->operation, "");
   EXPECT_FALSE(plan.status->history.model->uploadStartTime);
   EXPECT_TRUE(plan.failure);
-  EXPECT_NE(plan.status->conditions.back().message.find("by its label"), std::string::npos);
+  EXPECT_NE(modelRegistered(*plan.status).message.find("by its label"), std::string::npos);
 
   // The next pass, from that status, finds no version of the run: it uploads again at once.
   auto next = succeeded();
@@ -262,7 +271,7 @@ TEST(Registration, ReadsRefusedArePermissionDeniedAndRefusedByTenancyBeforeAnyCa
   o.registry.failure = VertexFailure{403, "listing the versions of " + kModel + ": 403 PERMISSION_DENIED"};
   auto plan = decide(o);
   EXPECT_EQ(registered(plan), "False/PermissionDenied");
-  EXPECT_NE(plan.status->conditions.back().message.find("roles/aiplatform.user"), std::string::npos);
+  EXPECT_NE(modelRegistered(*plan.status).message.find("roles/aiplatform.user"), std::string::npos);
 
   crd::TenancyRules rules(1);
   rules[0].namespaces = {"ns"};

@@ -111,11 +111,17 @@ crd::TrainingRunStatus runningStatus() {
       .observedGeneration = 1,
       .phase = crd::Phase::Running,
       .message = "attempt 1 running",
-      .conditions = {condition("Valid", "True", "SpecValid"), condition("Submitted", "True", "JobCreated", kJob),
+      .conditions = {condition("Valid", "True", "SpecValid"), condition("Ready", "False", "Running", "attempt 1 running"),
+                     condition("Submitted", "True", "JobCreated", kJob),
                      condition("Running", "True", "JobRunning"), condition("Succeeded", "False", "NotFinished"),
                      condition("Failed", "False", "NoFailure"),
-                     condition("CheckpointsReadable", "True", "CheckpointsListed")},
+                     condition("CheckpointsReadable", "True", "CheckpointsListed"),
+                     condition("Reconciling", "True", "Running", "attempt 1 running"),
+                     condition("Stalled", "False", "NotStalled")},
       .job = everyJobField(state, std::nullopt),
+      // ckpt-3 at 11:59:00.25, 440.25 s after the attempt started: 146.75 s a step.
+      .progress = crd::Progress{.step = 3, .totalSteps = std::nullopt, .percent = std::nullopt, .eta = std::nullopt,
+                                .secondsPerStep = 146.8},
       .placement = std::nullopt,
       .history = everyHistoryField(state, std::nullopt),
       .completionTime = std::nullopt,
@@ -137,11 +143,16 @@ TEST(StatusRebuilt, ASettledRunKeepsEveryFieldAndIsNotWritten) {
       .observedGeneration = 1,
       .phase = crd::Phase::Succeeded,
       .message = "attempt 1 succeeded",
-      .conditions = {condition("Valid", "True", "SpecValid"), condition("Submitted", "True", "JobCreated", kJob),
+      .conditions = {condition("Valid", "True", "SpecValid"),
+                     condition("Ready", "True", "Succeeded", "attempt 1 succeeded"),
+                     condition("Submitted", "True", "JobCreated", kJob),
                      condition("Running", "False", "JobSucceeded"), condition("Succeeded", "True", "JobSucceeded"),
                      condition("Failed", "False", "NoFailure"),
-                     condition("CheckpointsReadable", "True", "CheckpointsListed")},
+                     condition("CheckpointsReadable", "True", "CheckpointsListed"),
+                     condition("Reconciling", "False", "Succeeded"), condition("Stalled", "False", "NotStalled")},
       .job = everyJobField(state, ended),
+      .progress = crd::Progress{.step = 3, .totalSteps = std::nullopt, .percent = std::nullopt, .eta = std::nullopt,
+                                .secondsPerStep = 146.8},
       .placement = std::nullopt,
       .history = everyHistoryField(state, ended),
       .completionTime = ended,
@@ -155,7 +166,7 @@ TEST(StatusRebuilt, ARunThatFailedOverKeepsEveryCapacityFieldAndIsNotWritten) {
   auto state = "JOB_STATE_RUNNING";
   const std::string eastJob = "projects/test-project/locations/us-east4/customJobs/9";
   auto status = runningStatus();
-  status.conditions[1].message = eastJob;
+  status.conditions[2].message = eastJob;
   status.job = everyJobField(state, std::nullopt);
   status.job->name = eastJob;
   status.job->id = "9";
@@ -193,13 +204,13 @@ TEST(StatusRebuilt, WhenVertexCannotBeReadTheLastViewOfTheJobStands) {
   auto plan = decide(o);
   ASSERT_TRUE(plan.status.has_value());
   auto expected = o.status;
-  expected.conditions.insert(expected.conditions.begin() + 1,
-                             crd::Condition{.type = "Ready",
+  expected.conditions.at(1) = crd::Condition{.type = "Ready",
                                             .status = "False",
                                             .reason = "VertexError",
                                             .message = o.vertex.unavailable->message,
-                                            .lastTransitionTime = T0,
-                                            .observedGeneration = 1});
+                                            .lastTransitionTime = T0 - seconds(500),  // still False
+                                            .observedGeneration = 1};
+  expected.conditions.at(7).reason = "VertexError";  // Reconciling: still under way, and why it is not ready
   EXPECT_EQ(*plan.status, expected) << crd::encodeTrainingRunStatus(*plan.status).dump(2);
 }
 

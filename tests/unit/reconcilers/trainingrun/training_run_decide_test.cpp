@@ -316,13 +316,13 @@ TEST(DecideTest, VertexErrorsBecomeConditions) {
        },
        crd::Phase::Failed, {"Failed"}, [](const Plan& p) { EXPECT_TRUE(p.failure && p.failure->terminal); }},
   });
-  // Once Vertex answers again the condition goes.
+  // Once Vertex answers again the gate goes: Ready says what the run is doing.
   auto o = submitted(crd::Phase::Running);
   o.vertex.job = jobIn(JobState::Running);
   o.status.conditions.push_back(crd::Condition{"Ready", "False", "VertexError", "x", std::nullopt, 1});
   auto plan = decide(o);
   ASSERT_TRUE(plan.status.has_value());
-  EXPECT_EQ(conditionReason(*plan.status, "Ready"), "");
+  EXPECT_EQ(conditionReason(*plan.status, "Ready"), "False/Running");
 }
 
 TEST(DecideTest, DeletionFollowsTheDeletionPolicy) {
@@ -654,7 +654,7 @@ TEST(DecideTest, TheAcceleratorCapQueuesRunsFirstCreatedFirstServed) {
        crd::Phase::Submitted, {},
        [](const Plan& p) {
          ASSERT_TRUE(p.createJob.has_value());
-         EXPECT_EQ(conditionReason(*p.status, "Ready"), "");
+         EXPECT_EQ(conditionReason(*p.status, "Ready"), "False/Submitted");
        }},
   });
 }
@@ -688,7 +688,7 @@ TEST(DecideTest, BucketsAreCheckedBeforeAttemptOne) {
        crd::Phase::Submitted, {},
        [](const Plan& p) {
          ASSERT_TRUE(p.createJob.has_value());
-         EXPECT_EQ(conditionReason(*p.status, "Ready"), "");
+         EXPECT_EQ(conditionReason(*p.status, "Ready"), "False/Submitted");
          EXPECT_EQ(conditionReason(*p.status, "CheckpointsReadable"), "True/CheckpointsListed");
        }},
       {"checkpoints forbidden (403): submitted anyway, CheckpointsReadable=False and a Warning",

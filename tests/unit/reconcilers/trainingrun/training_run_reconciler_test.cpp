@@ -364,14 +364,14 @@ TEST_F(PolledReconcilerTest, AFailingTargetShowsOnItsOwnRunsAndNeverBlocksOthers
   vertex.setState(currentJob(), vertex::JobState::Running);
   runFor(seconds(10));
   EXPECT_EQ(status()["phase"], "Running") << "the healthy target goes on";
-  EXPECT_EQ(condition("Ready"), "");
+  EXPECT_EQ(condition("Ready"), "False/Running");
   EXPECT_EQ(condition("Ready", "other"), "False/VertexError");
   EXPECT_NE(status("other")["conditions"].dump().find("aiplatform.customJobs.list"), std::string::npos);
   // Vertex answers again: the condition goes, the job's change is seen.
   vertex.failLocation("projects/test-project/locations/europe-west4", std::nullopt);
   vertex.setState(currentJob("other"), vertex::JobState::Running);
   runFor(seconds(300));
-  EXPECT_EQ(condition("Ready", "other"), "");
+  EXPECT_EQ(condition("Ready", "other"), "False/Running");
   EXPECT_EQ(status("other")["phase"], "Running");
 }
 
@@ -459,7 +459,7 @@ TEST_F(CappedReconcilerTest, ARunWaitsForTheCapAndStartsAsSoonAsTheHolderFinishe
   EXPECT_EQ(woken, std::set<std::string>{"second"}) << "the release wakes the waiting run at once";
   reconcile("second");
   EXPECT_EQ(vertex.createdBodies().size(), 2u);
-  EXPECT_EQ(condition("Ready", "second"), "");
+  EXPECT_EQ(condition("Ready", "second"), "False/Queued");  // the gate has gone: its job waits in Vertex
 }
 
 TEST_F(CappedReconcilerTest, ACpuOnlyRunWithAGpuFallbackReadsTheOthersClaims) {
