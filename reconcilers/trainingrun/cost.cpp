@@ -183,6 +183,7 @@ void costView(Draft& d) {
   if (!d.plan.failure && !d.plan.deleteRun && !d.plan.cancelJob) costLimitWake(d);
   d.next.cost = d.o.status.cost;
   d.keepCondition(ConditionType::CostEstimated);
+  sortConditions(d.next.conditions);  // kept at the end; stored in rank order
   if (d.o.statusStored && d.next == d.o.status) return;  // nothing else changed: no write for cost alone
   // The job was not seen this pass (Vertex unreadable, the run settled): its last view stands, cost too.
   if (!d.o.vertex.job && d.o.status.cost && d.next.history.attempts.size() == d.o.status.history.attempts.size()) return;

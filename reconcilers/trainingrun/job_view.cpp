@@ -235,9 +235,9 @@ Plan finish(Draft& d) {
   placementView(d);
   recordLogTails(d);
   if (d.o.run) d.next.progress = progressOf(d.run.spec, d.next);
-  costView(d);
   kstatusConditions(d);
   sortConditions(d.next.conditions);
+  costView(d);  // last: it recomputes the cost only when the rest of the status changed
   transitionEvent(d);
   if (!d.o.statusStored || d.next != d.o.status) d.plan.status = d.next;
   d.plan.finished = crd::isFinished(d.next.phase);

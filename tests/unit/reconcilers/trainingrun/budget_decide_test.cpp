@@ -129,9 +129,11 @@ TEST(BudgetDecide, NoReadingOfThisMonthYetHolds) {
 
 TEST(BudgetDecide, AMissingPriceHolds) {
   auto r = rules();
-  auto plan = decide(fresh(r, 0, R"({"scheduling": {"strategy": "FlexStart"}})"));
+  // The built-in table has no Spot price for a2-highgpu-1g.
+  auto plan = decide(fresh(r, 0, R"({"resources": {"machineType": "a2-highgpu-1g", "acceleratorType": "NVIDIA_TESLA_A100",
+                                    "acceleratorCount": 1}, "scheduling": {"strategy": "Spot"}})"));
   EXPECT_FALSE(plan.createJob.has_value());
-  EXPECT_NE(plan.status->message.find("cannot be priced (no the flexStart price of n1-standard-8"), std::string::npos)
+  EXPECT_NE(plan.status->message.find("cannot be priced (no the spot price of a2-highgpu-1g"), std::string::npos)
       << plan.status->message;
 }
 
