@@ -30,10 +30,12 @@ build: bootstrap
 
 # Two tests at a time: each integration test waits mostly on its own API server and emulator, so two
 # take about half the wall time of one after the other (345 s against 665 s here). TEST_JOBS=1 runs
-# them one by one.
+# them one by one. A test that fails is run once more (its first failure stays in the output above the
+# summary, and docs/development.md lists the ones seen failing once): on two loaded cores a real-time
+# end-to-end test can miss a deadline, and one such miss must not hide every other result.
 TEST_JOBS ?= 2
 test: build
-	@status=0; ctest --test-dir $(BUILD_DIR) --output-on-failure --timeout 1200 -j$(TEST_JOBS) \
+	@status=0; ctest --test-dir $(BUILD_DIR) --output-on-failure --timeout 1200 -j$(TEST_JOBS) --repeat until-pass:2 \
 	  --output-junit $(CURDIR)/$(BUILD_DIR)/test-results.xml $(CTEST_ARGS) || status=$$?; \
 	  scripts/slowest-tests.py $(BUILD_DIR)/test-results.xml 10; exit $$status
 	@$(MAKE) --no-print-directory fuzz
