@@ -156,10 +156,9 @@ void Informer::run(size_t index, std::stop_token stop) {
       watch.timeoutSeconds = jitteredTimeoutSeconds(options_.watchTimeoutSeconds);
       watch.idleTimeout = options_.watchIdleTimeout;
       watch.sendInitialEvents = streaming;
-      watch.onOpen = [&] {
-        alive();
-        backoff = options_.minBackoff;  // the server answers
-      };
+      // Opening is not working: a server that accepts a watch and fails it at once must still be
+      // backed off from. Only an event resets the backoff.
+      watch.onOpen = [&] { alive(); };
       if (watchedBefore) ++watchRestarts_;
       watchedBefore = true;
       bool initial = streaming;  // until the bookmark that ends the initial events
