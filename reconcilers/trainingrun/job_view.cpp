@@ -223,6 +223,7 @@ const char* reasonName(Reason reason) {
       "TenantPolicyViolation", "TenantQuotaExceeded", "OutputBucketNotFound", "CheckpointsListed",
       "CheckpointsForbidden", "CheckpointListFailed", "WaitingForCapacity", "CapacityUnavailable",
       "Registering", "VersionRegistered", "ArtifactMissing", "UploadFailed", "PermissionDenied",
+      "RegistrationRefused", "EvaluationNotImported",
   };
   return names[static_cast<size_t>(reason)];
 }
