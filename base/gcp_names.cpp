@@ -54,13 +54,17 @@ bool isModelId(std::string_view id) {
          std::all_of(id.begin(), id.end(), [](char c) { return lowerAlpha(c) || digit(c) || c == '_' || c == '-'; });
 }
 
+bool isModelReference(std::string_view id) {
+  if (isModelId(id)) return true;
+  return !id.empty() && id.size() <= 20 && std::all_of(id.begin(), id.end(), digit);
+}
+
 bool isVersionAlias(std::string_view alias) {
   if (alias.size() < 2 || alias.size() > 128 || !lowerAlpha(alias.front())) return false;
   auto middle = alias.substr(1, alias.size() - 2);
   char last = alias.back();
-  return std::all_of(middle.begin(), middle.end(),
-                     [](char c) { return lowerAlpha(c) || (c >= 'A' && c <= 'Z') || digit(c) || c == '-'; }) &&
-         (lowerAlpha(last) || digit(last) || last == '-');
+  return std::all_of(middle.begin(), middle.end(), [](char c) { return lowerAlpha(c) || digit(c) || c == '-'; }) &&
+         (lowerAlpha(last) || digit(last));
 }
 
 std::optional<std::string> checkProjectId(std::string_view field, std::string_view project) {
@@ -81,6 +85,11 @@ std::optional<std::string> checkModelId(std::string_view field, std::string_view
 std::optional<std::string> checkVersionAlias(std::string_view field, std::string_view alias) {
   if (isVersionAlias(alias)) return std::nullopt;
   return std::string(field) + " " + quoted(alias) + " " + std::string(kVersionAliasRule);
+}
+
+std::optional<std::string> checkModelReference(std::string_view field, std::string_view id) {
+  if (isModelReference(id)) return std::nullopt;
+  return std::string(field) + " " + quoted(id) + " " + std::string(kModelReferenceRule);
 }
 
 }  // namespace vto

@@ -31,7 +31,11 @@ bool isVertexRegion(std::string_view location);
 // A Model Registry model ID (UploadModelRequest.modelId): 1 to 63 of [a-z0-9_-], not starting with a
 // digit or a hyphen.
 bool isModelId(std::string_view id);
-// A model version alias (Model.versionAliases): [a-z][a-zA-Z0-9-]{0,126}[a-z0-9-].
+// The model a run registers into: a model ID as above, or the number Vertex gave a model made without
+// one (by the console or the SDK), 1 to 20 digits.
+bool isModelReference(std::string_view id);
+// A model version alias as Model.versionAliases documents it: [a-z][a-z0-9-]{0,126}[a-z0-9] (lower
+// case, never a trailing '-', never a version ID).
 bool isVersionAlias(std::string_view alias);
 
 // A Google Cloud label key ([a-z][a-z0-9_-]{0,62}) and value ([a-z0-9_-]{0,63}), ASCII only.
@@ -48,14 +52,18 @@ inline constexpr std::string_view kRegionRule =
 inline constexpr std::string_view kModelIdRule =
     "must be a Vertex model ID: 1 to 63 lower-case letters, digits, underscores or hyphens, not starting with a "
     "digit or a hyphen, e.g. fraud-detector";
+inline constexpr std::string_view kModelReferenceRule =
+    "must be a Vertex model ID (1 to 63 lower-case letters, digits, underscores or hyphens, not starting with a "
+    "digit or a hyphen, e.g. fraud) or the number of an existing model";
 inline constexpr std::string_view kVersionAliasRule =
-    "must be a Vertex version alias: 2 to 128 letters, digits or hyphens, starting with a lower-case letter and "
-    "ending with a lower-case letter, a digit or a hyphen, e.g. champion";
+    "must be a Vertex version alias: 2 to 128 lower-case letters, digits or hyphens, starting with a letter and "
+    "ending with a letter or a digit, e.g. champion";
 
 // nullopt when valid, else "<field> \"<value>\" <rule>". The value is quoted but cut to 64 bytes.
 std::optional<std::string> checkProjectId(std::string_view field, std::string_view project);
 std::optional<std::string> checkVertexRegion(std::string_view field, std::string_view location);
 std::optional<std::string> checkModelId(std::string_view field, std::string_view id);
 std::optional<std::string> checkVersionAlias(std::string_view field, std::string_view alias);
+std::optional<std::string> checkModelReference(std::string_view field, std::string_view id);
 
 }  // namespace vto

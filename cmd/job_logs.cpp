@@ -231,17 +231,26 @@ int printJobLogs(const std::string& jobName, const JobLogOptions& options, JobLo
     throw UsageError("the run's status names \"" + jobName.substr(0, 200) +
                      "\", which is not a Vertex job name (projects/P/locations/L/customJobs/ID)");
   }
-  JobLogPrinter printer(*job, options, io);
+  // The job's own time window: a read without a lower bound makes Cloud Logging search its whole
+  // retention (and answer "still searching" pages meanwhile).
+  auto bounded = options;
+  std::optional<vertex::Job> ended;
+  if (!bounded.since) {
+    auto current = io.vertex.getJob(jobName);
+    if (auto from = current.createTime ? current.createTime : current.startTime) bounded.since = *from - options.margin;
+    if (vertex::isTerminal(current.state)) ended = std::move(current);
+  }
+  JobLogPrinter printer(*job, bounded, io);
   printer.printExisting();
   if (!options.follow) return 0;
 
-  std::optional<vertex::Job> ended;
   bool failing = false;
   Clock::time_point failingSince{};  // when the current run of errors began
   int quietPolls = 0;
   auto wait = options.pollInterval;
   for (;;) {
     io.sleeper.sleepFor(wait);
+    auto waited = wait;
     wait = options.pollInterval;
     try {
       // The job first: entries written before the end seen here are all read by the polls after it.
@@ -264,7 +273,9 @@ int printJobLogs(const std::string& jobName, const JobLogOptions& options, JobLo
       }
       if (now - failingSince >= options.giveUpAfter) throw;
       io.err << "vto logs: " << error.what() << "; trying again\n";
-      wait = std::max(options.pollInterval, error.retryAfter().value_or(std::chrono::milliseconds(0)));
+      // Twice the last wait, up to maxBackoff: every reader of the project shares Logging's quota.
+      auto backoff = std::min<std::chrono::milliseconds>(std::max(waited * 2, options.pollInterval), options.maxBackoff);
+      wait = std::max(backoff, error.retryAfter().value_or(std::chrono::milliseconds(0)));
     }
   }
   io.err << "vto logs: job " << jobName << " ended " << vertex::jobStateName(ended->state);

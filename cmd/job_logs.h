@@ -42,10 +42,17 @@ std::string jobOfAttempt(const RunJobs& run, int attempt);
 struct JobLogOptions {
   std::string replica;  // "" or workerpoolN-M
   std::optional<vertex::LogSeverity> minSeverity;
+  // Without it, from the job's creation (less `margin`): never Cloud Logging's whole retention.
   std::optional<Clock::time_point> since;
   int tail = -1;  // print only the newest N entries first; -1: all
   bool follow = false;
-  std::chrono::milliseconds pollInterval{2000};
+  // -f: Cloud Logging allows 60 reads a minute per project for every reader together (the operator's
+  // log tails, the console, other terminals): a poll every 10 s, backing off to maxBackoff on errors
+  // (a 429 from Logging says nothing of when to come back).
+  std::chrono::milliseconds pollInterval{10000};
+  std::chrono::milliseconds maxBackoff{120000};
+  // The job's time window widened by this much each side (clocks, late ingestion).
+  std::chrono::milliseconds margin{60000};
   // -f: each poll looks this far behind the newest entry again, for entries Cloud Logging ingested
   // late (several replicas, several writers); entries already printed are recognised by insertId.
   std::chrono::milliseconds lookback{5000};

@@ -45,7 +45,10 @@ Flags logsFlags() {
        {"kubeconfig", 0, "", "kubeconfig file; default $KUBECONFIG, then ~/.kube/config, then the in-cluster service account"},
        {"vertex-endpoint", 0, "", "Vertex AI base URL (default $VERTEX_EMULATOR, else https://LOCATION-aiplatform.googleapis.com)"},
        {"logging-endpoint", 0, "", "Cloud Logging base URL (default: --vertex-endpoint when set, else https://logging.googleapis.com)"},
-       {"allow-insecure-endpoints", 0, "false", "allow plain http (credentials in the clear) to a non-loopback endpoint", true}});
+       {"allow-insecure-endpoints", 0, "false", "allow plain http (credentials in the clear) to a non-loopback endpoint", true},
+       // Tests only: -f's poll interval in seconds (default 10: Cloud Logging's 60 reads a minute are
+       // the whole project's).
+       {"poll-interval", 0, "10", "", false, false, true}});
 }
 
 // trun/NAME, trainingrun/NAME, trainingruns.vto.dev/NAME or NAME.
@@ -70,6 +73,7 @@ std::string runNameOf(const std::string& argument) {
 JobLogOptions optionsFrom(const Flags& flags, const Clock& clock) {
   JobLogOptions options;
   options.follow = flags.getBool("follow");
+  options.pollInterval = std::chrono::seconds(std::clamp(flags.getInt("poll-interval"), 1, 600));
   options.replica = flags.get("replica");
   if (!options.replica.empty() && !vertex::isReplicaName(options.replica)) {
     throw UsageError("--replica \"" + options.replica.substr(0, 64) +

@@ -62,6 +62,8 @@ OperatorClients::OperatorClients(const Flags& flags, const Clock& clock, metrics
     logging.endpoint = flags.get("logging-endpoint");
     if (logging.endpoint.empty()) logging.endpoint = options.endpoint.empty() ? "https://logging.googleapis.com" : options.endpoint;
     logging.allowInsecure = options.allowInsecure;
+    // One client, so one pacer, for every log tail of the operator.
+    logging.requestsPerMinute = std::max(1, flags.getInt("logging-requests-per-minute"));
     // One tail is a page or two; the whole page's size bound stays as for `vto logs`.
     logging_ = std::make_unique<vertex::RestLoggingClient>(loggingHttp_, *tokens_, clock, logging);
   }

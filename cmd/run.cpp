@@ -47,6 +47,9 @@ Flags runFlags() {
       // Failed attempts' log tails (status.attempts[].logTail): the operator needs roles/logging.viewer.
       {"logging-endpoint", 0, "", "Cloud Logging base URL (default: --vertex-endpoint when set, else https://logging.googleapis.com)"},
       {"log-tail-lines", 0, "20", "log lines a failed attempt's status and Failed Event show (0: read no logs)"},
+      // Cloud Logging allows 60 entries.list calls a minute per project, for every reader together
+      // (vto logs, the console, gcloud): the operator keeps well under it (docs/logs.md).
+      {"logging-requests-per-minute", 0, "20", "Cloud Logging reads per minute per project for the whole operator (Google's quota: 60, shared)"},
       {"default-project", 0, "", "GCP project for TrainingRuns that name none"},
       {"default-location", 0, "", "Vertex AI location for TrainingRuns that name none"},
       // Loopback by default: only the chart (or an admin) opens them to the pod network.

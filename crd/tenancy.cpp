@@ -94,7 +94,7 @@ TenancyRule parseRule(const json& value, const std::string& path) {
   reader.integer("maxAccelerators", rule.maxAccelerators, 0, 1'000'000);
   rule.prometheusUrls = nonEmptyStrings(reader, "prometheusUrls");
   rule.networks = nonEmptyStrings(reader, "networks");
-  bool listsModels = reader.has("models");  // even [] (no model), unlike absent (any)
+  bool listsModels = reader.has("models");  // absent and [] both allow none; absent is warned about at start
   auto models = nonEmptyStrings(reader, "models");
   if (listsModels) rule.models = std::move(models);
   rule.nfsServers = nonEmptyStrings(reader, "nfsServers");
@@ -503,8 +503,10 @@ std::optional<std::string> canonicalPrometheusUrl(const std::string& url) {
 
 std::optional<TenancyViolation> checkModelAllowed(const TenancyRule& rule, size_t ruleIndex, const std::string& modelId,
                                                   const std::string& field) {
-  if (!rule.models || listed(*rule.models, modelId)) return std::nullopt;
-  return RuleCheck(rule, ruleIndex).rejected(field, "model", modelId, *rule.models, "models");
+  // Closed when absent, like every other governed field: another tenant of a shared project could
+  // otherwise upload into, promote in, or warm-start from a model that is not its own.
+  if (rule.models && listed(*rule.models, modelId)) return std::nullopt;
+  return RuleCheck(rule, ruleIndex).rejected(field, "model", modelId, rule.models.value_or(std::vector<std::string>{}), "models");
 }
 
 TenancyDecision decideTenancy(const TrainingRunSpec& spec, const Location& defaults, const NamespaceInfo& ns,

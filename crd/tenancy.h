@@ -10,8 +10,8 @@
 // - A run is allowed when one rule that matches its namespace allows all of it; that rule governs
 //   the run (its maxAccelerators is the cap the run counts against).
 // - projects, locations, serviceAccounts, bucketPrefixes, acceleratorTypes: an absent or empty
-//   list allows anything for that field. models: absent allows any, a list (even empty) only those.
-// - Every other field that reaches Vertex is closed unless the rule opens it: networks,
+//   list allows anything for that field.
+// - Every other field that reaches Vertex is closed unless the rule opens it: models, networks,
 //   nfsServers, reservations and prometheusUrls allow none when absent or empty, interactiveShell
 //   is false unless set; tensorboard and encryptionKmsKeyName must name a resource in one of the
 //   rule's projects. Raw workerPoolSpecs hold only fields vto reads (see raw_pool.h).
@@ -48,7 +48,8 @@ struct TenancyRule {
   std::optional<int64_t> maxAccelerators;  // at once, over every run this rule governs
   std::vector<std::string> prometheusUrls;  // metric triggers' base URLs, compared canonically; empty: none
   std::vector<std::string> networks;        // spec.network values allowed; empty: none may be set
-  // Model Registry IDs a run may register versions of (spec.model.model); nullopt: any.
+  // Model Registry IDs a run may register versions of or promote (spec.model.model); absent (nullopt,
+  // which the operator warns about at start: rules written before models existed) or empty: none.
   std::optional<std::vector<std::string>> models;
   std::vector<std::string> nfsServers;    // raw pools' nfsMounts[].server allowed; empty: none
   std::vector<std::string> reservations;  // raw pools' SPECIFIC_RESERVATION names allowed; empty: none
@@ -122,8 +123,8 @@ std::string directoryPrefix(const std::string& uri);
 // it, or it has a query or fragment). The one place URLs are canonicalised for the rules.
 std::optional<std::string> canonicalPrometheusUrl(const std::string& url);
 
-// Whether rule `ruleIndex` lets a run register versions of Model Registry model `modelId`: any
-// model when the rule has no `models`, else only those listed. `field` names the run's field in
+// Whether rule `ruleIndex` lets a run register versions of Model Registry model `modelId`: only those
+// its `models` lists (none when it has no `models`). `field` names the run's field in
 // the violation. Waiting for spec.model (not in TrainingRunSpec yet): once it exists, violationOf
 // in tenancy.cpp calls this with spec.model.model, so decideTenancy and lint check it.
 std::optional<TenancyViolation> checkModelAllowed(const TenancyRule& rule, size_t ruleIndex, const std::string& modelId,

@@ -346,7 +346,7 @@ std::string artifactUriProblem(const std::string& uri) {
 void checkModel(Findings& f, const TrainingRunSpec& spec) {
   if (!spec.model) return;
   const auto& m = *spec.model;
-  if (auto problem = checkModelId("model.model", m.model)) f.error("model.model", *problem);
+  if (auto problem = checkModelReference("model.model", m.model)) f.error("model.model", *problem);
   if (!m.location.empty()) {
     if (auto problem = checkVertexRegion("model.location", m.location)) f.error("model.location", *problem);
   }

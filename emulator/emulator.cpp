@@ -53,8 +53,8 @@ Emulator::Emulator(const Clock& clock, EmulatorOptions options, vertex::GcsClien
     : clock_(clock),
       options_(options),
       checkpoints_(checkpoints),
-      logs_(clock, options.logEntriesPerJob),
-      models_(clock, options.modelUploadTime),
+      logs_(clock, options.logEntriesPerJob, options.loggingSearchingPages),
+      models_(clock, options.modelUploadTime, options.registry),
       jobs_(clock, options.simulation, &hooks_),
       tokens_(clock, options.tokenLifetime, options.trustedPublicKeyPem),
       random_(options.seed),
@@ -289,6 +289,22 @@ Response Emulator::handleLogging(const Request& request) {
   }
   auto body = json::parse(request.body.empty() ? "{}" : request.body, nullptr, false);
   if (body.is_discarded()) throw ApiError(400, "INVALID_ARGUMENT", "Invalid JSON payload received. The body is not JSON.");
+  if (options_.loggingRequestsPerMinute > 0) {
+    // Counted per project named first, every reader together; the answer has no Retry-After.
+    std::string project = "-";
+    if (auto names = body.find("resourceNames"); names != body.end() && names->is_array() && !names->empty() &&
+                                                  (*names)[0].is_string()) {
+      project = (*names)[0].get<std::string>();
+    }
+    std::lock_guard lock(mutex_);
+    auto [window, added] = recentLogReads_.try_emplace(project, options_.loggingQuotaWindow);
+    if (!window->second.tryRecord(clock_.now(), options_.loggingRequestsPerMinute)) {
+      ++stats_["loggingThrottled"];
+      throw ApiError(429, "RESOURCE_EXHAUSTED",
+                     "Quota exceeded for quota metric 'Read requests' and limit 'Read requests per minute' of service "
+                     "'logging.googleapis.com' for consumer '" + project.substr(0, 100) + "'.");
+    }
+  }
   return {200, logs_.list(body)};
 }
 

@@ -46,6 +46,14 @@ struct EmulatorOptions {
   nlohmann::json capacity = nlohmann::json::array();   // capacity entries at start (capacity.h)
   std::chrono::milliseconds modelUploadTime{2000};     // models:upload Operations are done after this
   std::size_t logEntriesPerJob = 32;                   // the newest entries each job keeps; 0: no logs
+  RegistryBehaviour registry;                          // where Google's behaviour is undocumented
+  // Cloud Logging's read quota: entries:list calls per minute per project, shared by every reader and
+  // answered 429 RESOURCE_EXHAUSTED without Retry-After beyond it, as Google documents; 0: none.
+  int loggingRequestsPerMinute = 60;
+  std::chrono::milliseconds loggingQuotaWindow = std::chrono::minutes(1);  // shorter only in tests
+  // entries:list without a lower timestamp bound answers a first page with no entries and a
+  // nextPageToken ("still searching"), as Google documents it may.
+  bool loggingSearchingPages = true;
 };
 
 class Emulator {
@@ -119,6 +127,7 @@ class Emulator {
   std::mt19937 random_;
   int failNext_ = 0, throttleNext_ = 0;  // queued by POST /emulator/v1/faults
   vertex::SlidingWindow recentCreates_;
+  std::map<std::string, vertex::SlidingWindow> recentLogReads_;  // by project
   std::map<std::string, int> stats_;
   std::mutex tickMutex_;  // one tick at a time, so checkpoints are written in step order
   std::vector<std::unique_ptr<CheckpointWriter>> writers_;  // set before the ticker starts, then fixed

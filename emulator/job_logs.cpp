@@ -17,7 +17,7 @@ namespace {
 using nlohmann::json;
 using vertex::ApiError;
 
-constexpr int kInfo = 200, kWarning = 400, kError = 500;
+constexpr int kInfo = 200, kError = 500;
 constexpr int kDefaultPageSize = 50, kMaxPageSize = 1000;  // Logging's default; our cap
 constexpr std::size_t kMaxReplicasLogged = 16;              // start and end lines of the first 16 replicas
 constexpr std::size_t kMaxResourceNames = 100;
@@ -75,6 +75,10 @@ std::vector<std::string> traceback(const std::string& lastLine) {
           "    raise ValueError(\"Input 'features' contains NaN values\")",
           lastLine};
 }
+
+// The token of an empty first page: "still searching", Cloud Logging's answer to a query with no lower
+// time bound (it scans the whole retention); following it gives the results.
+const std::string kSearchingToken = vertex::base64UrlEncode("searching");
 
 std::string pageToken(Clock::time_point time, std::uint64_t sequence) {
   return vertex::base64UrlEncode("after:" + std::to_string(time.time_since_epoch().count()) + ":" + std::to_string(sequence));
@@ -144,7 +148,8 @@ class JobLogs::Fields final : public LogEntryFields {
   const Entry& entry_;
 };
 
-JobLogs::JobLogs(const Clock& clock, std::size_t entriesPerJob) : clock_(clock), entriesPerJob_(entriesPerJob) {}
+JobLogs::JobLogs(const Clock& clock, std::size_t entriesPerJob, bool searchingPages)
+    : clock_(clock), entriesPerJob_(entriesPerJob), searchingPages_(searchingPages) {}
 
 std::string JobLogs::textOf(const std::string& jobId, const JobLog& log, const Entry& entry) {
   if (entry.step == 0) return entry.text;
@@ -194,13 +199,15 @@ void JobLogs::record(const JobEvent& event) {
       }
       break;
     case JobEvent::Kind::Step:
-      append(log, at, 0, 0, 0, kInfo, "", event.step);
+      // Step lines come from Python's logging, which writes to stderr: Vertex logs all of stderr as
+      // ERROR, whatever the line says.
+      append(log, at, 0, 0, 0, kError, "", event.step);
       break;
     case JobEvent::Kind::TrialStarted:
       append(log, at, 0, 0, event.trial, kInfo, "Trial " + std::to_string(event.trial) + " started: " + steps + " steps");
       break;
     case JobEvent::Kind::TrialStep:
-      append(log, at, 0, 0, event.trial, kInfo, "", event.step);
+      append(log, at, 0, 0, event.trial, kError, "", event.step);  // stderr, as above
       break;
     case JobEvent::Kind::TrialEnded:
       append(log, at, 0, 0, event.trial, kInfo, "Trial " + std::to_string(event.trial) + " finished");
@@ -220,14 +227,14 @@ void JobLogs::record(const JobEvent& event) {
           append(log, at, 0, 0, 0, kError, line);
         }
       } else if (event.failure == FailureClass::Preemption) {
-        append(log, at, 0, 0, 0, kWarning, "Received SIGTERM: the VM of workerpool0-0 is being preempted.");
+        append(log, at, 0, 0, 0, kError, "Received SIGTERM: the VM of workerpool0-0 is being preempted.");  // stderr
       } else if (state == "JOB_STATE_SUCCEEDED") {
         for (auto [pool, replica] : replicasOf(event.job, event.jobKind)) {
           append(log, at, pool, replica, 0, kInfo, "Training finished on " + taskName(pool, replica));
         }
       } else if (state == "JOB_STATE_CANCELLED") {
         for (auto [pool, replica] : replicasOf(event.job, event.jobKind)) {
-          append(log, at, pool, replica, 0, kWarning, "Received SIGTERM: the job was cancelled.");
+          append(log, at, pool, replica, 0, kError, "Received SIGTERM: the job was cancelled.");  // stderr
         }
       }
       // A job that never started (no capacity) or that Vertex failed itself has no replica to log.
@@ -317,8 +324,11 @@ json JobLogs::list(const json& request) const {
     if (requested > 0) pageSize = static_cast<int>(std::min<long long>(requested, kMaxPageSize));
   }
   auto token = stringOf("pageToken", "page_token");
+  if (searchingPages_ && token.empty() && !filter.hasLowerBound(LogField::Timestamp)) {
+    return {{"entries", json::array()}, {"nextPageToken", kSearchingToken}};
+  }
   std::optional<std::pair<Clock::time_point, std::uint64_t>> after;
-  if (!token.empty()) after = parsePageToken(token);
+  if (!token.empty() && token != kSearchingToken) after = parsePageToken(token);
 
   struct Match {
     const std::string* jobId;

@@ -23,7 +23,8 @@ namespace vto::emulator {
 
 class JobLogs {
  public:
-  JobLogs(const Clock& clock, std::size_t entriesPerJob);
+  // searchingPages: a query without a lower timestamp bound first gets an empty page with a token.
+  JobLogs(const Clock& clock, std::size_t entriesPerJob, bool searchingPages = true);
 
   // Writes the lines the training code of event.job prints for this event: a start line per replica,
   // a line per step from workerpool0-0 ("step 3/10 loss=0.4123"), an end line per replica, and a
@@ -60,6 +61,7 @@ class JobLogs {
 
   const Clock& clock_;
   std::size_t entriesPerJob_;
+  bool searchingPages_;
   mutable std::mutex mutex_;
   std::map<std::string, JobLog> jobs_;  // by job id (the last segment of the job's name)
   std::uint64_t nextSequence_ = 1;

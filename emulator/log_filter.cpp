@@ -172,4 +172,10 @@ std::optional<std::string> LogFilter::required(LogField field, const std::string
   return std::nullopt;
 }
 
+bool LogFilter::hasLowerBound(LogField field) const {
+  return std::any_of(terms_.begin(), terms_.end(), [&](const Term& term) {
+    return !term.negated && term.field == field && (term.op == ">" || term.op == ">=");
+  });
+}
+
 }  // namespace vto::emulator

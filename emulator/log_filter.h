@@ -39,6 +39,8 @@ class LogFilter {
   // The value that every matching entry has for `field`/`key` (a term `field="value"` not negated):
   // lets a store look up, e.g., one job's entries instead of testing every entry.
   std::optional<std::string> required(LogField field, const std::string& key = "") const;
+  // Whether a term (not negated) gives `field` a lower bound (> or >=).
+  bool hasLowerBound(LogField field) const;
 
  private:
   struct Term {

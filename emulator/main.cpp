@@ -43,6 +43,15 @@ constexpr const char* kUsage = R"(usage: vto-emulator --listen HOST:PORT [option
                                  <baseOutputDirectory>/model/ before it is SUCCEEDED (default on)
   --model-upload-time DURATION   time until a models:upload Operation is done (default 2s)
   --log-entries-per-job N        Cloud Logging entries kept per job, the newest (default 32; 0: no logs)
+  --logging-requests-per-minute N  entries:list calls per minute per project before 429 (default 60, as
+                                 Google's read quota; 0: none)
+  --logging-quota-window DURATION  that quota's window (default 1m; shorter for tests)
+  --logging-searching-pages on|off  entries:list without a lower timestamp bound first answers an empty
+                                 page with a nextPageToken, "still searching" (default on, as Google documents)
+  --alias-move implicit|strict   mergeVersionAliases adding an alias another version holds moves it
+                                 (default, as the console documents) or is refused (400 FAILED_PRECONDITION)
+  --label-merge model-wins|version-wins  a label key on both a model and its version: whose value a
+                                 returned version shows (default model-wins; Google documents the merge only)
 DURATION is a number with ms, s or m, e.g. 500ms, 2s, 1m.)";
 
 std::chrono::milliseconds parseDuration(const std::string& flag, const std::string& text) {
@@ -135,6 +144,20 @@ int main(int argc, char** argv) {
         options.simulation.modelArtifacts = value == "on";
       } else if (flag == "--model-upload-time") options.modelUploadTime = parseDuration(flag, value);
       else if (flag == "--log-entries-per-job") options.logEntriesPerJob = parseCount(flag, value);
+      else if (flag == "--logging-requests-per-minute") options.loggingRequestsPerMinute = parseCount(flag, value);
+      else if (flag == "--logging-quota-window") options.loggingQuotaWindow = parseDuration(flag, value);
+      else if (flag == "--logging-searching-pages") {
+        if (value != "on" && value != "off") throw std::invalid_argument(flag + " " + value + ": expected on or off");
+        options.loggingSearchingPages = value == "on";
+      } else if (flag == "--alias-move") {
+        if (value != "implicit" && value != "strict") throw std::invalid_argument("--alias-move " + value + ": expected implicit or strict");
+        options.registry.strictAliasMove = value == "strict";
+      } else if (flag == "--label-merge") {
+        if (value != "model-wins" && value != "version-wins") {
+          throw std::invalid_argument("--label-merge " + value + ": expected model-wins or version-wins");
+        }
+        options.registry.modelLabelsWin = value == "model-wins";
+      }
       else if (flag == "--seed") options.seed = static_cast<std::uint32_t>(parseCount(flag, value));
       else throw std::invalid_argument("unknown flag " + flag + "; see --help");
     }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <regex>
+#include <set>
 
 #include "base/rfc3339.h"
 #include "emulator/list_filter.h"
@@ -22,14 +23,53 @@ constexpr const char* kDefaultAlias = "default";
 ApiError notFound(const std::string& what) { return ApiError(404, "NOT_FOUND", what); }
 ApiError invalid(const std::string& message) { return ApiError(400, "INVALID_ARGUMENT", message); }
 
-// Vertex's alias rule: 2 to 128 characters, letters, digits and hyphens, starting with a lower-case
-// letter and ending with a lower-case letter, a digit or a hyphen (so never a version ID).
+// Vertex's alias rule as Model.versionAliases documents it: [a-z][a-z0-9-]{0,126}[a-z0-9], so never a
+// version ID, never upper case, never a trailing hyphen.
 void checkAlias(const std::string& alias) {
-  static const std::regex rule("[a-z][a-zA-Z0-9-]{0,126}[a-z0-9-]");
+  static const std::regex rule("[a-z][a-z0-9-]{0,126}[a-z0-9]");
   if (!std::regex_match(alias, rule)) {
     throw invalid("Version alias \"" + alias.substr(0, 200) +
-                  "\" is invalid: it must match [a-z][a-zA-Z0-9-]{0,126}[a-z0-9-] (start with a lower-case letter, "
-                  "2 to 128 letters, digits and hyphens, end with a lower-case letter, digit or hyphen).");
+                  "\" is invalid: it must match [a-z][a-z0-9-]{0,126}[a-z0-9] (start with a lower-case letter, "
+                  "2 to 128 lower-case letters, digits and hyphens, end with a lower-case letter or digit).");
+  }
+}
+
+// The metric names of the schemas Google's own importers send (gs://google-cloud-aiplatform/schema/
+// modelevaluation/*_metrics_1.0.0.yaml, the ClassificationEvaluationMetrics, RegressionEvaluationMetrics
+// and ForecastingEvaluationMetrics messages): metrics naming anything else are refused.
+const std::map<std::string, std::set<std::string>>& knownSchemas() {
+  static const std::map<std::string, std::set<std::string>> schemas = {
+      {"gs://google-cloud-aiplatform/schema/modelevaluation/classification_metrics_1.0.0.yaml",
+       {"auPrc", "auRoc", "logLoss", "confidenceMetrics", "confusionMatrix"}},
+      {"gs://google-cloud-aiplatform/schema/modelevaluation/regression_metrics_1.0.0.yaml",
+       {"rootMeanSquaredError", "meanAbsoluteError", "meanAbsolutePercentageError", "rSquared",
+        "rootMeanSquaredLogError"}},
+      {"gs://google-cloud-aiplatform/schema/modelevaluation/forecasting_metrics_1.0.0.yaml",
+       {"rootMeanSquaredError", "meanAbsoluteError", "meanAbsolutePercentageError", "rSquared",
+        "rootMeanSquaredLogError", "weightedAbsolutePercentageError", "rootMeanSquaredPercentageError",
+        "symmetricMeanAbsolutePercentageError", "quantileMetrics"}},
+  };
+  return schemas;
+}
+
+// Real output shows "400 Invalid Metrics Format" for metrics a schema does not describe; an import
+// without a schema is refused the same way (every Google importer sends one).
+void checkMetricsFormat(const json& evaluation) {
+  auto uri = evaluation.value("metricsSchemaUri", std::string());
+  if (uri.empty()) {
+    throw invalid("Invalid Metrics Format: the ModelEvaluation has no metricsSchemaUri to read its metrics with.");
+  }
+  auto schema = knownSchemas().find(uri);
+  if (schema == knownSchemas().end()) {
+    if (uri.rfind("gs://", 0) != 0) throw invalid("Invalid Metrics Format: metricsSchemaUri \"" + uri.substr(0, 200) + "\" is not a gs:// URI.");
+    return;  // a user's own schema: the emulator cannot read it, so it trusts it
+  }
+  const auto& metrics = evaluation.contains("metrics") ? evaluation["metrics"] : json::object();
+  if (!metrics.is_object()) throw invalid("Invalid Metrics Format: metrics must be an object.");
+  for (const auto& [name, value] : metrics.items()) {
+    if (!schema->second.count(name)) {
+      throw invalid("Invalid Metrics Format: \"" + name.substr(0, 100) + "\" is not a metric of " + uri + ".");
+    }
   }
 }
 
@@ -65,8 +105,8 @@ json page(const std::vector<const json*>& items, const char* collection, const s
 
 }  // namespace
 
-ModelRegistry::ModelRegistry(const Clock& clock, std::chrono::milliseconds uploadTime)
-    : clock_(clock), uploadTime_(uploadTime) {}
+ModelRegistry::ModelRegistry(const Clock& clock, std::chrono::milliseconds uploadTime, RegistryBehaviour behaviour)
+    : clock_(clock), uploadTime_(uploadTime), behaviour_(behaviour) {}
 
 Response ModelRegistry::handle(const Request& request, const vto::Location& where, const std::vector<std::string>& rest) {
   std::lock_guard lock(mutex_);
@@ -168,9 +208,16 @@ json ModelRegistry::upload(const vto::Location& where, const std::string& body) 
 
 void ModelRegistry::complete(PendingUpload& upload, Clock::time_point at) {
   auto& model = models_[upload.model];
-  if (model.versions.empty()) model.created = at;
+  auto own = upload.resource.value("labels", json::object());
+  if (model.versions.empty()) {
+    model.created = at;
+    model.labels = own;
+  }
   auto aliases = upload.resource.value("versionAliases", json::array());
   json resource = std::move(upload.resource);
+  json labels = behaviour_.modelLabelsWin ? own : model.labels;
+  for (const auto& [key, value] : (behaviour_.modelLabelsWin ? model.labels : own).items()) labels[key] = value;
+  if (!labels.empty()) resource["labels"] = labels;
   resource["name"] = upload.model;
   resource["versionId"] = std::to_string(upload.versionId);
   resource["versionAliases"] = json::array();
@@ -267,7 +314,14 @@ json ModelRegistry::listVersions(const std::string& model, const std::map<std::s
       return descending ? left > right : left < right;
     });
   }
-  return page(versions, "models", query, readMask);
+  // Each version is named M@versionId in a list, as Vertex lists them.
+  auto body = page(versions, "models", query, readMask);
+  for (auto& item : body["models"]) {
+    if (item.contains("name") && item.contains("versionId")) {
+      item["name"] = item["name"].get<std::string>() + "@" + item["versionId"].get<std::string>();
+    }
+  }
+  return body;
 }
 
 json ModelRegistry::mergeVersionAliases(const std::string& modelName, const std::string& versionId, const std::string& body) {
@@ -294,6 +348,18 @@ json ModelRegistry::mergeVersionAliases(const std::string& modelName, const std:
   };
   auto now = clock_.now();
   auto& model = models_.at(modelName);
+  if (behaviour_.strictAliasMove) {
+    for (const auto& alias : added) {
+      if (both(alias) || alias == kDefaultAlias) continue;  // "default" can only move: it is never removed
+      for (const auto& [id, other] : model.versions) {
+        if (&other != &version && hasAlias(other.resource, alias)) {
+          throw ApiError(400, "FAILED_PRECONDITION",
+                         "The alias \"" + alias + "\" is already on version " + std::to_string(id) + " of " + modelName +
+                             "; remove it there first (\"-" + alias + "\").");
+        }
+      }
+    }
+  }
   for (const auto& alias : removed) {
     auto& aliases = version.resource["versionAliases"];
     if (both(alias) || !hasAlias(version.resource, alias)) continue;
@@ -314,6 +380,7 @@ json ModelRegistry::importEvaluation(const std::string& model, const std::string
                    "vto-emulator keeps at most 1000 evaluations per model version; this one has that many.");
   }
   auto evaluation = request["modelEvaluation"];
+  checkMetricsFormat(evaluation);
   evaluation["name"] = model + "/evaluations/" + std::to_string(kFirstId + nextId_++);
   evaluation["createTime"] = rfc3339Millis(clock_.now());
   version.evaluations.push_back(evaluation);

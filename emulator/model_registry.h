@@ -9,7 +9,10 @@
 //   GET  .../models/M[@V]/evaluations           a version's evaluations (M alone: the default version's)
 //   GET  .../models/M/evaluations/E             one evaluation
 // Versions are numbered 1, 2, ...; the first gets the alias "default", which stays on exactly one version.
-// An alias is on at most one version of a model: applying it to one takes it from the other.
+// An alias is on at most one version of a model: applying it to one takes it from the other, as Google
+// documents for the console (RegistryBehaviour::strictAliasMove refuses instead, the undocumented
+// alternative for the API). A model keeps the labels of the upload that created it; every version is
+// returned with those merged into its own (docs/google-fidelity.md, "Model Registry").
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -24,9 +27,20 @@
 
 namespace vto::emulator {
 
+// Where Google does not document what it does, the emulator takes the answer that breaks naive
+// clients by default and offers the other one.
+struct RegistryBehaviour {
+  // mergeVersionAliases adding an alias another version holds: false moves it (the console's documented
+  // behaviour), true answers 400 FAILED_PRECONDITION until the holder gives it up.
+  bool strictAliasMove = false;
+  // A key set both on the model (by the upload that created it) and on a version: the model's value is
+  // returned (true), or the version's.
+  bool modelLabelsWin = true;
+};
+
 class ModelRegistry {
  public:
-  ModelRegistry(const Clock& clock, std::chrono::milliseconds uploadTime);
+  ModelRegistry(const Clock& clock, std::chrono::milliseconds uploadTime, RegistryBehaviour behaviour = {});
 
   // A request under /v1/projects/P/locations/L/ whose collection is "models" or "models:upload":
   // `rest` holds the path segments from that collection on. Throws vertex::ApiError.
@@ -36,13 +50,14 @@ class ModelRegistry {
 
  private:
   struct Version {
-    nlohmann::json resource;                // the Model as GET answers it
+    nlohmann::json resource;                // the Model as GET answers it (labels merged with the model's)
     std::vector<nlohmann::json> evaluations;  // in import order
   };
   struct Model {
     std::map<int, Version> versions;  // completed uploads, by version ID
     int nextVersion = 1;              // IDs are given at upload time, so concurrent uploads get distinct ones
     Clock::time_point created;
+    nlohmann::json labels = nlohmann::json::object();  // model-level: those of the upload that created it
   };
   struct PendingUpload {
     std::string operation, model;
@@ -68,6 +83,7 @@ class ModelRegistry {
 
   const Clock& clock_;
   std::chrono::milliseconds uploadTime_;
+  RegistryBehaviour behaviour_;
   mutable std::mutex mutex_;
   // By name, projects/P/locations/L/models/M; an entry exists from the first upload on, but the model
   // is found (GET, parentModel) only once it has a version.

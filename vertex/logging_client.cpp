@@ -189,6 +189,7 @@ std::string vertexJobLogFilter(const VertexLogQuery& query) {
   }
   if (query.minSeverity) filter += " AND severity>=" + std::string(severityName(*query.minSeverity));
   if (query.since) filter += " AND timestamp>=" + filterString(rfc3339Exact(*query.since));
+  if (query.until) filter += " AND timestamp<=" + filterString(rfc3339Exact(*query.until));
   return filter;
 }
 
@@ -206,6 +207,17 @@ LogEntryPage collectEntries(LoggingClient& client, ListLogEntriesRequest request
         clock.now() - started >= limits.maxTime) {
       return collected;
     }
+    tokens.next(result.nextPageToken);
+    request.pageToken = result.nextPageToken;
+  }
+}
+
+LogEntryPage firstEntries(LoggingClient& client, ListLogEntriesRequest request, int maxPages) {
+  PageTokenGuard tokens("listing log entries");
+  if (!request.pageToken.empty()) tokens.next(request.pageToken);
+  for (int page = 1;; ++page) {
+    auto result = client.listEntries(request);
+    if (!result.entries.empty() || result.nextPageToken.empty() || page >= maxPages) return result;
     tokens.next(result.nextPageToken);
     request.pageToken = result.nextPageToken;
   }

@@ -119,9 +119,10 @@ struct VertexLogQuery {
   std::string replica;  // "" (all) or workerpoolN-M
   std::optional<LogSeverity> minSeverity;
   std::optional<Clock::time_point> since;  // timestamp>= this
+  std::optional<Clock::time_point> until;  // timestamp<= this
 };
 // resource.type="ml_job" AND resource.labels.job_id="123" [AND resource.labels.task_name="workerpool0-0"]
-// [AND severity>=ERROR] [AND timestamp>="2026-12-05T10:00:03.123456789Z"]. Throws
+// [AND severity>=ERROR] [AND timestamp>="2026-12-05T10:00:03.123456789Z"] [AND timestamp<="..."]. Throws
 // std::invalid_argument naming the value and its form when a job ID is not digits or a replica is
 // not workerpoolN-M: nothing is ever interpolated raw.
 std::string vertexJobLogFilter(const VertexLogQuery& query);
@@ -138,5 +139,9 @@ struct LogReadLimits {
 // repeats a page token.
 LogEntryPage collectEntries(LoggingClient& client, ListLogEntriesRequest request, const Clock& clock,
                             const LogReadLimits& limits = {});
+// The first page that has entries: Cloud Logging may answer a page with no entries and a token when
+// its search ran out of time ("still searching"), so such pages are followed, at most `maxPages` in
+// all. Returns the last page read (its entries empty only when none came within the bound).
+LogEntryPage firstEntries(LoggingClient& client, ListLogEntriesRequest request, int maxPages = 5);
 
 }  // namespace vto::vertex

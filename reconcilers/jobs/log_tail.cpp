@@ -203,8 +203,10 @@ void LogTailPoller::update(const std::string& uid, const crd::TrainingRun* run) 
     }
     // Nothing from status steers a read: a job that is not the run's is told, never read.
     auto refusal = logTailRefusal(*run, attempt.jobName, options_.jobs, options_.defaults);
+    auto end = *attempt.endTime;  // wantsLogTail: set
     wanted.emplace(attempt.attempt, Wanted{attempt.jobName, failingReplicaOf(attempt.message),
-                                           refusal.empty() ? std::nullopt : std::optional(refusal), 0});
+                                           refusal.empty() ? std::nullopt : std::optional(refusal), 0,
+                                           attempt.startTime.value_or(end - options_.lookBehind), end + options_.margin});
   }
   if (wanted.empty()) {
     byUid_.erase(uid);
@@ -235,14 +237,16 @@ std::string LogTailPoller::read(const Wanted& wanted) {
   query.jobId = job->jobId;
   query.replica = wanted.replica;
   query.minSeverity = vertex::LogSeverity::Error;
+  query.since = wanted.since;
+  query.until = wanted.until;
   request.filter = vertex::vertexJobLogFilter(query);
-  auto errors = logging_->listEntries(request).entries;
+  auto errors = vertex::firstEntries(*logging_, request, options_.maxPages).entries;
   std::vector<vertex::LogEntry> others;
   if (errors.size() < static_cast<size_t>(options_.limits.lines)) {
     query.minSeverity.reset();
     request.filter = vertex::vertexJobLogFilter(query) + " AND severity<ERROR";
     request.pageSize = options_.limits.lines - static_cast<int>(errors.size());
-    others = logging_->listEntries(request).entries;
+    others = vertex::firstEntries(*logging_, request, options_.maxPages).entries;
   }
   // Asked newest first (the newest page is the one wanted): oldest first again, so that lines with one
   // timestamp (a traceback written at once) keep the order Cloud Logging gave them.
@@ -274,6 +278,8 @@ Clock::duration LogTailPoller::poll(const std::string& target) {
       // others), is told at once; an outage is retried with backoff a few times first.
       // vto's own pacer (Cloud Logging's read quota) only defers a read: it is not a failure.
       if (dynamic_cast<const vertex::QuotaPacingError*>(&e) != nullptr) throw;
+      // Cloud Logging's 429 (its per-project read quota, shared with every reader) is the same: later.
+      if (const auto* api = dynamic_cast<const vertex::ApiError*>(&e); api != nullptr && api->httpStatus() == 429) throw;
       const auto* retryable = dynamic_cast<const RetryableError*>(&e);
       if (retryable != nullptr && retryable->isRetryable()) {
         std::lock_guard lock(mutex_);

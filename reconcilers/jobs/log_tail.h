@@ -71,6 +71,12 @@ struct LogTailOptions {
   // isInTheRunsPlace (the run's project and placements, `defaults` where the spec names none).
   const JobCache* jobs = nullptr;
   Location defaults;
+  // The read covers the attempt's startTime (its endTime less `lookBehind` without one) to its
+  // endTime plus `margin` (Cloud Logging ingests the last lines a little late): a bounded search.
+  Clock::duration margin = std::chrono::minutes(5);
+  Clock::duration lookBehind = std::chrono::hours(24);
+  // "Still searching" pages (no entries, a token) followed per query at most.
+  int maxPages = 5;
 };
 
 // Why the log of `jobName`, named by run `run`'s status, must not be read ("" when it may): it is
@@ -90,7 +96,8 @@ class LogTailPoller {
   void update(const std::string& uid, const crd::TrainingRun* run);
   // The PollingSource's targets ("<uid>/<attempt>") and one poll: the read, once; returns when to
   // look again (the run is woken again then if it has not recorded the tail). Throws an error worth
-  // retrying, so that the source backs the target off, until maxTries.
+  // retrying, so that the source backs the target off, until maxTries; a quota refusal (vto's own
+  // pacer, or Cloud Logging's 429) only defers the read and never counts as a try.
   std::vector<std::string> targets() const;
   Clock::duration poll(const std::string& target);
   // The namespace of a target's run ("" when it is gone): the PollingSource's group, so that one
@@ -106,6 +113,7 @@ class LogTailPoller {
     std::string replica;
     std::optional<std::string> tail;  // read
     int failures = 0;
+    Clock::time_point since, until;  // the attempt's time window
   };
   std::string read(const Wanted& wanted);
 

@@ -198,11 +198,13 @@ struct TriggerHealth {
   std::optional<Problem> metric;
 };
 
-// One mergeVersionAliases: the alias onto this version (Vertex takes it off the version that had it).
+// The alias onto this version: "-alias" on the version that holds it first (when another does), then
+// "alias" here, so that the move works whether Vertex moves an alias implicitly or refuses to.
 struct MoveAlias {
   std::string versionName;  // projects/P/locations/L/models/M@versionId
   std::string alias;
   crd::PromotionResult result = crd::PromotionResult::Promoted;
+  std::string fromVersionName;  // the holder, M@versionId; empty: none (or it is "default", which only moves)
 };
 
 struct PolicyPlan {

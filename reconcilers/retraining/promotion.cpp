@@ -80,8 +80,14 @@ void record(retraining::Decision& d, const std::string& versionId, PromotionResu
           moved ? "ModelPromoted" : "ModelNotPromoted", std::move(message));
 }
 
-void moveAlias(retraining::Decision& d, const std::string& model, const std::string& versionId, PromotionResult result) {
-  d.plan.moveAlias = MoveAlias{model + "@" + versionId, d.policy.spec.promotion->alias, result};
+// Whether Vertex moves an alias off its holder when it is added elsewhere is documented for the
+// console only: the holder gives it up first, so the move works either way.
+void moveAlias(retraining::Decision& d, const PromotionReading& reading, const std::string& versionId, PromotionResult result) {
+  MoveAlias move{reading.model + "@" + versionId, d.policy.spec.promotion->alias, result, ""};
+  if (reading.holder && reading.holder->versionId != versionId && move.alias != "default") {
+    move.fromVersionName = reading.model + "@" + reading.holder->versionId;
+  }
+  d.plan.moveAlias = std::move(move);
 }
 
 // A promote-version request: the alias goes to the version it names, whatever its metric.
@@ -101,7 +107,7 @@ void promoteOnRequest(retraining::Decision& d, const PromotionReading& reading, 
   }
   std::string was = reading.holder ? " (was version " + reading.holder->versionId + ")" : "";
   if (reading.holder && reading.holder->versionId == request) was = " (it held it already)";
-  moveAlias(d, reading.model, request, PromotionResult::Manual);
+  moveAlias(d, reading, request, PromotionResult::Manual);
   history.champion = championOf(d, *reading.requested, true);
   record(d, request, PromotionResult::Manual, "version " + request + " holds " + alias + " by request" + was);
 }
@@ -182,7 +188,7 @@ void compare(retraining::Decision& d, const PromotionReading& reading, const Chi
     record(d, model.versionId, PromotionResult::NotBetter, verdict.message);
     return;
   }
-  moveAlias(d, reading.model, model.versionId, PromotionResult::Promoted);
+  moveAlias(d, reading, model.versionId, PromotionResult::Promoted);
   history.champion = championOf(d, mine, true);
   record(d, model.versionId, PromotionResult::Promoted, verdict.message);
 }

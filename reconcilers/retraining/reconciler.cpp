@@ -197,6 +197,9 @@ controller::Result RetrainingPolicyReconciler::act(const json& cached, const Pol
   }
   if (const auto& move = plan.moveAlias) {
     try {
+      // A crash between the two calls leaves the alias on no version: the next pass finds no holder
+      // and adds it where the status (not yet written) would have put it.
+      if (!move->fromVersionName.empty()) c_.registry->mergeVersionAliases(move->fromVersionName, {"-" + move->alias});
       c_.registry->mergeVersionAliases(move->versionName, {move->alias});
     } catch (const vertex::ApiError& e) {
       if (e.isRetryable()) throw;  // nothing written yet: the next pass decides again

@@ -48,6 +48,7 @@ enum class Reason {
   OutputBucketNotFound, CheckpointsListed, CheckpointsForbidden, CheckpointListFailed, WaitingForCapacity,
   CapacityUnavailable, Registering, VersionRegistered, ArtifactMissing, UploadFailed, PermissionDenied,
   Priced, PriceMissing, CostLimitReached, BudgetExceeded,
+  RegistrationRefused, EvaluationNotImported,
 };
 const char* reasonName(Reason reason);
 
@@ -97,7 +98,8 @@ struct TenancyReading {
 // is not True, so a registered run costs nothing more.
 struct RegistryReading {
   bool read = false;  // observe looked (the pass that sees the success does not: it only says what comes)
-  // The version of this run: found by its vto-run-uid label, or made by the upload status records.
+  // The version of this run: found by its run label (modelVersionLabels), or made by the upload status
+  // records.
   std::optional<vertex::ModelVersion> version;
   // status.model.operation as Vertex says now, while it names one.
   std::optional<vertex::UploadOperation> upload;
@@ -269,7 +271,9 @@ Plan recordCreatedJob(const Observed& observed, Plan plan, const CachedJob& job,
 // the status act wrote before the call.
 Plan recordUpload(const Observed& observed, const crd::TrainingRunStatus& journaled, Plan plan,
                   const std::optional<vertex::UploadOperation>& started, const std::optional<VertexFailure>& refused);
-// After act's evaluation import failed: ModelRegistered=False saying why, retried with backoff.
+// After act's evaluation import failed: ModelRegistered=False saying why, retried with backoff; or,
+// when Vertex refused it for its content (400), ModelRegistered=True with reason EvaluationNotImported
+// and the metrics kept in status (promotion reads them there), never retried.
 Plan recordImportFailure(const Observed& observed, Plan plan, const VertexFailure& failure);
 
 // The Model Registry name a run's spec.model registers into: projects/P/locations/L/models/M, in the
@@ -279,8 +283,26 @@ Location modelLocationOf(const crd::TrainingRunSpec& spec, const Location& defau
 std::string modelNameOf(const crd::TrainingRunSpec& spec, const Location& defaults);
 // The displayName of the evaluation a run imports ("vto-<run uid>"): how a retry finds it.
 std::string evaluationDisplayName(const std::string& runUid);
-// The labels every version vto uploads carries beside spec.model.labels.
+// The labels every version vto uploads carries beside spec.model.labels: vto-run-uid, and a key of the
+// run's own (runVersionLabelKey), which a model's labels merged into every version cannot shadow.
 std::map<std::string, std::string> modelVersionLabels(const crd::ObjectMeta& run);
+// "vto-run-<uid>": the label key, set to "true", that marks the run's version.
+std::string runVersionLabelKey(const std::string& runUid);
+// The versionDescription vto uploads with: "TrainingRun NS/NAME (uid UID)". Vertex keeps it per
+// version (labels it merges with the model's), so it tells a run's version apart.
+std::string versionDescriptionOf(const crd::ObjectMeta& run);
+// Of the versions listed by the run's label, the run's own: the one whose versionDescription names the
+// run's uid, else the oldest (the version that made the model carries the model's labels, so a run that
+// made it finds every version by its label: its own is the first). nullptr for none.
+const vertex::ModelVersion* runVersionOf(const std::vector<vertex::ModelVersion>& listed, const crd::ObjectMeta& run);
+// The metricsSchemaUri of Google's evaluation schemas (classification, regression, forecasting) that
+// names every one of `metrics`; "" when none does (Vertex refuses metrics its schema does not describe,
+// so such metrics stay in status only).
+std::string evaluationSchemaOf(const std::map<std::string, double>& metrics);
+// ModelRegistered is False with reason RegistrationRefused for the spec as it is: Vertex refused the
+// upload for what it asks (INVALID_ARGUMENT, FAILED_PRECONDITION), so nothing is retried until the spec
+// changes.
+bool registrationRefused(const crd::TrainingRunStatus& status, std::int64_t generation);
 
 // The tenancy decision for an observed run (no rules: nothing governs it, nothing refused).
 crd::TenancyDecision tenancyOf(const Observed& observed);

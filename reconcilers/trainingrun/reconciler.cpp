@@ -161,26 +161,28 @@ void TrainingRunReconciler::observeRegistry(Observed& o) {
   auto artifactUri = crd::artifactUriOf(spec, o.run->spec.baseOutputDirectory);
   std::string step = "reading the Model Registry";
   try {
-    if (recorded && !recorded->operation.empty()) {
-      step = "reading the upload " + recorded->operation.substr(0, 200);
-      reading.upload = registry.getUploadOperation(recorded->operation);
+    // Status is writable by others: the operation it names is followed only under the run's own model
+    // (its ID read from the name, the rest from the spec), and the version read is that model's.
+    auto model = modelNameOf(o.run->spec, o.defaults);
+    auto operationId = recorded ? vertex::parseModelName(recorded->operation) : std::nullopt;
+    if (operationId && !operationId->operationId.empty()) {
+      auto operation = (operationId->modelId.empty() ? modelLocationOf(o.run->spec, o.defaults).parent() : model) +
+                       "/operations/" + operationId->operationId;
+      step = "reading the upload " + operation;
+      reading.upload = registry.getUploadOperation(operation);
       if (reading.upload->operation.done && reading.upload->result) {
-        reading.version = registry.getModel(reading.upload->result->versionName());
+        reading.version = registry.getModel(model + "@" + reading.upload->result->versionId);
       }
     } else {
-      // Exactly one version per run: the run's own, if any, whatever pass or process uploaded it.
-      auto model = modelNameOf(o.run->spec, o.defaults);
+      // Exactly one version per run: the run's own, if any, whatever pass or process uploaded it. Its
+      // own label key: a model's labels, merged into every version, cannot shadow it.
       step = "listing the versions of " + model;
       vertex::ListVersionsOptions list;
-      list.filter = vertex::modelLabelFilter({{crd::kRunUidLabel, crd::sanitizeLabelValue(o.metadata.uid)}});
+      list.filter = vertex::modelLabelFilter({{runVersionLabelKey(o.metadata.uid), "true"}});
       try {
         auto page = registry.listVersions(model, list);
         reading.modelExists = true;
-        if (!page.versions.empty()) {
-          reading.version = *std::min_element(page.versions.begin(), page.versions.end(), [](const auto& a, const auto& b) {
-            return a.versionId.size() != b.versionId.size() ? a.versionId.size() < b.versionId.size() : a.versionId < b.versionId;
-          });
-        }
+        if (const auto* own = runVersionOf(page.versions, o.metadata)) reading.version = *own;
       } catch (const vertex::ApiError& e) {
         if (!e.isNotFound()) throw;  // 404: the first upload creates the model
       }

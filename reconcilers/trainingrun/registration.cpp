@@ -8,6 +8,8 @@
 // Exactly one version per run: the version carries the run's uid as a label and is looked up before
 // every upload; an upload asked for but not recorded (a crash in between) is waited for, not repeated.
 #include <algorithm>
+#include <cctype>
+#include <set>
 
 #include "base/gcp_names.h"
 #include "crd/labels.h"
@@ -23,7 +25,7 @@ using namespace trainingrun;
 
 namespace {
 
-constexpr int kPermissionDenied = 7;  // google.rpc.Code
+constexpr int kInvalidArgument = 3, kPermissionDenied = 7, kFailedPrecondition = 9;  // google.rpc.Code
 
 const crd::ModelSpec& modelSpecOf(const Draft& d) { return *d.run.spec.model; }
 
@@ -49,6 +51,26 @@ void notRegistered(Draft& d, Reason reason, const std::string& message) {
 
 Reason reasonOfFailure(int httpStatus, int rpcCode = 0) {
   return httpStatus == 403 || rpcCode == kPermissionDenied ? Reason::PermissionDenied : Reason::UploadFailed;
+}
+
+// Vertex refused the request for what it says (400: INVALID_ARGUMENT, FAILED_PRECONDITION): the same
+// request gets the same answer, so it is not sent again until the spec changes.
+bool deterministic(int httpStatus, int rpcCode = 0) {
+  return httpStatus == 400 || rpcCode == kInvalidArgument || rpcCode == kFailedPrecondition;
+}
+
+// ModelRegistered=False for good (for this generation): no retry, no requeue.
+Plan refuse(Draft& d, const std::string& message) {
+  auto& model = *d.next.history.model;
+  model.operation.clear();
+  model.uploadStartTime.reset();
+  notRegistered(d, Reason::RegistrationRefused,
+                message.substr(0, 1024) + "; Vertex refuses it as it is, so it is not retried until the spec changes");
+  return finish(d);
+}
+
+bool isNumber(const std::string& text) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); });
 }
 
 std::string whatToDo(Reason reason) {
@@ -87,6 +109,7 @@ Plan versionExists(Draft& d, const vertex::ModelVersion& version) {
   if (!model.registerTime) model.registerTime = wholeSeconds(version.versionCreateTime.value_or(d.o.now));
   model.operation.clear();
   model.uploadStartTime.reset();
+  std::string evaluationNote;
   if (spec.evaluation && !model.evaluationImported && model.metricsError.empty()) {
     const auto& file = spec.evaluation->metricsFile;
     if (reading.importedMetrics) {
@@ -103,13 +126,22 @@ Plan versionExists(Draft& d, const vertex::ModelVersion& version) {
       model.evaluationImported = true;
       vertex::EvaluationImport evaluation;
       evaluation.displayName = evaluationDisplayName(d.o.metadata.uid);
+      evaluation.metricsSchemaUri = evaluationSchemaOf(parsed.metrics);
       evaluation.metrics = nlohmann::json(parsed.metrics);
-      d.plan.importEvaluation = ImportEvaluation{version.versionName(), std::move(evaluation)};
+      if (!evaluation.metricsSchemaUri.empty()) {
+        d.plan.importEvaluation = ImportEvaluation{version.versionName(), std::move(evaluation)};
+      } else {
+        // Nothing Vertex would take: the numbers stay in status, which is what promotion reads.
+        model.evaluationImported = false;
+        evaluationNote = "kept in status only: no Google evaluation schema names these metrics, and Vertex "
+                               "refuses metrics its schema does not describe";
+      }
     }
   }
   std::string message = "version " + model.versionId + " of " + model.name + " from " + model.artifactUri;
   if (!model.metrics.empty()) message += " (" + describeMetrics(model.metrics) + ")";
   if (!model.metricsError.empty()) message += "; " + model.metricsError;
+  if (!evaluationNote.empty()) message += "; metrics " + evaluationNote;
   d.condition(ConditionType::ModelRegistered, true, Reason::VersionRegistered, message);
   d.plan.events.push_back(normalEvent("ModelRegistered", "registered " + message));
   d.plan.registeredModel = modelSpecOf(d).model;
@@ -138,7 +170,8 @@ Plan continueWorkAfterSuccess(Draft& d) {
   if (!reading.read) return startWorkAfterSuccess(d);
   if (!d.next.history.model) d.next.history.model = crd::RegisteredModel{};
   auto& model = *d.next.history.model;
-  if (model.artifactUri.empty()) model.artifactUri = artifactUriOfRun(d);
+  // What is uploaded is the spec's checked URI, never what status says (status is writable by others).
+  model.artifactUri = artifactUriOfRun(d);
   // Registering writes to Vertex: the rules as they are now govern it, before any call.
   if (auto violation = tenancyOf(d.o).violation) {
     notRegistered(d, Reason::TenantPolicyViolation, violation->message + "; nothing is registered until the spec "
@@ -146,6 +179,7 @@ Plan continueWorkAfterSuccess(Draft& d) {
     return finish(d);
   }
   if (reading.failure) {
+    if (deterministic(reading.failure->httpStatus)) return refuse(d, reading.failure->message);
     auto reason = reasonOfFailure(reading.failure->httpStatus);
     std::string message = reading.failure->message + whatToDo(reason);
     // The upload status records is gone (an operation Vertex no longer keeps, or its version deleted
@@ -167,7 +201,9 @@ Plan continueWorkAfterSuccess(Draft& d) {
     }
     // Done without a version (an error, or an answer without one): upload again after the backoff.
     std::string why = upload->operation.error ? upload->operation.error->message : "the operation names no version";
-    auto reason = reasonOfFailure(0, upload->operation.error ? upload->operation.error->code : 0);
+    int code = upload->operation.error ? upload->operation.error->code : 0;
+    if (deterministic(0, code)) return refuse(d, "uploading " + model.artifactUri + " failed: " + why.substr(0, 512));
+    auto reason = reasonOfFailure(0, code);
     model.operation.clear();
     model.uploadStartTime.reset();
     std::string message = "uploading " + model.artifactUri + " failed: " + why.substr(0, 512) + whatToDo(reason);
@@ -192,6 +228,10 @@ Plan continueWorkAfterSuccess(Draft& d) {
   upload.where = modelLocationOf(d.run.spec, d.o.defaults);
   if (reading.modelExists) {
     upload.request.parentModel = modelNameOf(d.run.spec, d.o.defaults);
+  } else if (isNumber(spec.model)) {
+    // A number is the ID Vertex gave a model made without one: only Vertex makes such a model.
+    return refuse(d, modelNameOf(d.run.spec, d.o.defaults) + " does not exist: a numeric model ID names a model "
+                      "made by the console or the SDK, and a new model needs an ID such as fraud");
   } else {
     upload.request.modelId = spec.model;
   }
@@ -208,7 +248,7 @@ Plan continueWorkAfterSuccess(Draft& d) {
   m.versionAliases = spec.versionAliases;
   m.labels = spec.labels;
   for (const auto& [key, value] : modelVersionLabels(d.o.metadata)) m.labels[key] = value;
-  m.versionDescription = "TrainingRun " + d.o.metadata.namespace_ + "/" + d.o.metadata.name;
+  m.versionDescription = versionDescriptionOf(d.o.metadata);
   upload.request.serviceAccount = d.run.spec.serviceAccount;
   d.plan.uploadModel = std::move(upload);
   model.uploadStartTime = d.now();
@@ -225,8 +265,15 @@ bool ended(const Observed& o) {
   return crd::isFinished(o.status.phase) && o.status.observedGeneration == o.metadata.generation;
 }
 
+bool registrationRefused(const crd::TrainingRunStatus& status, std::int64_t generation) {
+  const auto* c = controller::findStatusCondition(status.conditions, conditionTypeName(ConditionType::ModelRegistered));
+  return c != nullptr && c->status == "False" && c->reason == reasonName(Reason::RegistrationRefused) &&
+         c->observedGeneration == generation;
+}
+
 bool workAfterSuccess(const Observed& o) {
-  return o.run && o.run->spec.model && o.status.phase == Phase::Succeeded && !isRegistered(o.status);
+  return o.run && o.run->spec.model && o.status.phase == Phase::Succeeded && !isRegistered(o.status) &&
+         !registrationRefused(o.status, o.metadata.generation);
 }
 
 bool settled(const Observed& o) { return ended(o) && !workAfterSuccess(o); }
@@ -245,8 +292,53 @@ std::string evaluationDisplayName(const std::string& runUid) { return "vto-" + c
 
 std::map<std::string, std::string> modelVersionLabels(const crd::ObjectMeta& run) {
   return {{crd::kRunUidLabel, crd::sanitizeLabelValue(run.uid)},
+          {runVersionLabelKey(run.uid), "true"},
           {"vto-namespace", crd::sanitizeLabelValue(run.namespace_)},
           {"managed-by", "vto"}};
+}
+
+std::string runVersionLabelKey(const std::string& runUid) {
+  return ("vto-run-" + crd::sanitizeLabelValue(runUid)).substr(0, 63);
+}
+
+std::string versionDescriptionOf(const crd::ObjectMeta& run) {
+  return "TrainingRun " + run.namespace_ + "/" + run.name + " (uid " + run.uid + ")";
+}
+
+const vertex::ModelVersion* runVersionOf(const std::vector<vertex::ModelVersion>& listed, const crd::ObjectMeta& run) {
+  auto older = [](const vertex::ModelVersion& a, const vertex::ModelVersion& b) {
+    return a.versionId.size() != b.versionId.size() ? a.versionId.size() < b.versionId.size() : a.versionId < b.versionId;
+  };
+  const vertex::ModelVersion* oldest = nullptr;
+  const vertex::ModelVersion* described = nullptr;
+  auto marker = "(uid " + run.uid + ")";
+  for (const auto& version : listed) {
+    if (oldest == nullptr || older(version, *oldest)) oldest = &version;
+    bool ours = !run.uid.empty() && version.versionDescription.size() >= marker.size() &&
+                version.versionDescription.compare(version.versionDescription.size() - marker.size(), marker.size(), marker) == 0;
+    if (ours && (described == nullptr || older(version, *described))) described = &version;
+  }
+  return described != nullptr ? described : oldest;
+}
+
+std::string evaluationSchemaOf(const std::map<std::string, double>& metrics) {
+  // gs://google-cloud-aiplatform/schema/modelevaluation/: the schemas Google's own importers send, with
+  // the scalar metrics each describes (ClassificationEvaluationMetrics, RegressionEvaluationMetrics,
+  // ForecastingEvaluationMetrics).
+  static const std::vector<std::pair<std::string, std::set<std::string>>> schemas = {
+      {"gs://google-cloud-aiplatform/schema/modelevaluation/classification_metrics_1.0.0.yaml",
+       {"auPrc", "auRoc", "logLoss"}},
+      {"gs://google-cloud-aiplatform/schema/modelevaluation/regression_metrics_1.0.0.yaml",
+       {"rootMeanSquaredError", "meanAbsoluteError", "meanAbsolutePercentageError", "rSquared", "rootMeanSquaredLogError"}},
+      {"gs://google-cloud-aiplatform/schema/modelevaluation/forecasting_metrics_1.0.0.yaml",
+       {"rootMeanSquaredError", "meanAbsoluteError", "meanAbsolutePercentageError", "rSquared", "rootMeanSquaredLogError",
+        "weightedAbsolutePercentageError", "rootMeanSquaredPercentageError", "symmetricMeanAbsolutePercentageError"}},
+  };
+  if (metrics.empty()) return "";
+  for (const auto& [uri, names] : schemas) {
+    if (std::all_of(metrics.begin(), metrics.end(), [&](const auto& metric) { return names.count(metric.first) > 0; })) return uri;
+  }
+  return "";
 }
 
 Plan recordUpload(const Observed& o, const crd::TrainingRunStatus& journaled, Plan plan,
@@ -264,6 +356,9 @@ Plan recordUpload(const Observed& o, const crd::TrainingRunStatus& journaled, Pl
   }
   // Vertex answered with an error: no upload started, so the next try needs no grace period.
   model.uploadStartTime.reset();
+  if (deterministic(refused->httpStatus)) {
+    return refuse(d, "uploading " + model.artifactUri + " failed: " + refused->message.substr(0, 512));
+  }
   auto reason = reasonOfFailure(refused->httpStatus);
   std::string message = "uploading " + model.artifactUri + " failed: " + refused->message.substr(0, 512) + whatToDo(reason);
   notRegistered(d, reason, message);
@@ -278,9 +373,21 @@ Plan recordImportFailure(const Observed& o, Plan plan, const VertexFailure& fail
   d.plan = std::move(plan);
   d.plan.status.reset();
   d.plan.importEvaluation.reset();
+  auto& model = *d.next.history.model;
+  if (deterministic(failure.httpStatus)) {
+    // The version exists and its numbers are in status (what promotion reads): registered, without
+    // the evaluation Vertex would not take; never retried, since it would refuse it again.
+    model.evaluationImported = false;
+    std::string message = "version " + model.versionId + " of " + model.name + " is registered; Vertex refused its " +
+                          "evaluation (" + failure.message.substr(0, 512) + "), so the metrics are kept in status only";
+    d.condition(ConditionType::ModelRegistered, true, Reason::EvaluationNotImported, message);
+    for (auto& event : d.plan.events) {
+      if (event.reason == "ModelRegistered") event.message = "registered " + message;
+    }
+    return finished(d);
+  }
   d.plan.registeredModel.clear();
   std::erase_if(d.plan.events, [](const controller::Event& e) { return e.reason == "ModelRegistered"; });
-  auto& model = *d.next.history.model;
   model.evaluationImported = false;
   model.metrics.clear();
   auto reason = reasonOfFailure(failure.httpStatus);

@@ -10,6 +10,7 @@ const readline = require('node:readline');
 const {after, before, describe, test} = require('node:test');
 const {v1, helpers} = require('@google-cloud/aiplatform');
 const {OAuth2Client} = require('google-auth-library');
+const logging = require('@google-cloud/logging');
 
 const binDir = process.env.VTO_BIN_DIR;
 if (!binDir) throw new Error('set VTO_BIN_DIR to the directory holding vto-emulator');
@@ -59,6 +60,7 @@ let emulator;
 let emulatorUrl;
 let client;
 let modelClient;
+let loggingClient;
 
 // The emulator's control API (not Vertex's): capacity entries for the tests that need a stockout.
 async function setCapacity(entry) {
@@ -85,11 +87,20 @@ before(async () => {
   modelClient = new v1.ModelServiceClient({
     apiEndpoint: '127.0.0.1', port, protocol: 'http', fallback: true, auth,
   });
+  // The Logging client's gax wants the google-auth-library it ships with (an auth client with fetch).
+  const {OAuth2Client: LoggingOAuth2Client} = require(require.resolve('google-auth-library',
+      {paths: [path.dirname(require.resolve('@google-cloud/logging-api'))]}));
+  const loggingAuth = new LoggingOAuth2Client();
+  loggingAuth.setCredentials({access_token: accessToken, expiry_date: Date.now() + expiresIn * 1000});
+  loggingClient = new logging.v2.LoggingServiceV2Client({
+    apiEndpoint: '127.0.0.1', port, protocol: 'http', fallback: true, auth: loggingAuth,
+  });
 });
 
 after(async () => {
   if (client) await client.close();
   if (modelClient) await modelClient.close();
+  if (loggingClient) await loggingClient.close();
   if (emulator) emulator.kill('SIGTERM');
 });
 
@@ -278,6 +289,8 @@ describe('Model Registry', () => {
 
     const [versions] = await modelClient.listModelVersions({name: modelName});
     assert.deepEqual(versions.map(v => v.versionId), ['1', '2']);
+    assert.deepEqual(versions.map(v => v.name), [`${modelName}@1`, `${modelName}@2`], 'a list names versions M@versionId');
+    assert.equal(version2.labels.suite, 'conformance', "the model's labels are merged into the version's");
     const [byLabel, nextRequest] = await modelClient.listModelVersions(
         {name: modelName, filter: 'labels.run="two"', pageSize: 1}, {autoPaginate: false});
     assert.deepEqual(byLabel.map(v => v.versionId), ['2']);
@@ -290,16 +303,25 @@ describe('Model Registry', () => {
     await assert.rejects(modelClient.mergeVersionAliases({name: `${modelName}@2`, versionAliases: ['-default']}),
         error => error.code === 3);  // INVALID_ARGUMENT
 
+    // Without a schema, or with metrics the schema does not name: "Invalid Metrics Format".
+    await assert.rejects(modelClient.importModelEvaluation({parent: `${modelName}@2`, modelEvaluation: {
+      displayName: 'schemaless', metrics: helpers.toValue({auRoc: 0.913}),
+    }}), error => error.code === 3 && /Invalid Metrics Format/.test(error.message));
+    await assert.rejects(modelClient.importModelEvaluation({parent: `${modelName}@2`, modelEvaluation: {
+      displayName: 'unnamed',
+      metricsSchemaUri: 'gs://google-cloud-aiplatform/schema/modelevaluation/classification_metrics_1.0.0.yaml',
+      metrics: helpers.toValue({auc: 0.913}),
+    }}), error => error.code === 3);
     const [evaluation] = await modelClient.importModelEvaluation({parent: `${modelName}@2`, modelEvaluation: {
       displayName: 'holdout',
       metricsSchemaUri: 'gs://google-cloud-aiplatform/schema/modelevaluation/classification_metrics_1.0.0.yaml',
-      metrics: helpers.toValue({auc: 0.913}),
+      metrics: helpers.toValue({auRoc: 0.913}),
     }});
     assert.match(evaluation.name, new RegExp(`^${modelName}/evaluations/\\d+$`));
     const [evaluations] = await modelClient.listModelEvaluations({parent: `${modelName}@2`});
     assert.equal(evaluations.length, 1);
     assert.equal(evaluations[0].displayName, 'holdout');
-    assert.deepEqual(helpers.fromValue(evaluations[0].metrics), {auc: 0.913});
+    assert.deepEqual(helpers.fromValue(evaluations[0].metrics), {auRoc: 0.913});
     const [ofVersion1] = await modelClient.listModelEvaluations({parent: `${modelName}@1`});
     assert.equal(ofVersion1.length, 0);
     const [fetched] = await modelClient.getModelEvaluation({name: evaluation.name});
@@ -310,5 +332,48 @@ describe('Model Registry', () => {
     await assert.rejects(modelClient.getModel({name: `${parent}/models/nobody`}), error => error.code === 5);
     await assert.rejects(modelClient.uploadModel({parent, parentModel: `${parent}/models/nobody`, model: model('gs://c/')}),
         error => error.code === 5);
+  });
+});
+
+describe('Cloud Logging', () => {
+  test('entries of a job through LoggingServiceV2Client: still-searching pages, then the read quota', async () => {
+    const [job] = await client.createCustomJob({parent, customJob: {
+      displayName: 'logged', labels: {suite: 'logging'}, jobSpec: {workerPoolSpecs: [workerPool()]},
+    }});
+    await eventually(async () => {
+      const [current] = await client.getCustomJob({name: job.name});
+      return current.state === 'JOB_STATE_SUCCEEDED';
+    }, 'the job to succeed');
+    const jobId = job.name.split('/').pop();
+    const options = {autoPaginate: false, retry: null};
+    const byJob = `resource.type="ml_job" AND resource.labels.job_id="${jobId}"`;
+
+    // A lower time bound: the entries on the first page, oldest first.
+    const [entries] = await loggingClient.listLogEntries(
+        {resourceNames: ['projects/conformance'], filter: `${byJob} AND timestamp>="2000-01-01T00:00:00Z"`}, options);
+    assert.ok(entries.length >= 3, `start, steps and end lines: ${entries.length}`);
+    assert.match(entries[0].textPayload, /^Training started on workerpool0-0/);
+    assert.equal(entries[1].severity, 'ERROR', 'step lines come from stderr, which Vertex logs as ERROR');
+    assert.equal(entries[0].resource.type, 'ml_job');
+
+    // None: Logging searches its whole retention, and says so with an empty page and a token.
+    const [searching, next] = await loggingClient.listLogEntries({resourceNames: ['projects/conformance'], filter: byJob}, options);
+    assert.equal(searching.length, 0);
+    assert.ok(next && next.pageToken, 'an empty page with a token: still searching');
+    const [found] = await loggingClient.listLogEntries({...next, resourceNames: ['projects/conformance'], filter: byJob}, options);
+    assert.equal(found.length, entries.length);
+
+    // 60 reads a minute per project, every reader together: the 61st is RESOURCE_EXHAUSTED.
+    let refused;
+    for (let i = 0; i < 61 && !refused; i++) {
+      try {
+        await loggingClient.listLogEntries(
+            {resourceNames: ['projects/conformance'], filter: `${byJob} AND timestamp>="2000-01-01T00:00:00Z"`, pageSize: 1}, options);
+      } catch (error) {
+        refused = error;
+      }
+    }
+    assert.ok(refused, 'no 429 within 61 reads');
+    assert.ok(refused.code === 8 || refused.code === 429, `RESOURCE_EXHAUSTED: ${refused.code}`);  // REST mode keeps the HTTP status
   });
 });

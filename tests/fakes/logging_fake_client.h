@@ -1,7 +1,7 @@
 #pragma once
 // An in-memory LoggingClient for unit tests of code that reads job logs (`vto logs`): entries are
 // added by the test, and entries:list understands the filter vertexJobLogFilter writes
-// (resource.type="...", resource.labels.KEY="V", severity>=NAME or <NAME, timestamp>="T", joined by AND),
+// (resource.type="...", resource.labels.KEY="V", severity>=NAME or <NAME, timestamp>="T" or <="T", joined by AND),
 // orders by timestamp then insertId as Cloud Logging does, and pages with pageSize (default 50)
 // and offset tokens. Every request is recorded; errors can be queued for the next call.
 #include <algorithm>
@@ -27,6 +27,11 @@ class FakeLoggingClient final : public vertex::LoggingClient {
       auto error = errors_.front();
       errors_.pop_front();
       throw error;
+    }
+    // "Still searching": an empty page whose token starts the real answer.
+    if (searchingPages_ > 0 && request.pageToken.empty()) {
+      --searchingPages_;
+      return {{}, "0"};
     }
     std::vector<vertex::LogEntry> matching;
     for (const auto& entry : entries_) {
@@ -58,6 +63,11 @@ class FakeLoggingClient final : public vertex::LoggingClient {
     std::lock_guard lock(mutex_);
     entries_.push_back(std::move(entry));
   }
+  // The next `count` first pages come back empty with a token, as Cloud Logging's do while it searches.
+  void searchFirst(int count) {
+    std::lock_guard lock(mutex_);
+    searchingPages_ = count;
+  }
   void failNextCall(vertex::ApiError error) {
     std::lock_guard lock(mutex_);
     errors_.push_back(std::move(error));
@@ -68,10 +78,11 @@ class FakeLoggingClient final : public vertex::LoggingClient {
   }
 
  private:
+  int searchingPages_ = 0;
   // Terms joined by AND; anything else is a test bug.
   static bool matches(const vertex::LogEntry& entry, const std::string& filter) {
     static const std::regex term(
-        R"re(\s*(resource\.type|resource\.labels\.(\w+)|severity|timestamp)\s*(=|>=|<)\s*("([^"]*)"|(\w+))\s*(AND)?)re");
+        R"re(\s*(resource\.type|resource\.labels\.(\w+)|severity|timestamp)\s*(=|>=|<=|<)\s*("([^"]*)"|(\w+))\s*(AND)?)re");
     std::size_t consumed = 0;
     for (auto it = std::sregex_iterator(filter.begin(), filter.end(), term); it != std::sregex_iterator(); ++it) {
       const auto& match = *it;
@@ -84,7 +95,8 @@ class FakeLoggingClient final : public vertex::LoggingClient {
         auto severity = vertex::severityFromName(value).value();
         if (match[3] == "<" ? entry.severity >= severity : entry.severity < severity) return false;
       } else if (field == "timestamp") {
-        if (!entry.timestamp || *entry.timestamp < parseRfc3339(value)) return false;
+        if (!entry.timestamp) return false;
+        if (match[3] == "<=" ? *entry.timestamp > parseRfc3339(value) : *entry.timestamp < parseRfc3339(value)) return false;
       } else {
         auto label = entry.resourceLabels.find(match[2].str());
         if (label == entry.resourceLabels.end() || label->second != value) return false;

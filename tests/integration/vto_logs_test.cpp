@@ -114,7 +114,7 @@ TEST(VtoLogs, FollowsASucceedingRunToItsEndAndExitsZero) {
   stack().createNamespace(ns);
   applyManifest(simpleRunManifest(ns, "fine"));
   ASSERT_TRUE(waitFor([&] { return !jobOf(ns, "fine").empty(); }, seconds(60))) << stack().operatorLog();
-  auto followed = vtoLogs("trun/fine -n " + ns + " -f");
+  auto followed = vtoLogs("trun/fine -n " + ns + " -f --poll-interval 2");
   EXPECT_EQ(followed.exitCode, 0) << followed.err;
   EXPECT_NE(followed.err.find("ended JOB_STATE_SUCCEEDED"), std::string::npos) << followed.err;
   EXPECT_NE(followed.out.find(" workerpool0-0 "), std::string::npos) << followed.out;
@@ -133,7 +133,7 @@ TEST(VtoLogs, AFailedRunShowsItsTracebackAndExitsOne) {
   applyManifest(simpleRunManifest(ns, "broken"));
   ASSERT_TRUE(stack().waitForPhase(ns, "broken", "Running", seconds(60))) << stack().operatorLog();
   failJob(jobOf(ns, "broken"), "UserError");
-  auto followed = vtoLogs("trun/broken -n " + ns + " -f");
+  auto followed = vtoLogs("trun/broken -n " + ns + " -f --poll-interval 2");
   EXPECT_EQ(followed.exitCode, 1) << followed.err;
   EXPECT_NE(followed.err.find("ended JOB_STATE_FAILED"), std::string::npos) << followed.err;
   EXPECT_NE(followed.out.find("Traceback"), std::string::npos) << followed.out;
@@ -200,6 +200,50 @@ TEST(VtoLogs, AFailedRunShowsTheTracebackInDescribeWithinSeconds) {
   EXPECT_NE(event.find("ValueError: Input 'features' contains NaN values"), std::string::npos) << event;
   // Tenant data stays out of the operator's own log.
   EXPECT_EQ(stack().operatorLog().find("contains NaN values"), std::string::npos);
+}
+
+// Cloud Logging allows 60 reads a minute per project, for every reader together (the emulator's
+// default, as Google's). Two users follow the run with `vto logs -f` (every 10 s) while its job fails:
+// the operator's log tail still lands in status, not "could not read the log".
+TEST(VtoLogs, ALogTailLandsUnderTheSixtyAMinuteBudgetSharedWithTwoFollowingTerminals) {
+  const std::string ns = "logs-budget";
+  stack().createNamespace(ns);
+  applyManifest(simpleRunManifest(ns, "shared"));
+  ASSERT_TRUE(stack().waitForPhase(ns, "shared", "Running", seconds(60))) << stack().operatorLog();
+  auto dir = stack().dir();
+  std::vector<std::string> outs;
+  for (int i = 0; i < 2; ++i) {
+    outs.push_back(dir + "/follow-" + std::to_string(i) + ".out");
+    // In the background, as a second and third terminal would.
+    run(quote(binDir() + "/vto") + " logs", "trun/shared -n " + ns + " -f >" + quote(outs.back()) + " 2>&1 &",
+        "VERTEX_EMULATOR=" + stack().emulator().url());
+  }
+  failJob(jobOf(ns, "shared"), "UserError");
+  std::string tail;
+  ASSERT_TRUE(waitFor(
+      [&] {
+        tail = stack().getRun(ns, "shared").value(nlohmann::json::json_pointer("/status/attempts/0/logTail"), std::string());
+        return !tail.empty();
+      },
+      seconds(60)))
+      << stack().operatorLog();
+  EXPECT_EQ(tail.find("could not read the log"), std::string::npos) << tail;
+  EXPECT_NE(tail.find("ValueError: Input 'features' contains NaN values"), std::string::npos) << tail;
+  // Both terminals end with the job, having shown its traceback.
+  for (const auto& out : outs) {
+    std::string text;
+    EXPECT_TRUE(waitFor(
+        [&] {
+          std::ifstream in(out);
+          std::stringstream all;
+          all << in.rdbuf();
+          text = all.str();
+          return text.find("ended JOB_STATE_FAILED") != std::string::npos;
+        },
+        seconds(60)))
+        << text;
+    EXPECT_NE(text.find("Traceback"), std::string::npos) << text;
+  }
 }
 
 }  // namespace

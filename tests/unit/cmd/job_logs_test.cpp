@@ -152,7 +152,9 @@ TEST_F(JobLogsTest, PrintsTheWholeLogOldestFirstAndExitsWithoutFollow) {
                         "2026-12-05T10:00:02Z workerpool0-0 INFO   step 2\n");
   auto request = logging_.requests().at(0);
   EXPECT_EQ(request.resourceNames, std::vector<std::string>{"projects/my-project"});
-  EXPECT_EQ(request.filter, "resource.type=\"ml_job\" AND resource.labels.job_id=\"" + jobId_ + "\"");
+  // Without --since, from the job's creation (less a minute), never Cloud Logging's whole retention.
+  EXPECT_EQ(request.filter, "resource.type=\"ml_job\" AND resource.labels.job_id=\"" + jobId_ +
+                                "\" AND timestamp>=\"2025-12-31T23:59:00Z\"");
   EXPECT_TRUE(sleeper_.pauses.empty());
   EXPECT_EQ(err_.str(), "");
 }
@@ -191,8 +193,9 @@ TEST_F(JobLogsTest, FollowsUntilTheJobSucceedsThenDrainsTheLastLinesAndExitsZero
   EXPECT_EQ(printed(), (std::vector<std::string>{"step 1", "step 2", "late line", "step 3", "saving the model",
                                                  "written after the end"}));
   EXPECT_NE(err_.str().find("ended JOB_STATE_SUCCEEDED"), std::string::npos) << err_.str();
-  // Every ~2 s; after the end, two polls without news.
-  EXPECT_EQ(sleeper_.pauses, std::vector<std::chrono::milliseconds>(6, 2000ms));
+  // Every 10 s (Cloud Logging's 60 reads a minute are the whole project's); after the end, two polls
+  // without news.
+  EXPECT_EQ(sleeper_.pauses, std::vector<std::chrono::milliseconds>(6, 10000ms));
   // Polls look back from the newest entry, never from the start.
   auto last = logging_.requests().back();
   EXPECT_NE(last.filter.find("timestamp>=\"2026-12-05T10:00:01Z\""), std::string::npos) << last.filter;
@@ -248,6 +251,15 @@ TEST_F(JobLogsTest, RetriesWhatIsWorthRetryingAndStopsOnWhatIsNot) {
   testing::FakeLoggingClient denied;
   denied.failNextCall(vertex::ApiError(403, "PERMISSION_DENIED", "logging.logEntries.list denied"));
   EXPECT_THROW(printJobLogs(jobName_, {.follow = true}, {denied, vertex_, clock_, sleeper_, out_, err_}), vertex::ApiError);
+}
+
+TEST_F(JobLogsTest, BacksOffOnErrorsUpToItsBoundThenPollsEveryTenSecondsAgain) {
+  for (int i = 0; i < 6; ++i) {
+    sleeper_.steps.push_back([&] { logging_.failNextCall(vertex::ApiError(429, "RESOURCE_EXHAUSTED", "Quota exceeded for quota metric 'Read requests'")); });
+  }
+  sleeper_.steps.push_back([&] { vertex_.setState(jobName_, vertex::JobState::Succeeded); });
+  EXPECT_EQ(print({.follow = true, .giveUpAfter = 30min}), 0);
+  EXPECT_EQ(sleeper_.pauses, (std::vector<std::chrono::milliseconds>{10s, 20s, 40s, 80s, 120s, 120s, 120s, 10s}));
 }
 
 TEST_F(JobLogsTest, GivesUpWhenErrorsLastLongerThanAllowed) {

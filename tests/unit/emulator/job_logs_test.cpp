@@ -15,10 +15,14 @@ using namespace std::chrono_literals;
 class JobLogsTest : public EmulatorFixture {
  protected:
   JobLogsTest() : EmulatorFixture(options()) {}
+  explicit JobLogsTest(EmulatorOptions options) : EmulatorFixture(std::move(options)) {}
   static EmulatorOptions options() {
     EmulatorOptions options;
     options.simulation = {2s, 3, 10s, 1s};
     options.logEntriesPerJob = 30;
+    // The tests below read the entries themselves; the quota and "still searching" pages have their own.
+    options.loggingRequestsPerMinute = 0;
+    options.loggingSearchingPages = false;
     return options;
   }
   Response list(json request) {
@@ -60,7 +64,8 @@ TEST_F(JobLogsTest, AJobLogsAStartLineALinePerStepAndAnEndLine) {
   EXPECT_EQ(step["resource"], (json{{"type", "ml_job"},
                                     {"labels", {{"job_id", id}, {"project_id", "emu-project"}, {"task_name", "workerpool0-0"}}}}));
   EXPECT_EQ(step["labels"], (json{{"ml.googleapis.com/task_name", "workerpool0-0"}}));
-  EXPECT_EQ(step["severity"], "INFO");
+  EXPECT_EQ(step["severity"], "ERROR") << "Python's logging writes to stderr, which Vertex logs as ERROR";
+  EXPECT_EQ(logs[0]["severity"], "INFO") << "print() writes to stdout";
   auto startTime = get(name)["startTime"].get<std::string>();
   EXPECT_EQ(logs[0]["timestamp"], startTime);
   EXPECT_EQ(step["timestamp"], rfc3339Millis(parseRfc3339(startTime) + 10s)) << "when its step ended";
@@ -80,7 +85,9 @@ TEST_F(JobLogsTest, AUserErrorEndsWithAPythonTracebackAtSeverityError) {
   ASSERT_EQ(control("POST", name + ":fail", {{"failureClass", "UserError"}}).status, 200);
   auto errors = entries("resource.labels.job_id=\"" + idOf(name) + "\" severity>=ERROR");
   ASSERT_GE(errors.size(), 3u);
-  EXPECT_EQ(errors.front()["textPayload"], "Traceback (most recent call last):");
+  // The step lines are ERROR too: the code's logging writes to stderr, which Vertex logs as ERROR.
+  EXPECT_EQ(errors.front()["textPayload"].get<std::string>().rfind("step 1/3", 0), 0u) << errors.front().dump();
+  EXPECT_EQ(errors[errors.size() - 10]["textPayload"], "Traceback (most recent call last):");
   EXPECT_EQ(errors.back()["textPayload"].get<std::string>().rfind("ValueError: ", 0), 0u) << errors.back().dump();
   for (const auto& entry : errors) {
     EXPECT_EQ(entry["severity"], "ERROR");
@@ -126,7 +133,7 @@ TEST_F(JobLogsTest, FiltersByTaskLabelTimeAndTextAndRefuseWhatTheyDoNotSupport) 
   EXPECT_EQ(later[0].rfind("step 2/3", 0), 0u);
   EXPECT_EQ(later[1].rfind("step 3/3", 0), 0u);
   EXPECT_EQ(later[2], "Training finished on workerpool0-0");
-  EXPECT_EQ(entries(id + " timestamp>=\"" + after + "\" severity=INFO labels.\"ml.googleapis.com/task_name\"=\"workerpool0-0\"").size(), 4u);
+  EXPECT_EQ(entries(id + " timestamp>=\"" + after + "\" severity=ERROR labels.\"ml.googleapis.com/task_name\"=\"workerpool0-0\"").size(), 3u);
 
   for (const auto& bad : {"resource.labels.job_id=\"1\" OR severity>=ERROR", "(severity>=ERROR)", "severity>=LOUD",
                           "jsonPayload.message=\"x\"", "timestamp>\"yesterday\"", "textPayload=~\"step\"", "\"step\"",
@@ -203,11 +210,49 @@ TEST_F(JobLogsTest, JobsOfAnyProjectTheEmulatorAcceptedRunLogAndAreDeleted) {
   EXPECT_EQ(deleted.status, 200) << deleted.body.dump();
 }
 
+class GoogleLoggingTest : public JobLogsTest {
+ protected:
+  GoogleLoggingTest() : JobLogsTest(google()) {}
+  static EmulatorOptions google() {
+    auto options = JobLogsTest::options();
+    options.loggingRequestsPerMinute = 60;
+    options.loggingSearchingPages = true;
+    return options;
+  }
+};
+
+TEST_F(GoogleLoggingTest, SixtyReadsAMinutePerProjectThenA429WithoutRetryAfter) {
+  for (int i = 0; i < 60; ++i) ASSERT_EQ(list({{"filter", "timestamp>=\"2026-01-01T00:00:00Z\""}}).status, 200) << i;
+  auto refused = list({{"filter", "timestamp>=\"2026-01-01T00:00:00Z\""}});
+  EXPECT_EQ(refused.status, 429);
+  EXPECT_EQ(refused.body["error"]["status"], "RESOURCE_EXHAUSTED");
+  EXPECT_EQ(list({{"resourceNames", {"projects/elsewhere"}}, {"filter", "timestamp>=\"2026-01-01T00:00:00Z\""}}).status, 200)
+      << "the quota is per project";
+  advance(61s);
+  EXPECT_EQ(list({{"filter", "timestamp>=\"2026-01-01T00:00:00Z\""}}).status, 200);
+}
+
+TEST_F(GoogleLoggingTest, AQueryWithoutALowerTimeBoundFirstGetsAnEmptyPageThatSaysStillSearching) {
+  auto name = create(customJob());
+  advance(2s);
+  advance(30s);
+  auto id = "resource.labels.job_id=\"" + idOf(name) + "\"";
+  auto first = list({{"filter", id}});
+  ASSERT_EQ(first.status, 200);
+  EXPECT_TRUE(first.body.value("entries", json::array()).empty()) << first.body.dump();
+  ASSERT_TRUE(first.body.contains("nextPageToken"));
+  auto next = list({{"filter", id}, {"pageToken", first.body["nextPageToken"]}});
+  EXPECT_EQ(next.body["entries"].size(), 5u) << next.body.dump();
+  auto bounded = list({{"filter", id + " timestamp>=\"2000-01-01T00:00:00Z\""}});
+  EXPECT_EQ(bounded.body["entries"].size(), 5u) << "a lower bound: the first page has the entries";
+}
+
 TEST(JobLogsBound, AJobKeepsItsNewestEntries) {
   testing::FakeClock clock;
   EmulatorOptions options;
   options.simulation = {2s, 50, 1s, 1s};
   options.logEntriesPerJob = 5;
+  options.loggingSearchingPages = false;
   Emulator emulator(clock, options, nullptr);
   auto token = emulator.handle({"GET", "/computeMetadata/v1/instance/service-accounts/default/token", {},
                                 {{"metadata-flavor", "Google"}}, ""}).body["access_token"].get<std::string>();
@@ -230,6 +275,7 @@ TEST(JobLogsTuning, TrialsLogWithTheirTrialId) {
   testing::FakeClock clock;
   EmulatorOptions options;
   options.simulation = {2s, 2, 10s, 1s};
+  options.loggingSearchingPages = false;
   Emulator emulator(clock, options, nullptr);
   auto token = emulator.handle({"GET", "/computeMetadata/v1/instance/service-accounts/default/token", {},
                                 {{"metadata-flavor", "Google"}}, ""}).body["access_token"].get<std::string>();

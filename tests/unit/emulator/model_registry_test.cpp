@@ -19,6 +19,7 @@ const std::string kModels = "projects/emu-project/locations/us-central1/models";
 class ModelRegistryTest : public EmulatorFixture {
  protected:
   ModelRegistryTest() : EmulatorFixture(options()) {}
+  explicit ModelRegistryTest(EmulatorOptions options) : EmulatorFixture(std::move(options)) {}
   static EmulatorOptions options() {
     EmulatorOptions options;
     options.modelUploadTime = 2s;
@@ -145,6 +146,8 @@ TEST_F(ModelRegistryTest, MergeVersionAliasesMovesAnAliasAndKeepsDefaultOnOneVer
   EXPECT_EQ(invalid({"1abc"}), 400);
   EXPECT_EQ(invalid({"a"}), 400) << "at least 2 characters";
   EXPECT_EQ(invalid({"ends_"}), 400);
+  EXPECT_EQ(invalid({"ends-"}), 400) << "Model.versionAliases: [a-z][a-z0-9-]{0,126}[a-z0-9]";
+  EXPECT_EQ(invalid({"camelCase"}), 400) << "lower case only";
   EXPECT_EQ(invalid({std::string(129, 'a')}), 400);
   EXPECT_EQ(invalid({std::string(128, 'a')}), 200);
   EXPECT_EQ(invalid({"ok"}, ""), 400) << "the name must carry a version ID";
@@ -154,13 +157,14 @@ TEST_F(ModelRegistryTest, MergeVersionAliasesMovesAnAliasAndKeepsDefaultOnOneVer
 }
 
 TEST_F(ModelRegistryTest, ListVersionsFiltersByLabelAndPages) {
-  uploadAndWait({{"modelId", "fraud"}, {"model", model("gs://b/1/", {{"vto-run-uid", "a"}})}});
+  uploadAndWait({{"modelId", "fraud"}, {"model", model("gs://b/1/", {{"team", "risk"}})}});
   for (auto uid : {"b", "c", "b"}) {
     uploadAndWait({{"parentModel", kModels + "/fraud"}, {"model", model("gs://b/x/", {{"vto-run-uid", uid}})}});
   }
   auto all = call("GET", "/v1/" + kModels + "/fraud:listVersions").body["models"];
   ASSERT_EQ(all.size(), 4u);
   EXPECT_EQ(all[3]["versionId"], "4");
+  EXPECT_EQ(all[3]["name"], kModels + "/fraud@4") << "a list names each version M@versionId";
   auto b = call("GET", "/v1/" + kModels + "/fraud:listVersions", nullptr, {{"filter", R"(labels.vto-run-uid="b")"}, {"pageSize", "1"}});
   ASSERT_EQ(b.status, 200) << b.body.dump();
   ASSERT_EQ(b.body["models"].size(), 1u);
@@ -173,7 +177,8 @@ TEST_F(ModelRegistryTest, ListVersionsFiltersByLabelAndPages) {
   auto newestFirst = call("GET", "/v1/" + kModels + "/fraud:listVersions", nullptr, {{"orderBy", "create_time desc"}});
   EXPECT_EQ(newestFirst.body["models"][0]["versionId"], "4");
   auto masked = call("GET", "/v1/" + kModels + "/fraud:listVersions", nullptr, {{"readMask", "versionId,labels"}});
-  EXPECT_EQ(masked.body["models"][0], (json{{"versionId", "1"}, {"labels", {{"vto-run-uid", "a"}}}}));
+  EXPECT_EQ(masked.body["models"][1], (json{{"versionId", "2"}, {"labels", {{"team", "risk"}, {"vto-run-uid", "b"}}}}))
+      << "the model's labels (its first upload's) are merged into each version's";
   EXPECT_EQ(call("GET", "/v1/" + kModels + "/fraud:listVersions", nullptr, {{"filter", R"(display_name="x")"}}).status, 400);
   EXPECT_EQ(call("GET", "/v1/" + kModels + "/fraud:listVersions", nullptr, {{"orderBy", "name"}}).status, 400);
   EXPECT_EQ(call("GET", "/v1/" + kModels + "/nobody:listVersions").status, 404);
@@ -184,26 +189,77 @@ TEST_F(ModelRegistryTest, EvaluationsBelongToTheVersionTheyWereImportedTo) {
   uploadAndWait({{"parentModel", kModels + "/fraud"}, {"model", model("gs://b/2/")}});
   json evaluation = {{"displayName", "holdout"},
                      {"metricsSchemaUri", "gs://google-cloud-aiplatform/schema/modelevaluation/classification_metrics_1.0.0.yaml"},
-                     {"metrics", {{"auc", 0.913}, {"logLoss", 0.21}}}};
+                     {"metrics", {{"auRoc", 0.913}, {"logLoss", 0.21}}}};
   auto imported = call("POST", "/v1/" + kModels + "/fraud@2/evaluations:import", {{"modelEvaluation", evaluation}});
   ASSERT_EQ(imported.status, 200) << imported.body.dump();
   EXPECT_TRUE(std::regex_match(imported.body["name"].get<std::string>(), std::regex(kModels + "/fraud/evaluations/\\d+")));
-  EXPECT_EQ(imported.body["metrics"]["auc"], 0.913);
+  EXPECT_EQ(imported.body["metrics"]["auRoc"], 0.913);
   EXPECT_TRUE(imported.body.contains("createTime"));
-  auto toDefault = call("POST", "/v1/" + kModels + "/fraud/evaluations:import", {{"modelEvaluation", {{"metrics", {{"auc", 0.8}}}}}});
-  ASSERT_EQ(toDefault.status, 200);
+  const std::string regression = "gs://google-cloud-aiplatform/schema/modelevaluation/regression_metrics_1.0.0.yaml";
+  auto toDefault = call("POST", "/v1/" + kModels + "/fraud/evaluations:import",
+                        {{"modelEvaluation", {{"metricsSchemaUri", regression}, {"metrics", {{"rSquared", 0.8}}}}}});
+  ASSERT_EQ(toDefault.status, 200) << toDefault.body.dump();
 
   auto ofVersion2 = call("GET", "/v1/" + kModels + "/fraud@2/evaluations").body["modelEvaluations"];
   ASSERT_EQ(ofVersion2.size(), 1u);
   EXPECT_EQ(ofVersion2[0], imported.body);
   auto ofDefault = call("GET", "/v1/" + kModels + "/fraud/evaluations").body["modelEvaluations"];
   ASSERT_EQ(ofDefault.size(), 1u);
-  EXPECT_EQ(ofDefault[0]["metrics"]["auc"], 0.8);
+  EXPECT_EQ(ofDefault[0]["metrics"]["rSquared"], 0.8);
   EXPECT_EQ(call("GET", "/v1/" + imported.body["name"].get<std::string>()).body, imported.body);
 
   EXPECT_EQ(call("POST", "/v1/" + kModels + "/fraud@7/evaluations:import", {{"modelEvaluation", evaluation}}).status, 404);
   EXPECT_EQ(call("POST", "/v1/" + kModels + "/fraud/evaluations:import", {{"evaluation", evaluation}}).status, 400);
   EXPECT_EQ(call("GET", "/v1/" + kModels + "/fraud/evaluations/123").status, 404);
+}
+
+TEST_F(ModelRegistryTest, AnEvaluationWithoutASchemaOrWithMetricsItsSchemaLacksIsAnInvalidMetricsFormat) {
+  uploadAndWait({{"modelId", "fraud"}, {"model", model("gs://b/1/")}});
+  auto import = [&](const json& evaluation) {
+    return call("POST", "/v1/" + kModels + "/fraud@1/evaluations:import", {{"modelEvaluation", evaluation}});
+  };
+  auto schemaless = import({{"metrics", {{"auc", 0.9}}}});
+  EXPECT_EQ(schemaless.status, 400);
+  EXPECT_EQ(schemaless.body["error"]["status"], "INVALID_ARGUMENT");
+  EXPECT_NE(schemaless.body["error"]["message"].get<std::string>().find("Invalid Metrics Format"), std::string::npos);
+  const std::string classification = "gs://google-cloud-aiplatform/schema/modelevaluation/classification_metrics_1.0.0.yaml";
+  EXPECT_EQ(import({{"metricsSchemaUri", classification}, {"metrics", {{"auc", 0.9}}}}).status, 400)
+      << "auc is not a field of the classification schema (auRoc is)";
+  EXPECT_EQ(import({{"metricsSchemaUri", "gs://mine/schema.yaml"}, {"metrics", {{"auc", 0.9}}}}).status, 200)
+      << "a schema of the user's own is not read, so not refused";
+  EXPECT_EQ(call("GET", "/v1/" + kModels + "/fraud@1/evaluations").body["modelEvaluations"].size(), 1u);
+}
+
+class StrictRegistryTest : public ModelRegistryTest {
+ protected:
+  StrictRegistryTest() : ModelRegistryTest(strict()) {}
+  static EmulatorOptions strict() {
+    auto options = ModelRegistryTest::options();
+    options.registry.strictAliasMove = true;
+    options.registry.modelLabelsWin = true;
+    return options;
+  }
+};
+
+TEST_F(StrictRegistryTest, AnAliasHeldElsewhereIsRefusedUntilItsHolderGivesItUp) {
+  uploadAndWait({{"modelId", "fraud"}, {"model", model("gs://b/1/", {{"vto-run-uid", "one"}})}});
+  uploadAndWait({{"parentModel", kModels + "/fraud"}, {"model", model("gs://b/2/", {{"vto-run-uid", "two"}})}});
+  auto merge = [&](const std::string& at, const json& aliases) {
+    return call("POST", "/v1/" + kModels + "/fraud@" + at + ":mergeVersionAliases", {{"versionAliases", aliases}});
+  };
+  ASSERT_EQ(merge("1", {"champion"}).status, 200);
+  auto taken = merge("2", {"champion"});
+  EXPECT_EQ(taken.status, 400);
+  EXPECT_EQ(taken.body["error"]["status"], "FAILED_PRECONDITION");
+  EXPECT_EQ(version(kModels + "/fraud@1")["versionAliases"], json({"default", "champion"})) << "nothing moved";
+  EXPECT_EQ(merge("2", {"default"}).status, 200) << "default only ever moves";
+  ASSERT_EQ(merge("1", {"-champion"}).status, 200);
+  EXPECT_EQ(merge("2", {"champion"}).status, 200);
+
+  // The model's labels win over a version's own: run one's uid shows on version 2 as well.
+  EXPECT_EQ(version(kModels + "/fraud@2")["labels"]["vto-run-uid"], "one");
+  auto two = call("GET", "/v1/" + kModels + "/fraud:listVersions", nullptr, {{"filter", R"(labels.vto-run-uid="two")"}});
+  EXPECT_TRUE(two.body.value("models", json::array()).empty()) << two.body.dump();
 }
 
 }  // namespace

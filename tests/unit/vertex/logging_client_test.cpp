@@ -156,6 +156,9 @@ TEST(VertexJobLogFilter, EveryValueIsCheckedNeverInterpolatedRaw) {
                                 .since = parseRfc3339("2026-12-05T10:00:03.5Z")}),
             R"(resource.type="ml_job" AND resource.labels.job_id="8812345" AND )"
             R"(resource.labels.task_name="workerpool1-12" AND severity>=ERROR AND timestamp>="2026-12-05T10:00:03.5Z")");
+  EXPECT_EQ(vertexJobLogFilter({.jobId = "1", .since = parseRfc3339("2026-12-05T10:00:00Z"), .until = parseRfc3339("2026-12-05T11:00:00Z")}),
+            R"(resource.type="ml_job" AND resource.labels.job_id="1" AND timestamp>="2026-12-05T10:00:00Z" AND )"
+            R"(timestamp<="2026-12-05T11:00:00Z")");
   for (const char* job : {"", "88a", R"(1" OR resource.type="gce_instance)", "1 2", "-1"}) {
     EXPECT_THROW(vertexJobLogFilter({.jobId = job}), std::invalid_argument) << job;
   }
@@ -200,6 +203,28 @@ TEST(CollectEntries, FollowsPagesWithinItsLimitsAndStopsOnARepeatedToken) {
     LogEntryPage listEntries(const ListLogEntriesRequest&) override { return {{}, "same"}; }
   } repeating;
   EXPECT_THROW(collectEntries(repeating, request, clock), ApiError);
+}
+
+// An empty page with a token is "still searching" (Cloud Logging's entries.list): followed, within a bound.
+TEST(FirstEntries, FollowsStillSearchingPagesWithinItsBound) {
+  testing::FakeLoggingClient fake;
+  fake.add("7", "workerpool0-0", "2026-12-05T10:00:01Z", LogSeverity::Error, "Traceback");
+  ListLogEntriesRequest request;
+  request.resourceNames = {"projects/my-project"};
+  request.filter = vertexJobLogFilter({.jobId = "7"});
+  fake.searchFirst(1);
+  auto page = firstEntries(fake, request);
+  ASSERT_EQ(page.entries.size(), 1u);
+  EXPECT_EQ(fake.requests().size(), 2u);
+
+  class Searching final : public LoggingClient {
+   public:
+    LogEntryPage listEntries(const ListLogEntriesRequest&) override { return {{}, "t" + std::to_string(++calls)}; }
+    int calls = 0;
+  } searching;
+  auto none = firstEntries(searching, request, 3);
+  EXPECT_TRUE(none.entries.empty());
+  EXPECT_EQ(searching.calls, 3) << "bounded";
 }
 
 }  // namespace

@@ -293,8 +293,12 @@ TEST(ModelRules, ModelIdsAndAliasesFollowVertex) {
   EXPECT_FALSE(isModelId(std::string(64, 'a')));
   EXPECT_FALSE(isModelId("2fraud"));
   EXPECT_TRUE(isVersionAlias("champion"));
-  EXPECT_TRUE(isVersionAlias("cAndidate-2"));
-  EXPECT_TRUE(isVersionAlias("ab-"));
+  EXPECT_TRUE(isVersionAlias("candidate-2"));
+  EXPECT_FALSE(isVersionAlias("cAndidate-2")) << "Model.versionAliases: [a-z][a-z0-9-]{0,126}[a-z0-9]";
+  EXPECT_FALSE(isVersionAlias("ab-")) << "never a trailing hyphen";
+  EXPECT_TRUE(isModelReference("4711")) << "a model the console or the SDK made";
+  EXPECT_FALSE(isModelReference(std::string(21, '1')));
+  EXPECT_FALSE(isModelReference("2fraud"));
   EXPECT_TRUE(isVersionAlias("a" + std::string(127, 'b')));
   EXPECT_FALSE(isVersionAlias("a" + std::string(128, 'b')));
   EXPECT_FALSE(isVersionAlias("a"));

@@ -238,6 +238,39 @@ TEST(LogTailPollerTest, APermissionDeniedIsToldAtOnceAndAnOutageAfterItsTries) {
   EXPECT_NE(g.poller.tailsOf("u-2").at(1).find("could not read the log"), std::string::npos);
 }
 
+// Cloud Logging's 429 (60 reads a minute per project, every reader together) says "later", not
+// "broken": the read is deferred with the source's backoff as often as it comes, never recorded as a
+// failure to read the log.
+TEST(LogTailPollerTest, ALoggingQuotaRefusalDefersTheReadWithoutCountingATry) {
+  PollerFixture f;  // maxTries 2
+  f.logging.add("7", "workerpool0-0", "2026-03-01T11:59:02Z", LogSeverity::Error, "ValueError: NaN");
+  auto run = f.runWith(failed(crd::FailureClass::UserError));
+  f.poller.update("u-1", &run);
+  for (int i = 0; i < 5; ++i) {
+    f.logging.failNextCall(vertex::ApiError(429, "RESOURCE_EXHAUSTED", "Quota exceeded for quota metric 'Read requests'"));
+    EXPECT_THROW(f.poller.poll("u-1/1"), RetryableError) << i;
+    EXPECT_TRUE(f.poller.tailsOf("u-1").empty()) << i;
+  }
+  f.poller.poll("u-1/1");
+  EXPECT_EQ(f.poller.tailsOf("u-1").at(1), "ValueError: NaN");
+}
+
+TEST(LogTailPollerTest, TheReadCoversTheAttemptsTimeWindowAndFollowsStillSearchingPages) {
+  PollerFixture f;
+  auto attempt = failed(crd::FailureClass::UserError);
+  attempt.startTime = T0 - std::chrono::minutes(30);
+  f.logging.add("7", "workerpool0-0", "2026-03-01T11:59:02Z", LogSeverity::Error, "ValueError: NaN");
+  f.logging.add("7", "workerpool0-0", "2026-03-01T13:00:00Z", LogSeverity::Error, "long after the end");
+  f.logging.searchFirst(2);
+  auto run = f.runWith(attempt);
+  f.poller.update("u-1", &run);
+  f.poller.poll("u-1/1");
+  EXPECT_EQ(f.poller.tailsOf("u-1").at(1), "ValueError: NaN") << "an empty page with a token is not an empty log";
+  auto first = f.logging.requests().at(0);
+  EXPECT_NE(first.filter.find("timestamp>=\"2026-03-01T11:30:00Z\""), std::string::npos) << first.filter;
+  EXPECT_NE(first.filter.find("timestamp<=\"2026-03-01T12:05:00Z\""), std::string::npos) << "endTime plus the margin";
+}
+
 TEST(LogTailPollerTest, AnEmptyLogSaysSo) {
   PollerFixture f;
   auto run = f.runWith(failed(crd::FailureClass::UserError));

@@ -96,6 +96,8 @@ TEST_P(PromotionTable, DecidesAsTheRulesSay) {
   } else {
     ASSERT_TRUE(plan.moveAlias);
     EXPECT_EQ(plan.moveAlias->versionName, std::string(kModel) + "@" + c.moved);
+    // The holder gives the alias up first, so the move works where Vertex refuses to move it implicitly.
+    EXPECT_EQ(plan.moveAlias->fromVersionName, c.holder ? std::string(kModel) + "@" + c.holder->versionId : "");
   }
   EXPECT_EQ(history.champion ? history.champion->versionId : "", c.champion);
   EXPECT_EQ(history.lastComparedVersion, c.compared);
@@ -212,6 +214,7 @@ TEST(Promotion, ARollbackMovesTheAliasToTheNamedVersionAsManual) {
   auto plan = decidePolicy(observed);
   ASSERT_TRUE(plan.moveAlias);
   EXPECT_EQ(plan.moveAlias->versionName, std::string(kModel) + "@5");
+  EXPECT_EQ(plan.moveAlias->fromVersionName, std::string(kModel) + "@7") << "the holder gives the alias up first";
   EXPECT_EQ(plan.promotion, crd::PromotionResult::Manual);
   const auto& history = plan.status.history;
   EXPECT_EQ(history.champion->versionId, "5");

@@ -5,6 +5,7 @@
 
 #include "base/rfc3339.h"
 #include "controller/conditions.h"
+#include "crd/validation.h"
 #include "reconcilers/trainingrun/decide.h"
 
 namespace vto::reconcilers {
@@ -135,6 +136,8 @@ TEST(Registration, TheFirstUploadCreatesTheModelWithTheRunsLabelAndJournalsItsSt
   EXPECT_EQ(request.model.containerSpec["imageUri"], "us-docker.pkg.dev/vertex-ai/prediction/xgboost-cpu.1-7:latest");
   EXPECT_EQ(request.model.versionAliases, std::vector<std::string>{"candidate"});
   EXPECT_EQ(request.model.labels.at("vto-run-uid"), "u-1");
+  EXPECT_EQ(request.model.labels.at("vto-run-u-1"), "true") << "a key of the run's own, which merging cannot shadow";
+  EXPECT_EQ(request.model.versionDescription, "TrainingRun ns/r (uid u-1)");
   ASSERT_TRUE(plan.status);
   EXPECT_EQ(plan.status->history.model->uploadStartTime, T0);
   EXPECT_EQ(registered(plan), "False/Registering");
@@ -224,28 +227,59 @@ TEST(Registration, AnUploadOperationThatIsGoneIsForgottenNotReadForever) {
 TEST(Registration, TheVersionWithAMetricsFileIsRegisteredAndItsEvaluationImportedOnce) {
   auto o = succeeded();
   o.registry.version = version7();
-  o.registry.metricsFile = R"({"auc": 0.913, "loss": 0.2})";
+  o.registry.metricsFile = R"({"auRoc": 0.913, "logLoss": 0.2})";
   auto plan = decide(o);
   EXPECT_EQ(registered(plan), "True/VersionRegistered");
   const auto& model = *plan.status->history.model;
   EXPECT_EQ(model.name, kModel);
   EXPECT_EQ(model.versionId, "7");
-  EXPECT_EQ(model.metrics.at("auc"), 0.913);
+  EXPECT_EQ(model.metrics.at("auRoc"), 0.913);
   EXPECT_TRUE(model.evaluationImported);
   EXPECT_EQ(model.registerTime, T0 - seconds(30));
   ASSERT_TRUE(plan.importEvaluation);
   EXPECT_EQ(plan.importEvaluation->versionName, kModel + "@7");
   EXPECT_EQ(plan.importEvaluation->evaluation.displayName, evaluationDisplayName("u-1"));
-  EXPECT_EQ(plan.importEvaluation->evaluation.metrics["auc"], 0.913);
+  EXPECT_EQ(plan.importEvaluation->evaluation.metrics["auRoc"], 0.913);
+  EXPECT_EQ(plan.importEvaluation->evaluation.metricsSchemaUri,
+            "gs://google-cloud-aiplatform/schema/modelevaluation/classification_metrics_1.0.0.yaml");
   EXPECT_EQ(plan.registeredModel, "fraud");
   EXPECT_TRUE(hasEvent(plan, "ModelRegistered"));
 
   // Imported by a pass that crashed before its status write: found, not imported again.
   o.registry.metricsFile.reset();
-  o.registry.importedMetrics = json{{"auc", 0.913}};
+  o.registry.importedMetrics = json{{"auRoc", 0.913}};
   auto again = decide(o);
   EXPECT_FALSE(again.importEvaluation);
-  EXPECT_EQ(again.status->history.model->metrics.at("auc"), 0.913);
+  EXPECT_EQ(again.status->history.model->metrics.at("auRoc"), 0.913);
+}
+
+TEST(Registration, MetricsNoGoogleSchemaDescribesStayInStatusWithoutAnImport) {
+  auto o = succeeded();
+  o.registry.version = version7();
+  o.registry.metricsFile = R"({"auc": 0.913, "loss": 0.2})";
+  auto plan = decide(o);
+  EXPECT_EQ(registered(plan), "True/VersionRegistered");
+  EXPECT_FALSE(plan.importEvaluation) << "Vertex refuses metrics its schema does not describe";
+  EXPECT_FALSE(plan.status->history.model->evaluationImported);
+  EXPECT_EQ(plan.status->history.model->metrics.at("auc"), 0.913) << "what promotion reads";
+  EXPECT_NE(plan.status->conditions.back().message.find("kept in status only"), std::string::npos);
+}
+
+TEST(Registration, TheSchemaOfAnEvaluationIsGooglesThatNamesEveryMetric) {
+  const std::string base = "gs://google-cloud-aiplatform/schema/modelevaluation/";
+  struct Case {
+    std::map<std::string, double> metrics;
+    std::string schema;
+  };
+  for (const auto& c : std::vector<Case>{{{{"auRoc", 0.9}}, base + "classification_metrics_1.0.0.yaml"},
+                                         {{{"auPrc", 0.9}, {"logLoss", 0.1}}, base + "classification_metrics_1.0.0.yaml"},
+                                         {{{"rootMeanSquaredError", 2}, {"rSquared", 0.7}}, base + "regression_metrics_1.0.0.yaml"},
+                                         {{{"weightedAbsolutePercentageError", 0.1}}, base + "forecasting_metrics_1.0.0.yaml"},
+                                         {{{"auRoc", 0.9}, {"rSquared", 0.7}}, ""},
+                                         {{{"auc", 0.9}}, ""},
+                                         {{}, ""}}) {
+    EXPECT_EQ(evaluationSchemaOf(c.metrics), c.schema) << nlohmann::json(c.metrics).dump();
+  }
 }
 
 TEST(Registration, AMetricsFileThatIsNotFlatNumbersStillRegistersAndSaysWhy) {
@@ -288,13 +322,107 @@ TEST(Registration, ReadsRefusedArePermissionDeniedAndRefusedByTenancyBeforeAnyCa
 TEST(Registration, AFailedImportKeepsTheRunRegisteringAndSaysWhy) {
   auto o = succeeded();
   o.registry.version = version7();
-  o.registry.metricsFile = R"({"auc": 0.9})";
-  auto plan = recordImportFailure(o, decide(o), VertexFailure{400, "metrics too large"});
+  o.registry.metricsFile = R"({"auRoc": 0.9})";
+  auto plan = recordImportFailure(o, decide(o), VertexFailure{500, "internal error"});
   EXPECT_EQ(registered(plan), "False/UploadFailed");
   EXPECT_FALSE(plan.importEvaluation);
   EXPECT_FALSE(plan.status->history.model->evaluationImported);
   EXPECT_EQ(plan.registeredModel, "");
   EXPECT_TRUE(plan.failure);
+}
+
+// "400 Invalid Metrics Format": asking again gets the same answer. The version is registered and its
+// numbers stay in status, where promotion reads them; nothing loops.
+TEST(Registration, AnImportVertexRefusesForItsContentEndsRegisteredWithAReasonNotALoop) {
+  auto o = succeeded();
+  o.registry.version = version7();
+  o.registry.metricsFile = R"({"auRoc": 0.9})";
+  auto plan = recordImportFailure(o, decide(o), VertexFailure{400, "400 INVALID_ARGUMENT: Invalid Metrics Format"});
+  EXPECT_EQ(registered(plan), "True/EvaluationNotImported");
+  EXPECT_FALSE(plan.failure);
+  EXPECT_EQ(plan.status->history.model->metrics.at("auRoc"), 0.9);
+  EXPECT_EQ(plan.registeredModel, "fraud");
+  EXPECT_NE(plan.status->conditions.back().message.find("Invalid Metrics Format"), std::string::npos);
+  auto next = succeeded();
+  next.status = *plan.status;
+  EXPECT_TRUE(settled(next)) << "nothing left to do: no second import";
+}
+
+TEST(Registration, AnUploadVertexRefusesIsNotRetriedUntilTheSpecChanges) {
+  auto o = succeeded();
+  o.registry.artifactPresent = true;
+  auto asked = decide(o);
+  ASSERT_TRUE(asked.uploadModel && asked.status);
+  auto plan = recordUpload(o, *asked.status, asked, std::nullopt,
+                           VertexFailure{400, "400 INVALID_ARGUMENT: containerSpec.imageUri is not a valid image"});
+  EXPECT_EQ(registered(plan), "False/RegistrationRefused");
+  EXPECT_FALSE(plan.failure) << "no backoff loop";
+  EXPECT_TRUE(hasEvent(plan, "ModelNotRegistered"));
+  auto after = succeeded();
+  after.status = *plan.status;
+  EXPECT_FALSE(workAfterSuccess(after));
+  EXPECT_TRUE(settled(after));
+  after.metadata.generation = 2;  // the user fixed the spec
+  EXPECT_TRUE(workAfterSuccess(after));
+
+  // Refused by its operation (INVALID_ARGUMENT, FAILED_PRECONDITION): the same.
+  for (int code : {3, 9}) {
+    auto failed = succeeded();
+    failed.status.history.model->operation = kModel + "/operations/99";
+    failed.registry.upload = vertex::UploadOperation{
+        vertex::Operation{kModel + "/operations/99", true, vertex::RpcStatus{code, "bad artifact"}, {}}, std::nullopt};
+    auto told = decide(failed);
+    EXPECT_EQ(registered(told), "False/RegistrationRefused") << code;
+    EXPECT_FALSE(told.failure) << code;
+    EXPECT_EQ(told.status->history.model->operation, "");
+  }
+}
+
+TEST(Registration, ANumericModelIdGetsVersionsButIsNeverCreated) {
+  auto exists = succeeded(R"({"model": "4711"})");
+  exists.registry.artifactPresent = true;
+  exists.registry.modelExists = true;
+  auto plan = decide(exists);
+  ASSERT_TRUE(plan.uploadModel);
+  EXPECT_EQ(plan.uploadModel->request.parentModel, "projects/test-project/locations/us-central1/models/4711");
+
+  auto missing = succeeded(R"({"model": "4711"})");
+  missing.registry.artifactPresent = true;
+  auto refused = decide(missing);
+  EXPECT_FALSE(refused.uploadModel);
+  EXPECT_EQ(registered(refused), "False/RegistrationRefused");
+  EXPECT_FALSE(crd::hasErrors(crd::validate(*missing.run))) << "a number is a valid spec.model.model";
+}
+
+TEST(Registration, TheUploadSendsTheSpecsArtifactUriWhateverStatusSays) {
+  auto o = succeeded();
+  o.status.history.model->artifactUri = "gs://someone-elses-bucket/secret/";
+  o.registry.artifactPresent = true;
+  auto plan = decide(o);
+  ASSERT_TRUE(plan.uploadModel);
+  EXPECT_EQ(plan.uploadModel->request.model.artifactUri, "gs://bucket/r/model/");
+}
+
+TEST(Registration, TheRunsVersionIsTheOneItsDescriptionNamesElseTheOldest) {
+  crd::ObjectMeta run;
+  run.uid = "u-1";
+  run.namespace_ = "ns";
+  run.name = "r";
+  auto version = [&](const std::string& id, const std::string& description) {
+    vertex::ModelVersion v;
+    v.name = kModel;
+    v.versionId = id;
+    v.versionDescription = description;
+    return v;
+  };
+  // Run u-1 made the model, so its label key is on every version (the model's labels merged in).
+  std::vector<vertex::ModelVersion> listed = {version("12", "TrainingRun ns/r2 (uid u-2)"), version("3", versionDescriptionOf(run)),
+                                              version("2", "TrainingRun ns/r1 (uid u-0)")};
+  ASSERT_NE(runVersionOf(listed, run), nullptr);
+  EXPECT_EQ(runVersionOf(listed, run)->versionId, "3");
+  listed.erase(listed.begin() + 1);
+  EXPECT_EQ(runVersionOf(listed, run)->versionId, "2") << "no description names it: the oldest";
+  EXPECT_EQ(runVersionOf({}, run), nullptr);
 }
 
 TEST(Registration, TheTtlWaitsForTheRegistration) {
