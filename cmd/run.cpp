@@ -72,6 +72,9 @@ Flags runFlags() {
       {"kube-request-timeout", 0, "30", "seconds a Kubernetes API request (connect, send, answer) may take; watches: --watch-idle-timeout"},
       // The API server sends a bookmark every minute: a watch silent for longer is dead.
       {"watch-idle-timeout", 0, "90", "seconds without an event or bookmark after which a watch is restarted (twice this: stale, /readyz fails)"},
+      // An upload asked for whose answer was lost (a crash between them) may still make a version;
+      // Vertex keeps no index of uploads by caller, so its version is waited for this long by label.
+      {"model-upload-grace-period", 0, "300", "seconds to wait for the version of an upload whose answer a restart lost before uploading again"},
       {"price-catalog", 0, "", "a price file replacing the built-in list prices cost estimates use (docs/cost.md)"},
       {"budget-poll-interval", 0, "30", "seconds between reads of the budget rules' month-to-date spend from Vertex AI"},
       // Tests only: the operator's clock is real time plus the seconds written in this file.
@@ -109,6 +112,7 @@ reconcilers::TrainingRunReconcilerOptions trainingRunOptions(const Flags& flags,
   // Vertex polling lists every target at once: just after a start, jobs come from those lists.
   options.awaitFirstPoll = std::chrono::minutes(1);
   options.tenancy = tenancy;
+  options.uploadGracePeriod = std::chrono::seconds(std::max(1, flags.getInt("model-upload-grace-period")));
   return options;
 }
 
