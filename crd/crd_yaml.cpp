@@ -18,12 +18,16 @@ std::string customResourceDefinitionsYaml() {
   return out;
 }
 
-std::string withCatalogRules(const std::string& crdYaml, const MachineCatalog& catalog) {
-  size_t begin = crdYaml.find(kCatalogRulesBegin);
-  size_t end = crdYaml.find(kCatalogRulesEnd, begin == std::string::npos ? 0 : begin);
+namespace {
+// `crdYaml` with the block between `beginMarker` and `endMarker` replaced by `rules`, indented like
+// the BEGIN marker.
+std::string withRulesBlock(const std::string& crdYaml, const std::string& beginMarker, const std::string& endMarker,
+                           const std::vector<CelRule>& rules) {
+  size_t begin = crdYaml.find(beginMarker);
+  size_t end = crdYaml.find(endMarker, begin == std::string::npos ? 0 : begin);
   if (begin == std::string::npos || end == std::string::npos)
-    throw std::runtime_error(std::string("the CRD has no '") + kCatalogRulesBegin + "' ... '" + kCatalogRulesEnd +
-                             "' block under spec.resources.x-kubernetes-validations; add the two comment lines there");
+    throw std::runtime_error("the CRD has no '" + beginMarker + "' ... '" + endMarker +
+                             "' block in an x-kubernetes-validations list; add the two comment lines there");
   size_t lineStart = crdYaml.rfind('\n', begin);
   lineStart = lineStart == std::string::npos ? 0 : lineStart + 1;
   const std::string indent = crdYaml.substr(lineStart, begin - lineStart);
@@ -31,12 +35,18 @@ std::string withCatalogRules(const std::string& crdYaml, const MachineCatalog& c
   // JSON strings are YAML double-quoted scalars: CEL's quotes and backslashes survive unchanged.
   auto quoted = [](const std::string& text) { return nlohmann::json(text).dump(); };
   std::string block;
-  for (const auto& r : catalog.celRules()) {
+  for (const auto& r : rules) {
     block += indent + "- rule: " + quoted(r.rule) + "\n";
     block += indent + "  messageExpression: " + quoted(r.messageExpression) + "\n";
     block += indent + "  fieldPath: " + quoted(r.fieldPath) + "\n";
   }
   return crdYaml.substr(0, afterBeginLine) + block + indent + crdYaml.substr(end);
+}
+}  // namespace
+
+std::string withCatalogRules(const std::string& crdYaml, const MachineCatalog& catalog) {
+  auto onResources = withRulesBlock(crdYaml, kCatalogRulesBegin, kCatalogRulesEnd, catalog.celRules());
+  return withRulesBlock(onResources, kFallbackCatalogRulesBegin, kFallbackCatalogRulesEnd, catalog.fallbackCelRules());
 }
 
 }  // namespace vto::crd

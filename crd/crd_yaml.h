@@ -13,8 +13,11 @@ std::string customResourceDefinitionsYaml();
 // --update-catalog-rules FILE` rewrites the block and a unit test checks that the file is current.
 inline constexpr const char* kCatalogRulesBegin = "# BEGIN machine catalog rules";
 inline constexpr const char* kCatalogRulesEnd = "# END machine catalog rules";
-// `crdYaml` with the block between the markers replaced by `catalog`'s rules, indented like the
-// BEGIN marker. Throws std::runtime_error when the markers are missing.
+// The same rules on each capacity fallback as merged over spec.resources, in spec's own list.
+inline constexpr const char* kFallbackCatalogRulesBegin = "# BEGIN fallback machine catalog rules";
+inline constexpr const char* kFallbackCatalogRulesEnd = "# END fallback machine catalog rules";
+// `crdYaml` with both blocks replaced by `catalog`'s rules, each indented like its BEGIN marker.
+// Throws std::runtime_error when the markers are missing.
 std::string withCatalogRules(const std::string& crdYaml, const MachineCatalog& catalog);
 // The checked-in TrainingRun CRD, as compiled in.
 std::string trainingRunCrdYaml();

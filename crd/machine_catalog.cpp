@@ -323,4 +323,38 @@ std::vector<CelRule> MachineCatalog::celRules() const {
   return rules;
 }
 
+namespace {
+void replaceAll(std::string& text, const std::string& from, const std::string& to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) text.replace(at, from.size(), to);
+}
+
+// A rule written for one resources object, rewritten for the placement fallback `f` makes: each field
+// is the fallback's when it names it, else the spec's (as crd::placementsOf merges them).
+std::string onMergedFallback(std::string expression) {
+  for (const std::string field : {"machineType", "acceleratorType", "acceleratorCount"}) {
+    const std::string own = "has(f.resources) && has(f.resources." + field + ")";
+    replaceAll(expression, "has(self." + field + ")", "(" + own + " || has(self.resources." + field + "))");
+    replaceAll(expression, "self." + field, "(" + own + " ? f.resources." + field + " : self.resources." + field + ")");
+  }
+  return expression;
+}
+}  // namespace
+
+std::vector<CelRule> MachineCatalog::fallbackCelRules() const {
+  // A fallback that names only a machine keeps the spec's accelerators (and the reverse): a rule on
+  // the fallback alone cannot see them, so each catalog rule is judged at spec level on every merged
+  // placement; the message is the first offending fallback's.
+  const std::string applies = "!has(self.resources) || !has(self.capacity) || !has(self.capacity.fallbacks) || "
+                              "(has(self.workerPoolSpecs) && size(self.workerPoolSpecs) > 0) || ";
+  std::vector<CelRule> rules;
+  for (const auto& r : celRules()) {
+    auto rule = onMergedFallback(r.rule);
+    rules.push_back({applies + "self.capacity.fallbacks.all(f, " + rule + ")",
+                     "'a capacity fallback, merged over spec.resources: ' + self.capacity.fallbacks.filter(f, !(" + rule +
+                         ")).map(f, " + onMergedFallback(r.messageExpression) + ")[0]",
+                     ".capacity.fallbacks"});
+  }
+  return rules;
+}
+
 }  // namespace vto::crd

@@ -387,6 +387,23 @@ TEST(MachineCatalog, TheCrdCarriesTheCatalogRulesGeneratedFromIt) {
   EXPECT_THROW(withCatalogRules("kind: CustomResourceDefinition\n", MachineCatalog::builtIn()), std::runtime_error);
 }
 
+TEST(MachineCatalog, EachCatalogRuleIsAlsoJudgedOnEveryFallbackAsMerged) {
+  auto own = MachineCatalog::builtIn().celRules();
+  auto merged = MachineCatalog::builtIn().fallbackCelRules();
+  ASSERT_EQ(merged.size(), own.size());
+  for (const auto& rule : merged) {
+    EXPECT_EQ(rule.fieldPath, ".capacity.fallbacks");
+    for (const std::string field : {"machineType", "acceleratorType", "acceleratorCount"}) {
+      // Every field is the fallback's when it names it, else the spec's: none is read from `self` alone.
+      EXPECT_EQ(rule.rule.find("self." + field), std::string::npos) << rule.rule;
+      EXPECT_EQ(rule.messageExpression.find("self." + field), std::string::npos) << rule.messageExpression;
+    }
+  }
+  std::string checkedIn = trainingRunCrdYaml();
+  EXPECT_NE(checkedIn.find(kFallbackCatalogRulesBegin), std::string::npos);
+  EXPECT_NE(checkedIn.find("a capacity fallback, merged over spec.resources: "), std::string::npos);
+}
+
 }  // namespace
 }  // namespace vto::crd
 
