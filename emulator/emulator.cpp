@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <optional>
 #include <set>
 
 #include <spdlog/spdlog.h>
@@ -104,7 +105,16 @@ void Emulator::Hooks::onEvent(const JobEvent& event) {
   }
 }
 
-Response Emulator::handle(const Request& request) {
+Response Emulator::handle(const Request& original) {
+  // Google's names carry project numbers: read them as IDs here, write numbers into the answer below.
+  std::optional<Request> byId;
+  if (options_.projectNumbers) {
+    byId = original;
+    byId->path = projectNumbers_.toIds(original.path);
+    byId->body = projectNumbers_.toIds(original.body);
+    for (auto& [key, value] : byId->query) value = projectNumbers_.toIds(value);
+  }
+  const Request& request = byId ? *byId : original;
   Response response;
   try {
     if (request.path == kMetadataTokenPath) {
@@ -129,6 +139,8 @@ Response Emulator::handle(const Request& request) {
   } catch (const ApiError& error) {
     response = errorResponse(error);
   }
+  bool vertexPath = request.path.rfind("/v1/", 0) == 0 || request.path.rfind("/ui/", 0) == 0;
+  if (options_.projectNumbers && vertexPath) projectNumbers_.toNumbers(response.body);
   {
     std::lock_guard lock(mutex_);
     ++stats_["requests"];

@@ -23,6 +23,7 @@
 #include "emulator/job_logs.h"
 #include "emulator/job_store.h"
 #include "emulator/model_registry.h"
+#include "emulator/project_numbers.h"
 #include "emulator/request.h"
 #include "emulator/token_issuer.h"
 #include "vertex/gcs_client.h"
@@ -54,6 +55,9 @@ struct EmulatorOptions {
   // entries:list without a lower timestamp bound answers a first page with no entries and a
   // nextPageToken ("still searching"), as Google documents it may.
   bool loggingSearchingPages = true;
+  // Names in answers carry the project's number, as Google's do (project_numbers.h); requests may
+  // use the ID or the number. Off by default: tests compare names they build from IDs.
+  bool projectNumbers = false;
 };
 
 class Emulator {
@@ -123,6 +127,7 @@ class Emulator {
   Hooks hooks_{*this};
   JobStore jobs_;
   TokenIssuer tokens_;
+  ProjectNumbers projectNumbers_;
   std::mutex mutex_;  // guards the members below
   std::mt19937 random_;
   int failNext_ = 0, throttleNext_ = 0;  // queued by POST /emulator/v1/faults

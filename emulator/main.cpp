@@ -52,6 +52,8 @@ constexpr const char* kUsage = R"(usage: vto-emulator --listen HOST:PORT [option
                                  (default, as the console documents) or is refused (400 FAILED_PRECONDITION)
   --label-merge model-wins|version-wins  a label key on both a model and its version: whose value a
                                  returned version shows (default model-wins; Google documents the merge only)
+  --project-numbers on|off       names in answers carry the project's number, as Google's do; requests
+                                 may use the ID or the number (default off)
 DURATION is a number with ms, s or m, e.g. 500ms, 2s, 1m.)";
 
 std::chrono::milliseconds parseDuration(const std::string& flag, const std::string& text) {
@@ -157,6 +159,10 @@ int main(int argc, char** argv) {
           throw std::invalid_argument("--label-merge " + value + ": expected model-wins or version-wins");
         }
         options.registry.modelLabelsWin = value == "model-wins";
+      }
+      else if (flag == "--project-numbers") {
+        if (value != "on" && value != "off") throw std::invalid_argument(flag + " " + value + ": expected on or off");
+        options.projectNumbers = value == "on";
       }
       else if (flag == "--seed") options.seed = static_cast<std::uint32_t>(parseCount(flag, value));
       else throw std::invalid_argument("unknown flag " + flag + "; see --help");

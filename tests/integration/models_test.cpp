@@ -389,3 +389,65 @@ TEST_F(ModelsTest, APolicyPromotesTheBetterVersionKeepsTheChampionAgainstAWorseO
 
 }  // namespace
 }  // namespace vto::testing
+
+namespace vto::testing {
+namespace {
+
+// Google's answers name the project by its number (projects/123456789012/...), requests by ID or
+// number: a run whose job names, operations and versions all carry the number is still followed,
+// resumed after a preemption, and registered, with one job per attempt and one version.
+TEST(ProjectNumbers, ARunIsFollowedResumedAndRegisteredWhenGooglesNamesCarryTheProjectNumber) {
+  OperatorStack numbered({"--queue-time", "200ms", "--steps", "4", "--step-time", "500ms", "--model-upload-time",
+                          "100ms", "--project-numbers", "on"});
+  numbered.startOperator({"--checkpoint-poll-interval", "1"});
+  const std::string ns = "numbers";
+  numbered.createNamespace(ns);
+  std::string path = numbered.dir() + "/numbered.yaml";
+  std::ofstream(path) << simpleRunManifest(ns, "numbered",
+                                           "  scheduling: {strategy: Spot}\n"
+                                           "  checkpointing: {resumeBackoff: 1s}\n" + modelSpec("numbered", "  "));
+  numbered.kubectlOk("apply -f '" + path + "'");
+  auto jobOfAttempt = [&](int attempt) {
+    std::string job;
+    waitFor(
+        [&] {
+          auto run = numbered.getRun(ns, "numbered");
+          for (const auto& a : run.value("status", json::object()).value("attempts", json::array()))
+            if (a.value("attempt", 0) == attempt && !a.value("jobName", "").empty()) job = a["jobName"];
+          return !job.empty();
+        },
+        seconds(60), std::chrono::milliseconds(100));
+    return job;
+  };
+  auto first = jobOfAttempt(1);
+  ASSERT_EQ(first.rfind("projects/", 0), 0u) << numbered.operatorLog();
+  const std::string project = first.substr(9, first.find('/', 9) - 9);
+  ASSERT_EQ(project.size(), 12u) << first << ": the emulator names the project by a number";
+  ASSERT_TRUE(std::all_of(project.begin(), project.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) << first;
+  // Preempted once it has written a checkpoint: attempt 2 resumes from it.
+  ASSERT_TRUE(waitFor([&] { return !numbered.getRun(ns, "numbered")["status"].value("lastCheckpoint", json::object()).empty(); },
+                      seconds(60), std::chrono::milliseconds(100)))
+      << numbered.operatorLog();
+  auto failed = runShell("curl -sf -X POST -H 'Content-Type: application/json' -d '{\"failureClass\": \"Preemption\"}' " +
+                         numbered.emulator().url() + "/emulator/v1/" + first + ":fail");
+  ASSERT_EQ(failed.exitCode, 0) << failed.output;
+  auto second = jobOfAttempt(2);
+  EXPECT_NE(second.find("projects/" + project + "/"), std::string::npos) << second;
+  ASSERT_TRUE(numbered.waitForPhase(ns, "numbered", "Succeeded", seconds(120))) << numbered.operatorLog();
+  ASSERT_TRUE(waitFor(
+      [&] {
+        for (const auto& c : numbered.getRun(ns, "numbered")["status"].value("conditions", json::array()))
+          if (c.value("type", "") == "ModelRegistered") return c.value("status", "") == "True";
+        return false;
+      },
+      seconds(60), std::chrono::milliseconds(200)))
+      << numbered.kubectlOk("-n " + ns + " get trun numbered -o yaml") << numbered.operatorLog();
+  auto run = numbered.getRun(ns, "numbered");
+  EXPECT_EQ(run["status"]["attempts"].size(), 2u);
+  EXPECT_EQ(run["status"]["model"].value("versionId", ""), "1");
+  EXPECT_EQ(numbered.jobsOfRun(run["metadata"]["uid"].get<std::string>()).size(), 2u) << "one job per attempt";
+  EXPECT_EQ(run["status"]["conditions"].dump().find("JobNotOwned"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace vto::testing
