@@ -20,7 +20,10 @@ class EmulatorOverHttp : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new std::string(makeTempDir("vto-emulator-it"));
-    emulator_ = new EmulatorProcess({"--queue-time", "100ms", "--steps", "1000", "--step-time", "1s"},
+    // The Logging test below polls for entries: Logging's read quota and its "still searching" first
+    // pages have tests of their own (job_logs_test, vto_logs_test).
+    emulator_ = new EmulatorProcess({"--queue-time", "100ms", "--steps", "1000", "--step-time", "1s",
+                                     "--logging-requests-per-minute", "0", "--logging-searching-pages", "off"},
                                     *dir_ + "/emulator.log");
   }
   static void TearDownTestSuite() { delete emulator_; }
