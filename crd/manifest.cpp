@@ -31,7 +31,16 @@ std::string ManifestDocument::label() const {
 
 std::vector<ManifestDocument> parseManifests(const std::string& text) {
   std::vector<ManifestDocument> out;
-  for (auto& object : parseYamlDocuments(text)) out.push_back({out.size() + 1, std::move(object)});
+  for (auto& object : parseYamlDocuments(text)) {
+    // What `kubectl get -o yaml` prints: a List whose items are the objects, linted one by one.
+    bool list = object.is_object() && object.value("kind", "") == "List" && object.value("apiVersion", "") == "v1" &&
+                object.contains("items") && object["items"].is_array();
+    if (!list) {
+      out.push_back({out.size() + 1, std::move(object)});
+      continue;
+    }
+    for (auto& item : object["items"]) out.push_back({out.size() + 1, std::move(item)});
+  }
   return out;
 }
 

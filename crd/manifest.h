@@ -19,6 +19,7 @@ struct ManifestDocument {
   std::string label() const;
 };
 
+// Each document of `text`, the items of a v1 List (`kubectl get -o yaml`) each as one.
 // Throws std::runtime_error on a YAML syntax error.
 std::vector<ManifestDocument> parseManifests(const std::string& text);
 

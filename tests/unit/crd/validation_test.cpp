@@ -84,6 +84,21 @@ TEST(Validation, EverySampleIsValid) {
     }
 }
 
+TEST(Validation, AListAsKubectlGetPrintsItIsLintedItemByItem) {
+  // `kubectl get trun -A -o yaml | vto lint -f -`: what is stored, checked against today's rules.
+  auto bad = testing::readFile(repoRoot() / "tests/data/invalid/14-capacity-block-for-below-minimum.yaml");
+  auto good = testing::readFile(repoRoot() / "config/samples/trainingrun_custom_container.yaml");
+  nlohmann::json list = {{"apiVersion", "v1"}, {"kind", "List"}, {"metadata", {{"resourceVersion", ""}}},
+                         {"items", {parseManifests(good).at(0).object, parseManifests(bad).at(0).object}}};
+  auto documents = parseManifests(list.dump());
+  ASSERT_EQ(documents.size(), 2u);
+  EXPECT_EQ(documents[1].number, 2u);
+  EXPECT_TRUE(lintDocument(documents[0]).empty()) << describe(lintDocument(documents[0]));
+  EXPECT_TRUE(hasErrors(lintDocument(documents[1])));
+  nlohmann::json other = {{"apiVersion", "example.com/v1"}, {"kind", "List"}, {"items", nlohmann::json::array()}};
+  EXPECT_EQ(lintDocument(parseManifests(other.dump()).at(0)).at(0).path, "kind") << "only v1 List is a list";
+}
+
 TEST(Validation, EveryMessageSaysWhatToDo) {
   // Messages from the corpus are longer than a bare "invalid" and never end in a bare field name.
   for (const auto& file : testing::yamlFiles(repoRoot() / "tests/data/invalid"))
