@@ -270,6 +270,44 @@ TEST(NetworkChaos, FullScaleAThirtySecondApiSilenceWithTheDefaultDeadlines) {
   expectEverySucceededOnce(stack, ns, {"before", "during", "after"});
 }
 
+// Vertex silent for 60 s with the default deadlines (a request 30 s): jobs that end during it are
+// seen, and every run Succeeded, within 60 s of the heal. Outside CI, as the test above.
+TEST(NetworkChaos, FullScaleASixtySecondVertexSilenceWithTheDefaultDeadlines) {
+  if (std::getenv("VTO_CHAOS_FULL_SCALE") == nullptr) GTEST_SKIP() << "minutes long: VTO_CHAOS_FULL_SCALE=1 runs it";
+  OperatorStack stack({"--queue-time", "1s", "--steps", "8", "--step-time", "1s"});
+  auto [host, port] = hostAndPort(stack.emulator().url());
+  ChaosProxy proxy(host, port);
+  stack.routeVertexThrough("http://" + proxy.hostPort());
+  const std::string ns = "vertex-full-scale";
+  stack.createNamespace(ns);
+  stack.startOperator({});
+  std::vector<std::string> runs;
+  for (int i = 0; i < 6; ++i) {
+    runs.push_back("running-" + std::to_string(i));
+    applyRun(stack, ns, runs.back());
+  }
+  ASSERT_TRUE(waitFor(
+      [&] {
+        for (const auto& name : runs) {
+          auto run = stack.getRun(ns, name);
+          if (run.is_null() || stack.jobsOfRun(run["metadata"]["uid"].get<std::string>()).empty()) return false;
+        }
+        return true;
+      },
+      120s, 250ms))
+      << stack.operatorLog();
+  proxy.silent();
+  for (int i = 0; i < 2; ++i) {
+    runs.push_back("during-" + std::to_string(i));
+    applyRun(stack, ns, runs.back());
+  }
+  std::this_thread::sleep_for(60s);  // the fault's length, the input of this test (nothing is awaited)
+  proxy.healForgettingHeldConnections();
+  double took = secondsUntilAllSucceeded(stack, ns, runs, 60s);
+  std::cout << "[ figures  ] Vertex silent 60 s: every run Succeeded " << took << " s after the heal\n";
+  expectEverySucceededOnce(stack, ns, runs);
+}
+
 // A leader-elected pair: the leader reaches the API server through the proxy, the standby directly.
 // The leader's path goes silent: it must stop leading (exit) before its renew deadline has let the
 // lease expire, and the standby takes over; runs applied then get their jobs, none twice.
