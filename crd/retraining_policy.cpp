@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "base/rfc3339.h"
+#include "crd/cost.h"
 #include "crd/duration.h"
 #include "crd/strict_json.h"
 #include "crd/timestamp.h"
@@ -159,6 +160,13 @@ RetrainingPolicySpec decodeRetrainingPolicySpec(const json& value, const std::st
   s.integer("failedRunsHistoryLimit", ps.failedRunsHistoryLimit, 0, 1000);
   s.boolean("suspend", ps.suspend);
   s.with("promotion", [&](const json& v, const std::string& p) { ps.promotion = readPromotionSpec(v, p); });
+  s.with("budget", [&](const json& v, const std::string& p) {
+    ObjectReader b(v, p);
+    b.string("monthlyUsd", ps.budgetMonthlyUsd);
+    if (ps.budgetMonthlyUsd.empty())
+      throw DecodeError(joinPath(p, "monthlyUsd"), "required: US dollars per calendar month (UTC) as a string, e.g. \"500\"");
+    b.finish();
+  });
   s.finish();
   return ps;
 }
@@ -231,6 +239,31 @@ RetrainingPolicyStatus decodeRetrainingPolicyStatus(const json& value, const std
   r.with("lastPromotion", [&](const json& v, const std::string& p) { s.history.lastPromotion = readPromotionRecord(v, p); });
   r.string("lastHandledPromoteRequest", s.history.lastHandledPromoteRequest);
   r.string("lastComparedVersion", s.history.lastComparedVersion);
+  r.with("spend", [&](const json& v, const std::string& p) {
+    ObjectReader o(v, p);
+    PolicySpend spend;
+    std::string ended, estimated;
+    o.string("month", spend.month);
+    o.string("endedUsd", ended);
+    o.string("estimatedUsd", estimated);
+    o.finish();
+    // Figures vto wrote; anything else reads as nothing spent rather than stopping the policy.
+    spend.endedUsd = parseUsd(ended).value_or(0);
+    spend.estimatedUsd = parseUsd(estimated).value_or(0);
+    s.history.spend = spend;
+  });
+  r.with("lastSkippedTrigger", [&](const json& v, const std::string& p) {
+    ObjectReader t(v, p);
+    SkippedTrigger skipped;
+    const json* time = t.get("time");
+    if (!time) throw DecodeError(joinPath(p, "time"), "required: the trigger's time");
+    skipped.time = readTimestamp(*time, joinPath(p, "time"));
+    t.with("reason", [&](const json& x, const std::string& xp) { skipped.reason = readEnum(x, xp, triggerReasonNames()); });
+    t.string("skipReason", skipped.skipReason);
+    t.string("message", skipped.message);
+    t.finish();
+    s.history.lastSkippedTrigger = skipped;
+  });
   r.with("conditions", [&](const json& v, const std::string& p) { s.conditions = readList<Condition>(v, p, decodeCondition); });
   r.finish();
   return s;
@@ -287,6 +320,15 @@ json encodeRetrainingPolicyStatus(const RetrainingPolicyStatus& s) {
   if (s.history.lastPromotion) out["lastPromotion"] = encodePromotionRecord(*s.history.lastPromotion);
   if (!s.history.lastHandledPromoteRequest.empty()) out["lastHandledPromoteRequest"] = s.history.lastHandledPromoteRequest;
   if (!s.history.lastComparedVersion.empty()) out["lastComparedVersion"] = s.history.lastComparedVersion;
+  if (const auto& spend = s.history.spend) {
+    out["spend"] = {{"month", spend->month}, {"endedUsd", formatUsd(spend->endedUsd)}, {"estimatedUsd", formatUsd(spend->estimatedUsd)}};
+  }
+  if (const auto& skipped = s.history.lastSkippedTrigger) {
+    out["lastSkippedTrigger"] = {{"time", rfc3339Exact(skipped->time)},
+                                 {"reason", enumName(skipped->reason, triggerReasonNames())},
+                                 {"skipReason", skipped->skipReason},
+                                 {"message", skipped->message}};
+  }
   for (const auto& c : s.conditions) out["conditions"].push_back(encodeCondition(c));
   return out;
 }
@@ -308,6 +350,7 @@ json encodeRetrainingPolicySpec(const RetrainingPolicySpec& ps) {
                {"suspend", ps.suspend}};
   if (ps.startingDeadlineSeconds) spec["startingDeadlineSeconds"] = *ps.startingDeadlineSeconds;
   if (ps.promotion) spec["promotion"] = encodePromotionSpec(*ps.promotion);
+  if (!ps.budgetMonthlyUsd.empty()) spec["budget"] = {{"monthlyUsd", ps.budgetMonthlyUsd}};
   return spec;
 }
 

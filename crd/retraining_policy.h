@@ -94,6 +94,9 @@ struct RetrainingPolicySpec {
   int32_t failedRunsHistoryLimit = 1;
   bool suspend = false;
   std::optional<PromotionSpec> promotion;  // promote the better registered version (needs template.spec.model)
+  // Once the runs this policy created this month (UTC) have cost this many US dollars ("50", "99.50"),
+  // triggers create no runs until the next month; "" = no budget.
+  std::string budgetMonthlyUsd;
 };
 
 struct TriggerRecord {
@@ -134,6 +137,24 @@ struct MetricStatus {
   bool operator==(const MetricStatus&) const = default;
 };
 
+// What the runs a policy created in `month` (UTC) cost: those that ended and were counted (kept
+// here, so deleting them changes nothing) plus the estimates of those still in the cluster uncounted.
+struct PolicySpend {
+  std::string month;       // "2026-12"
+  double endedUsd = 0;     // carried: counted runs created in `month`
+  double estimatedUsd = 0; // endedUsd + the uncounted runs' status.cost.estimatedUsd
+  bool operator==(const PolicySpend&) const = default;
+};
+
+// The newest trigger that created no run because the policy's budget was spent.
+struct SkippedTrigger {
+  Clock::time_point time;  // the trigger's nominal time
+  TriggerReason reason = TriggerReason::Schedule;
+  std::string skipReason = "BudgetExceeded";
+  std::string message;     // with the figures
+  bool operator==(const SkippedTrigger&) const = default;
+};
+
 // What status carries from pass to pass (docs/retraining.md, rule 2): where each trigger stands and
 // what the runs left, which deleting history must never make vto forget. Everything else in status is
 // rebuilt from what a pass observes.
@@ -151,6 +172,8 @@ struct PolicyHistory {
   std::optional<PromotionRecord> lastPromotion;  // with spec.promotion: the last decision
   std::string lastHandledPromoteRequest;         // the vto.dev/promote-version value last acted on
   std::string lastComparedVersion;               // the newest version promotion has compared
+  std::optional<PolicySpend> spend;               // with spec.budget, or once a run reported a cost
+  std::optional<SkippedTrigger> lastSkippedTrigger;
   bool operator==(const PolicyHistory&) const = default;
 };
 

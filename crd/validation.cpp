@@ -576,6 +576,8 @@ void checkRetrainingPolicySpec(Findings& f, const RetrainingPolicySpec& spec) {
   if (spec.triggers.metric) checkMetricTrigger(f, *spec.triggers.metric);
   checkNonNegativeDuration(f, "spec.cooldown", "cooldown", spec.cooldown);
   checkPromotion(f, spec);
+  if (!spec.budgetMonthlyUsd.empty() && !parseUsd(spec.budgetMonthlyUsd))
+    f.error("spec.budget.monthlyUsd", "must be US dollars as a string with at most 2 decimals, e.g. \"500\" or \"99.50\"");
   if (spec.templ.labels.count(kRetrainingPolicyLabel))
     f.error(std::string("spec.template.metadata.labels.") + kRetrainingPolicyLabel,
             "the operator sets this label to the policy's name on every run; remove it from the template");

@@ -62,7 +62,17 @@ TrainingRunObserver::TrainingRunObserver(const Clock& clock, std::vector<std::st
       costUsd_(prometheus::BuildCounter()
                    .Name("vto_trainingrun_cost_usd_total")
                    .Help("Estimated list-price cost of running TrainingRun jobs in USD (status.cost.hourlyUsd x time)")
-                   .Register(*registry_)) {}
+                   .Register(*registry_)),
+      progress_(prometheus::BuildGauge()
+                    .Name("vto_trainingrun_progress_ratio")
+                    .Help("How far each unfinished TrainingRun is, 0 to 1: the step of its newest checkpoint over "
+                          "spec.checkpointing.totalSteps (status.progress)")
+                    .Register(*registry_)),
+      eta_(prometheus::BuildGauge()
+               .Name("vto_trainingrun_eta_timestamp_seconds")
+               .Help("When each running TrainingRun should reach totalSteps at this attempt's rate, in Unix seconds "
+                     "(status.progress.eta)")
+               .Register(*registry_)) {}
 
 void TrainingRunObserver::accrueLocked(Record& record, Clock::time_point now) const {
   if (record.run.phase == "Running" && now > record.accountedUntil && active_) {
@@ -188,6 +198,24 @@ std::vector<prometheus::MetricFamily> TrainingRunObserver::Collect() const {
   return registry_->Collect();
 }
 
+void TrainingRunObserver::setPerRunLocked(prometheus::Family<prometheus::Gauge>& family,
+                                          std::map<std::string, prometheus::Gauge*>& gauges,
+                                          const std::map<std::string, std::pair<const RunSnapshot*, double>>& values) const {
+  for (auto it = gauges.begin(); it != gauges.end();) {
+    if (values.count(it->first) == 0) {
+      family.Remove(it->second);
+      it = gauges.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (const auto& [uid, value] : values) {
+    auto& gauge = gauges[uid];
+    if (gauge == nullptr) gauge = &family.Add({{"namespace", value.first->ns}, {"name", value.first->name}});
+    gauge->Set(value.second);
+  }
+}
+
 void TrainingRunObserver::recomputeGaugeLocked() const {
   gaugeStale_ = false;
   std::map<std::pair<std::string, std::string>, int> counts;
@@ -213,6 +241,19 @@ void TrainingRunObserver::recomputeGaugeLocked() const {
       ++it;
     }
   }
+  // Per run, only while it is not finished: the number of series follows the active runs.
+  std::map<std::string, std::pair<const RunSnapshot*, double>> progress, eta;
+  if (active_) {
+    for (const auto& [uid, record] : records_) {
+      if (isTerminal(record.run.phase)) continue;
+      if (record.run.progressRatio) progress[uid] = {&record.run, *record.run.progressRatio};
+      if (record.run.eta) {
+        eta[uid] = {&record.run, std::chrono::duration<double>(record.run.eta->time_since_epoch()).count()};
+      }
+    }
+  }
+  setPerRunLocked(progress_, progressGauges_, progress);
+  setPerRunLocked(eta_, etaGauges_, eta);
   // Every phase of a namespace that has runs (0 included, so graphs drop to zero); none for others.
   for (const auto& ns : namespaces) {
     for (const auto& phase : phases_) {

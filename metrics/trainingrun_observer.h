@@ -2,7 +2,8 @@
 // TrainingRun metrics derived from the informer's cache, the way kube-state-metrics derives
 // Deployment metrics: the informer hands every changed run to observe(), which keeps a small record
 // per run (last phase, attempts counted, last time its running time was accounted) and turns
-// transitions into counters and histograms. Nothing here is per run in the exported series.
+// transitions into counters and histograms. The only per-run series are a run's progress and ETA,
+// and only while it is not finished, so their number is bounded by the active runs.
 //
 // Only the leader exports (setActive): a standby replica keeps its records current but adds nothing,
 // so summing over replicas never counts a run twice. It is a Collectable with its own registry so
@@ -52,6 +53,8 @@ struct RunSnapshot {
   std::map<int, std::string> failedAttempts;      // attempt number -> failure class
   bool waitingForCapacity = false;                // every placement of spec.capacity is blocked
   std::optional<double> hourlyUsd;                // status.cost.hourlyUsd: what the running job costs per hour
+  std::optional<double> progressRatio;            // status.progress step / totalSteps, 0 to 1
+  std::optional<Clock::time_point> eta;           // status.progress.eta
 };
 
 class TrainingRunObserver final : public prometheus::Collectable {
@@ -89,6 +92,9 @@ class TrainingRunObserver final : public prometheus::Collectable {
   // The phase gauge is rebuilt at scrape time, not per observe: a rebuild walks every record, and
   // doing it per event made submitting N runs cost O(N^2).
   void recomputeGaugeLocked() const;
+  // Sets one gauge per run of `values` (by uid: namespace and name) and removes those of runs not in it.
+  void setPerRunLocked(prometheus::Family<prometheus::Gauge>& family, std::map<std::string, prometheus::Gauge*>& gauges,
+                       const std::map<std::string, std::pair<const RunSnapshot*, double>>& values) const;
 
   const Clock& clock_;
   const std::vector<std::string> phases_;
@@ -102,12 +108,15 @@ class TrainingRunObserver final : public prometheus::Collectable {
   prometheus::Family<prometheus::Counter>& acceleratorSeconds_;
   prometheus::Family<prometheus::Counter>& machineSeconds_;
   prometheus::Family<prometheus::Counter>& costUsd_;
+  prometheus::Family<prometheus::Gauge>& progress_;
+  prometheus::Family<prometheus::Gauge>& eta_;
 
   mutable std::mutex mutex_;
   bool active_ = false;
   mutable std::map<std::string, Record> records_;  // by uid; accounting at scrape time moves accountedUntil
   mutable std::map<std::pair<std::string, std::string>, prometheus::Gauge*> gauges_;  // (namespace, phase)
   mutable std::map<std::string, prometheus::Gauge*> waitingGauges_;                   // by namespace
+  mutable std::map<std::string, prometheus::Gauge*> progressGauges_, etaGauges_;      // by uid
   mutable bool gaugeStale_ = false;
 };
 

@@ -224,6 +224,22 @@ def trainingruns_dashboard():
                            "s", [target(f"topk(10, max by (namespace, name) (vto_checkpoint_age_seconds{{{sel}}}))", "", instant=True, fmt="table")],
                            transformations=[{"id": "organize", "options": {"excludeByName": {"Time": True},
                                                                           "renameByName": {"Value": "checkpoint age"}}}]), 12, 8))
+    progress_targets = [
+        target(f"max by (namespace, name) (vto_trainingrun_progress_ratio{{{sel}}})", "", "A", True, "table"),
+        target(f"max by (namespace, name) (vto_trainingrun_eta_timestamp_seconds{{{sel}}}) - time()", "", "B", True, "table"),
+    ]
+    p.append(L.place(panel("table", "Progress of unfinished runs",
+                           "How far each unfinished TrainingRun is (the step of its newest checkpoint over spec.checkpointing.totalSteps; runs without totalSteps are not listed) and the time left at this attempt's rate while it runs (status.progress).",
+                           "percentunit", progress_targets,
+                           transformations=[{"id": "merge", "options": {}},
+                                            {"id": "organize", "options": {"excludeByName": {"Time": True},
+                                                                           "renameByName": {"Value #A": "progress", "Value #B": "time left"}}},
+                                            {"id": "sortBy", "options": {"sort": [{"field": "progress", "desc": True}]}}],
+                           overrides=[{"matcher": {"id": "byName", "options": "progress"},
+                                       "properties": [{"id": "unit", "value": "percentunit"}, {"id": "min", "value": 0}, {"id": "max", "value": 1},
+                                                      {"id": "custom.cellOptions", "value": {"type": "gauge", "mode": "basic"}}]},
+                                      {"matcher": {"id": "byName", "options": "time left"},
+                                       "properties": [{"id": "unit", "value": "s"}]}]), 24, 8))
     # Spend: list-price estimates (docs/cost.md); the billing export is the truth.
     p.append(L.place({"type": "row", "title": "Spend", "collapsed": False, "panels": [], "targets": []}, 24, 1))
     p.append(L.place(panel("timeseries", "Spend per team per day",

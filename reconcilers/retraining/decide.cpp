@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 
 #include "base/rfc3339.h"
 #include "controller/conditions.h"
+#include "crd/budget.h"
+#include "crd/cost.h"
 #include "crd/render.h"
 #include "crd/schedule.h"
 #include "crd/validation.h"
@@ -48,15 +51,38 @@ void Decision::keepCondition(PolicyCondition type) {
   if (const auto* old = controller::findStatusCondition(in.status.conditions, name)) plan.status.conditions.push_back(*old);
 }
 
-bool startRun(Decision& d, Firing firing) {
+namespace {
+
+// Whether spec.budget is spent; when it is, the skip is recorded with the figures.
+bool overBudget(Decision& d, const Firing& firing) {
   const auto& spec = d.policy.spec;
+  if (spec.budgetMonthlyUsd.empty()) return false;
+  auto limit = crd::parseUsd(spec.budgetMonthlyUsd);
+  const auto& spend = d.history().spend;
+  if (!limit || !spend) return false;  // validated before; a spend is always there with a budget
+  if (std::llround(spend->estimatedUsd * 100) < std::llround(*limit * 100)) return false;
+  const std::string reason = crd::enumName(firing.reason, crd::triggerReasonNames());
+  std::string message = "the runs of " + spend->month + " cost " + crd::formatDollars(spend->estimatedUsd) + " of " +
+                        crd::formatDollars(*limit) + " (spec.budget.monthlyUsd): the " + reason + " trigger of " +
+                        timeText(firing.nominal) + " creates no run. Raise the budget, or runs start again next month";
+  d.plan.outcomes.push_back({firing.reason, "skipped_budget"});
+  d.event(controller::EventType::Warning, "BudgetExceeded", message);
+  d.history().lastSkippedTrigger = crd::SkippedTrigger{firing.nominal, firing.reason, "BudgetExceeded", message};
+  return true;
+}
+
+}  // namespace
+
+Start startRun(Decision& d, Firing firing) {
+  const auto& spec = d.policy.spec;
+  if (overBudget(d, firing)) return Start::OverBudget;
   size_t running = d.active.size();
   switch (spec.concurrencyPolicy) {
     case crd::ConcurrencyPolicy::Forbid:
-      if (running > 0) return false;
+      if (running > 0) return Start::Blocked;
       break;
     case crd::ConcurrencyPolicy::Allow:
-      if (running >= static_cast<size_t>(std::max(1, spec.maxActiveRuns))) return false;
+      if (running >= static_cast<size_t>(std::max(1, spec.maxActiveRuns))) return Start::Blocked;
       break;
     case crd::ConcurrencyPolicy::Replace:
       for (const auto& name : d.active) {
@@ -79,7 +105,7 @@ bool startRun(Decision& d, Firing firing) {
   d.active.push_back(name);
   d.history().lastTrigger = crd::TriggerRecord{firing.nominal, firing.reason};
   d.plan.create.push_back({std::move(run), std::move(firing)});
-  return true;
+  return Start::Started;
 }
 
 std::string activeText(const Decision& d) {
@@ -141,6 +167,11 @@ ChildRun readChild(const json& run) {
     child.dataWatermark = DataPosition{*time, annotationOf(meta, kDataWatermarkNameAnnotation)};
   }
   child.counted = !annotationOf(meta, kCountedAnnotation).empty();
+  if (auto status = run.find("status"); status != run.end() && status->is_object()) {
+    if (auto cost = status->find("cost"); cost != status->end() && cost->is_object()) {
+      if (auto usd = cost->find("estimatedUsd"); usd != cost->end() && usd->is_string()) child.costUsd = crd::parseUsd(usd->get<std::string>());
+    }
+  }
   auto spec = run.find("spec");
   child.registersModel = spec != run.end() && spec->is_object() && spec->contains("model");
   // status.model counts once ModelRegistered is True; a model status that does not decode is no model.
@@ -168,6 +199,11 @@ void carryWatermarks(Decision& d) {
   const auto& old = d.in.status.history;
   const std::string request = annotationOf(d.policy.metadata, crd::kRetrainRequestedAnnotation);
   const ChildRun* newestSuccess = nullptr;
+  // The month's spend: a counted run's figure is kept in status (deleting the run changes nothing);
+  // a run still uncounted adds its current estimate. A new month starts from nothing.
+  const std::string month = crd::budgetMonth(d.in.now);
+  crd::PolicySpend spend{month, old.spend && old.spend->month == month ? old.spend->endedUsd : 0.0, 0};
+  double going = 0;
   for (const auto& child : d.in.children) {
     if (child.triggerReason == TriggerReason::Schedule) {
       history.lastScheduleTime = retraining::newer(history.lastScheduleTime, child.triggerTime);
@@ -179,11 +215,18 @@ void carryWatermarks(Decision& d) {
     if (child.succeeded() && child.endedAt() && (!newestSuccess || *child.endedAt() > *newestSuccess->endedAt())) {
       newestSuccess = &child;
     }
+    bool thisMonth = child.created && crd::budgetMonth(*child.created) == month;
     if (child.ended() && !child.counted) {
       ++(child.succeeded() ? history.counts.succeeded : history.counts.failed);
       d.plan.markCounted.push_back(child.name);
+      if (thisMonth) spend.endedUsd += child.costUsd.value_or(0);
+    } else if (!child.counted && thisMonth) {
+      going += child.costUsd.value_or(0);
     }
   }
+  spend.endedUsd = std::round(spend.endedUsd * 100) / 100;
+  spend.estimatedUsd = std::round((spend.endedUsd + going) * 100) / 100;
+  if (!d.policy.spec.budgetMonthlyUsd.empty() || old.spend || spend.estimatedUsd > 0) history.spend = spend;
   if (newestSuccess && (!old.lastSuccessfulTime || *newestSuccess->endedAt() > *old.lastSuccessfulTime)) {
     history.lastSuccessfulTime = newestSuccess->endedAt();
     history.lastSuccessfulRun = crd::SuccessfulRun{newestSuccess->name, newestSuccess->endedAt(), modelUriOf(*newestSuccess)};

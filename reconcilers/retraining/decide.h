@@ -94,6 +94,7 @@ struct ChildRun {
   std::string resourceVersion;  // the version read, which the counted mark's patch is conditional on
   bool registersModel = false;                // spec.model is set
   std::optional<crd::RegisteredModel> model;  // status.model, once ModelRegistered is True
+  std::optional<double> costUsd;              // status.cost.estimatedUsd, when it reads as dollars
 
   bool succeeded() const { return phase == crd::Phase::Succeeded; }
   // Over for the policy: finished, or Invalid (it will not run until someone edits it).
@@ -182,6 +183,7 @@ struct RunToDelete {
 };
 
 // A trigger's fate, for vto_retrainingpolicy_triggers_total: skipped_active | skipped_cooldown |
+// skipped_budget |
 // missed_deadline | suspended from decide; created | deduplicated from act.
 struct TriggerOutcome {
   crd::TriggerReason reason = crd::TriggerReason::Schedule;

@@ -33,8 +33,11 @@ std::string timeText(TimePoint t);
 std::optional<TimePoint> newer(std::optional<TimePoint> a, std::optional<TimePoint> b);
 // Come back no later than `when` (at least a second from now).
 void requeueBy(Decision& d, TimePoint when);
-// Creates the run for `firing` if concurrency allows; false when it does not (nothing was planned).
-bool startRun(Decision& d, Firing firing);
+enum class Start { Started, Blocked, OverBudget };
+// Creates the run for `firing` if the policy's budget and concurrency allow. Blocked: concurrency
+// forbids, nothing was planned (the caller says why). OverBudget: spec.budget is spent; the skip is
+// recorded (outcome, Event, status.lastSkippedTrigger) and the trigger counts as handled.
+Start startRun(Decision& d, Firing firing);
 // The active runs, for messages: "a, b".
 std::string activeText(const Decision& d);
 

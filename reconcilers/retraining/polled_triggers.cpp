@@ -41,7 +41,9 @@ bool startPolledRun(Decision& d, Firing firing, const std::string& what) {
   }
   std::string blocking = activeText(d);
   auto outcomeReason = firing.reason;
-  if (startRun(d, std::move(firing))) return true;
+  auto started = startRun(d, std::move(firing));
+  if (started == Start::Started) return true;
+  if (started == Start::OverBudget) return false;  // recorded; the data stays pending for next month
   d.plan.outcomes.push_back({outcomeReason, "skipped_active"});
   d.event(EventType::Normal, "RunAlreadyActive",
           std::string(reason) + " trigger (" + what + ") waits: " + blocking + " is still active (concurrencyPolicy " +
@@ -190,7 +192,8 @@ void fireManual(Decision& d) {
   while (d.taken.count(runNameFor(d.policy.metadata.name, nominal))) nominal += std::chrono::seconds(1);
   Firing firing{TriggerReason::Manual, nominal, {{kRetrainRequestAnnotation, request}}};
   std::string blocking = activeText(d);
-  if (startRun(d, std::move(firing))) {
+  if (startRun(d, std::move(firing)) != Start::Blocked) {
+    // A request over budget is answered (status.lastSkippedTrigger), not held for next month.
     d.history().lastHandledRetrainRequest = request;
     return;
   }

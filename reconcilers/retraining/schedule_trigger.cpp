@@ -92,7 +92,12 @@ void startSlot(Decision& d, TimePoint slot, Clock::duration jitter) {
     return;
   }
   std::string blocking = activeText(d);
-  if (startRun(d, Firing{TriggerReason::Schedule, slot, {}})) return;
+  auto started = startRun(d, Firing{TriggerReason::Schedule, slot, {}});
+  if (started == Start::Started) return;
+  if (started == Start::OverBudget) {  // recorded with the figures; the slot is not run late
+    ++d.history().missedSchedules;
+    return;
+  }
   d.plan.outcomes.push_back({TriggerReason::Schedule, "skipped_active"});
   d.event(EventType::Normal, "RunAlreadyActive",
           "skipped the slot " + timeText(slot) + ": " + blocking + " is still active (concurrencyPolicy " +

@@ -1,5 +1,6 @@
 #include "reconcilers/trainingrun/snapshot.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 
@@ -101,6 +102,10 @@ metrics::RunSnapshot trainingRunSnapshot(const nlohmann::json& object, const crd
     char* end = nullptr;
     double hourly = std::strtod(run.status.cost->hourlyUsd->c_str(), &end);
     if (end != nullptr && *end == '\0' && hourly >= 0) snapshot.hourlyUsd = hourly;
+  }
+  if (const auto& progress = run.status.progress; progress && progress->totalSteps && *progress->totalSteps > 0) {
+    snapshot.progressRatio = std::clamp(static_cast<double>(progress->step) / static_cast<double>(*progress->totalSteps), 0.0, 1.0);
+    snapshot.eta = progress->eta;
   }
   for (const auto& attempt : run.status.history.attempts) {
     if (attempt.attempt == 1) snapshot.firstRunning = attempt.startTime;

@@ -75,6 +75,8 @@ const std::map<std::string, std::string> kQuietAlerts = {
 const std::map<std::pair<std::string, std::string>, std::string> kEmptyPanels = {
     // A checkpoint age exists only while a run runs; every run here has finished when queries run.
     {{"vto-trainingruns.json", "Oldest checkpoints of running runs"}, "no run is running when the queries run"},
+    // Progress and ETA are exported only until a run finishes.
+    {{"vto-trainingruns.json", "Progress of unfinished runs"}, "every run has finished when the queries run"},
 };
 
 std::string sourceDir() {
@@ -208,7 +210,7 @@ Scenario& scenario() {
     // succeeds. crash: the training code fails, which is not resumed.
     applyManifest("ok", simpleRunManifest(kNamespace, "ok"));
     applyManifest("gpu", gpuRunManifest("gpu", ""));
-    applyManifest("spot", gpuRunManifest("spot", "  scheduling: {strategy: Spot}\n  checkpointing: {resumeBackoff: 1s}\n"));
+    applyManifest("spot", gpuRunManifest("spot", "  scheduling: {strategy: Spot}\n  checkpointing: {resumeBackoff: 1s, totalSteps: 6}\n"));
     applyManifest("crash", simpleRunManifest(kNamespace, "crash"));
     // A policy that retrains now (the manual annotation), with every trigger kind so that each of
     // its series exists: a schedule, new data under a GCS prefix, and a metric from this Prometheus.
@@ -233,10 +235,12 @@ Scenario& scenario() {
     EXPECT_TRUE(waitFor(
         [&] {
           s.runningPage = scrapeMetrics();
-          return s.runningPage.find("\nvto_checkpoint_age_seconds{") != std::string::npos;
+          return s.runningPage.find("\nvto_checkpoint_age_seconds{") != std::string::npos &&
+                 s.runningPage.find("\nvto_trainingrun_progress_ratio{") != std::string::npos &&
+                 s.runningPage.find("\nvto_trainingrun_eta_timestamp_seconds{") != std::string::npos;
         },
         seconds(60)))
-        << "no checkpoint age for the running spot run";
+        << "no checkpoint age, progress or ETA for the running spot run";
     EXPECT_TRUE(emulatorControl("POST", spotJob, "fail", R"({"failureClass": "Preemption"})").is_object());
     auto crashJob = runningJob("crash", 1);
     EXPECT_FALSE(crashJob.empty()) << stack().operatorLog();

@@ -162,6 +162,34 @@ TEST_F(TrainingRunObserverTest, AStandbyExportsNothingAndDoesNotCountTheLeadersT
   EXPECT_EQ(valueOf(standby, "vto_trainingruns", {{"phase", "Running"}}), 1);
 }
 
+TEST_F(TrainingRunObserverTest, ProgressAndEtaArePerRunOnlyUntilTheRunFinishes) {
+  auto running = gpuRun("Running");
+  EXPECT_EQ(valueOf(observer, "vto_trainingrun_progress_ratio", {}), -1);
+  running.progressRatio = 0.7;
+  running.eta = Clock::time_point(seconds(1'800'000'000));
+  observer.observe(running);
+  EXPECT_DOUBLE_EQ(valueOf(observer, "vto_trainingrun_progress_ratio", {{"namespace", "team-a"}, {"name", "resnet"}}), 0.7);
+  EXPECT_DOUBLE_EQ(valueOf(observer, "vto_trainingrun_eta_timestamp_seconds", {{"namespace", "team-a"}, {"name", "resnet"}}),
+                   1'800'000'000);
+  // Preempted: the progress stays, the ETA of the attempt that ended goes.
+  auto resuming = running;
+  resuming.phase = "Resuming";
+  resuming.eta.reset();
+  observer.observe(resuming);
+  EXPECT_DOUBLE_EQ(valueOf(observer, "vto_trainingrun_progress_ratio", {{"name", "resnet"}}), 0.7);
+  EXPECT_EQ(valueOf(observer, "vto_trainingrun_eta_timestamp_seconds", {{"name", "resnet"}}), -1);
+  auto done = running;
+  done.phase = "Succeeded";
+  done.progressRatio = 1.0;
+  observer.observe(done);
+  EXPECT_EQ(valueOf(observer, "vto_trainingrun_progress_ratio", {{"name", "resnet"}}), -1);
+  EXPECT_EQ(valueOf(observer, "vto_trainingrun_eta_timestamp_seconds", {{"name", "resnet"}}), -1);
+  // A standby exports no per-run series either.
+  TrainingRunObserver standby(clock, kPhases);
+  standby.observe(running);
+  EXPECT_EQ(valueOf(standby, "vto_trainingrun_progress_ratio", {}), -1);
+}
+
 TEST_F(TrainingRunObserverTest, ADeletedRunningRunIsAccountedUpToItsDeletion) {
   observer.observe(gpuRun("Queued"));
   observer.observe(gpuRun("Running"));

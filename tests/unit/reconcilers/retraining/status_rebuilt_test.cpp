@@ -66,6 +66,9 @@ TEST(PolicyStatusRebuilt, APassThatSeesNothingNewComputesTheStoredStatus) {
                                                     .time = T0 + minutes(85)},
               .lastHandledPromoteRequest = "",
               .lastComparedVersion = "6",
+              // No budget and no priced runs: nothing spent to report, nothing skipped.
+              .spend = std::nullopt,
+              .lastSkippedTrigger = std::nullopt,
           },
       .conditions = {condition("Valid", "True", "Valid"),
                      condition("Ready", "True", "Reconciled", "next run at 2026-12-01T02:00:00Z"),

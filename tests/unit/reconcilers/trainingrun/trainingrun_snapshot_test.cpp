@@ -45,6 +45,26 @@ TEST(TrainingRunSnapshot, ReadsTheMachinesOfTheRenderedJobOnceValidated) {
   EXPECT_EQ(accelerators, 32);
 }
 
+TEST(TrainingRunSnapshot, ProgressIsTheStepOverTotalStepsWithTheEta) {
+  struct Case {
+    const char* name;
+    json progress;
+    std::optional<double> ratio;
+    bool eta;
+  };
+  const std::vector<Case> cases = {
+      {"a share of totalSteps", {{"step", 7}, {"totalSteps", 10}, {"percent", 70}, {"eta", "2026-01-01T01:00:00Z"}}, 0.7, true},
+      {"no totalSteps: no ratio, no eta", {{"step", 7}}, std::nullopt, false},
+      {"past totalSteps stays at 1", {{"step", 12}, {"totalSteps", 10}, {"percent", 100}}, 1.0, false},
+  };
+  for (const auto& c : cases) {
+    auto snapshot = trainingRunSnapshot(run(ddpSpec(), {{"phase", "Running"}, {"progress", c.progress}}));
+    EXPECT_EQ(snapshot.progressRatio, c.ratio) << c.name;
+    EXPECT_EQ(snapshot.eta.has_value(), c.eta) << c.name;
+  }
+  EXPECT_FALSE(trainingRunSnapshot(run(ddpSpec(), {{"phase", "Running"}})).progressRatio.has_value());
+}
+
 TEST(TrainingRunSnapshot, PhasesAreTheCrdsNames) {
   auto phases = trainingRunPhases();
   EXPECT_EQ(phases.size(), 11u);
