@@ -128,6 +128,16 @@ TenancyRule parseRule(const json& value, const std::string& path) {
   if (rule.budget && rule.name.empty()) {
     throw DecodeError(path + ".name", "is required with budget: it names the budget in metrics and messages");
   }
+  // The month's spend is read from the jobs Vertex holds where the rule lets runs go: an open list
+  // (any project, any region) would leave spend nobody reads.
+  if (rule.budget && rule.projects.empty()) {
+    throw DecodeError(path + ".projects", "is required with budget: the month's spend is read from the jobs in "
+                                          "these projects; list the ones the rule's runs may use, e.g. [ml-prod]");
+  }
+  if (rule.budget && rule.locations.empty()) {
+    throw DecodeError(path + ".locations", "is required with budget: the month's spend is read from the jobs in "
+                                           "these regions; list the ones the rule's runs may use, e.g. [us-central1]");
+  }
   if (rule.namespaces.empty() && !rule.matchLabels) {
     throw DecodeError(path, "selects no namespace; give namespaces: [NAME, ...] and/or "
                             "namespaceSelector: {matchLabels: {KEY: VALUE}}");

@@ -37,7 +37,10 @@ JobCostReading costOfJob(const vertex::Job& job, const crd::PriceCatalog& prices
   auto pricing = crd::priceOf(prices, pools, location, crd::strategyOfJob(spec->value("scheduling", nlohmann::json())));
   if (!pricing.rate) return out;
   const auto& rate = *pricing.rate;
-  bool running = job.startTime && !vertex::isTerminal(job.state);
+  // A job Vertex has not started yet (QUEUED, PENDING) will run: it counts as running for the next
+  // hour, or the room it takes would look free until it starts.
+  bool unfinished = !vertex::isTerminal(job.state);
+  if (raw.contains("trialJobSpec")) parallel = std::max<double>(1, raw.value("parallelTrialCount", 1));
   double usd = 0;
   if (auto trials = raw.find("trials"); trials != raw.end() && trials->is_array() && !trials->empty()) {
     int runningTrials = 0;
@@ -48,14 +51,16 @@ JobCostReading costOfJob(const vertex::Job& job, const crd::PriceCatalog& prices
       auto end = parseRfc3339OrNone(trial.value("endTime", ""));
       auto until = end ? *end : job.endTime ? *job.endTime : now;
       usd += crd::usageOf(rate, until - *start).usd;
-      if (!end && running) ++runningTrials;
+      if (!end && unfinished) ++runningTrials;
     }
-    out.hourlyUsd = rate.usd * runningTrials;
-  } else if (job.startTime) {
-    if (raw.contains("trialJobSpec")) parallel = std::max<double>(1, raw.value("parallelTrialCount", 1));
-    auto until = job.endTime ? *job.endTime : now;
-    usd = crd::usageOf(rate, until - *job.startTime).usd * parallel;
-    if (running) out.hourlyUsd = rate.usd * parallel;
+    // Between trials a tuning job still starts the next ones, as many at once as it may run.
+    if (unfinished) out.hourlyUsd = rate.usd * std::max<double>(runningTrials, parallel);
+  } else {
+    if (job.startTime) {
+      auto until = job.endTime ? *job.endTime : now;
+      usd = crd::usageOf(rate, until - *job.startTime).usd * parallel;
+    }
+    if (unfinished) out.hourlyUsd = rate.usd * parallel;
   }
   out.usd = usd;
   return out;
@@ -106,9 +111,11 @@ void BudgetLedger::refresh() {
       std::lock_guard lock(mutex_);
       auto& held = spend_[i];
       held.error = e.what();
+      ++held.generation;
       continue;
     }
     std::lock_guard lock(mutex_);
+    spend.generation = spend_[i].generation + 1;
     spend_[i] = spend;
     auto& noted = noted_[i];
     for (const auto& name : listed) noted.erase(name);
@@ -120,14 +127,36 @@ std::optional<RuleSpend> BudgetLedger::spendOf(size_t ruleIndex) const {
   auto found = spend_.find(ruleIndex);
   if (found == spend_.end()) return std::nullopt;
   RuleSpend spend = found->second;
-  if (auto noted = noted_.find(ruleIndex); noted != noted_.end())
-    for (const auto& [name, usd] : noted->second) spend.spentUsd += usd;
+  for (const auto* extra : {&noted_, &held_})
+    if (auto found = extra->find(ruleIndex); found != extra->end())
+      for (const auto& [key, reserved] : found->second) {
+        spend.spentUsd += reserved.usd;
+        spend.runningHourlyUsd += reserved.hourlyUsd;
+      }
   return spend;
 }
 
-void BudgetLedger::noteCreated(size_t ruleIndex, const std::string& jobName, double reservedUsd) {
+bool BudgetLedger::reserve(size_t ruleIndex, uint64_t seenGeneration, const std::string& uid, double usd,
+                           double hourlyUsd, bool unconditionally) {
   std::lock_guard lock(mutex_);
-  noted_[ruleIndex][jobName] = reservedUsd;
+  auto& spend = spend_[ruleIndex];
+  if (!unconditionally && spend.generation != seenGeneration) return false;
+  held_[ruleIndex][uid] = {usd, hourlyUsd};
+  ++spend.generation;
+  return true;
+}
+
+void BudgetLedger::release(size_t ruleIndex, const std::string& uid) {
+  std::lock_guard lock(mutex_);
+  if (held_[ruleIndex].erase(uid) > 0) ++spend_[ruleIndex].generation;
+}
+
+void BudgetLedger::noteCreated(size_t ruleIndex, const std::string& uid, const std::string& jobName, double reservedUsd,
+                               double hourlyUsd) {
+  std::lock_guard lock(mutex_);
+  held_[ruleIndex].erase(uid);
+  noted_[ruleIndex][jobName] = {reservedUsd, hourlyUsd};
+  ++spend_[ruleIndex].generation;
 }
 
 }  // namespace vto::reconcilers

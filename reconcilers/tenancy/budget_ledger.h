@@ -11,6 +11,7 @@
 // horizon the budget check reserved (noteCreated), so two runs admitted one after the other cannot
 // both spend the same room.
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -33,6 +34,9 @@ struct RuleSpend {
   double runningHourlyUsd = 0;   // the rule's running jobs, per hour
   std::vector<std::string> unpriced;  // jobs the price table cannot price (not counted)
   std::optional<std::string> error;   // the last refresh failed: the figures are the last known
+  // Changes with every figure, note and reservation: what a budget check saw, so that admitting a
+  // run can tell whether another run was admitted since (BudgetLedger::reserve).
+  uint64_t generation = 0;
 };
 
 // What one Vertex job adds to its month: its estimate up to `now`, and its price per hour while it runs.
@@ -53,8 +57,19 @@ class BudgetLedger {
   void refresh();
   // The rule's figures, plus what was noted since the last refresh; nullopt before its first refresh.
   std::optional<RuleSpend> spendOf(size_t ruleIndex) const;
-  // A job just created under rule `ruleIndex`: counted as `reservedUsd` until a refresh lists it.
-  void noteCreated(size_t ruleIndex, const std::string& jobName, double reservedUsd);
+  // Run `uid` is about to create a job under rule `ruleIndex`: holds `usd` for it (counted in spendOf)
+  // if the rule's figures are still those of `seenGeneration`; false when they changed since its
+  // budget check (another run was admitted, or a refresh came): decide again. `unconditionally`
+  // (a Warn budget, which creates anyway) holds it whatever changed. Without this, workers deciding at
+  // once would each see the same room and all spend it.
+  bool reserve(size_t ruleIndex, uint64_t seenGeneration, const std::string& uid, double usd, double hourlyUsd,
+               bool unconditionally);
+  // The run created no job: what it held is free again.
+  void release(size_t ruleIndex, const std::string& uid);
+  // Run `uid`'s job was created: its hold becomes the job's, counted as `reservedUsd` (and, running,
+  // at `hourlyUsd`) until a refresh lists the job.
+  void noteCreated(size_t ruleIndex, const std::string& uid, const std::string& jobName, double reservedUsd,
+                   double hourlyUsd);
 
  private:
   vertex::VertexClient& vertex_;
@@ -64,7 +79,12 @@ class BudgetLedger {
   std::vector<std::string> defaultLocations_;
   mutable std::mutex mutex_;
   std::map<size_t, RuleSpend> spend_;
-  std::map<size_t, std::map<std::string, double>> noted_;  // rule -> job name -> reserved USD
+  struct Reserved {
+    double usd = 0;        // counted as spent
+    double hourlyUsd = 0;  // counted as running
+  };
+  std::map<size_t, std::map<std::string, Reserved>> noted_;  // rule -> job name -> its reservation
+  std::map<size_t, std::map<std::string, Reserved>> held_;   // rule -> run uid -> its hold, while creating
 };
 
 }  // namespace vto::reconcilers

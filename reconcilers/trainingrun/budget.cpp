@@ -61,7 +61,8 @@ std::optional<Plan> budgetGate(Draft& d, const crd::TrainingRun& at, const Locat
     input.runningHourlyUsd = spend->second.runningHourlyUsd;
     auto decision = crd::decideBudget(input);
     if (!decision.warn) {
-      d.plan.budgetReservation = BudgetReservation{index, decision.neededUsd - input.spentUsd - input.runningHourlyUsd};
+      d.plan.budgetReservation = BudgetReservation{index, decision.neededUsd - input.spentUsd - input.runningHourlyUsd,
+                                                   input.hourlyUsd.value_or(0), spend->second.generation, warnOnly};
       return std::nullopt;
     }
     create = decision.create;
@@ -72,7 +73,8 @@ std::optional<Plan> budgetGate(Draft& d, const crd::TrainingRun& at, const Locat
     if (input.hourlyUsd) {
       constexpr double kDayHours = 24;
       double hours = std::min(kDayHours, static_cast<double>(input.timeoutSeconds.value_or(7 * 86400)) / 3600.0);
-      d.plan.budgetReservation = BudgetReservation{index, *input.hourlyUsd * hours};
+      auto seen = spend != d.o.tenancy.budgets.end() ? spend->second.generation : 0;
+      d.plan.budgetReservation = BudgetReservation{index, *input.hourlyUsd * hours, *input.hourlyUsd, seen, true};
     }
     return std::nullopt;
   }

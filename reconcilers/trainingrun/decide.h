@@ -165,6 +165,9 @@ struct CreateJob {
 struct BudgetReservation {
   size_t rule = 0;
   double usd = 0;
+  double hourlyUsd = 0;         // the job's price per hour, counted as running until a refresh lists it
+  uint64_t seenGeneration = 0;  // the figures the check read (RuleSpend::generation)
+  bool unconditionally = false;  // a Warn budget: created whatever changed since
 };
 
 // A capacity failover, for vto_trainingrun_capacity_failovers_total.

@@ -356,6 +356,26 @@ Plan TrainingRunReconciler::uploadPlannedModel(const Observed& o, Plan plan, std
 }
 
 Plan TrainingRunReconciler::createPlannedJob(const Observed& o, Plan plan) {
+  // A budget's room is taken before the create, and only if nobody took it since this pass read it;
+  // otherwise this pass decided on stale figures: the run is reconciled again at once.
+  std::optional<BudgetReservation> held;
+  if (const auto& reserved = plan.budgetReservation; reserved && options_.budgets != nullptr && plan.createJob) {
+    if (!options_.budgets->reserve(reserved->rule, reserved->seenGeneration, o.metadata.uid, reserved->usd,
+                                   reserved->hourlyUsd, reserved->unconditionally)) {
+      Plan again;  // nothing of this pass is written: it decided on figures that no longer hold
+      again.requeueAfter = std::chrono::milliseconds(200);
+      return again;
+    }
+    held = reserved;
+  }
+  struct Release {
+    BudgetLedger* ledger;
+    std::optional<BudgetReservation>& held;
+    const std::string& uid;
+    ~Release() {
+      if (held && ledger != nullptr) ledger->release(held->rule, uid);  // no job came of it
+    }
+  } release{options_.budgets, held, o.metadata.uid};
   // A refusal for an accelerator quota moves the attempt to the next placement, at most once each.
   for (size_t tries = 0; plan.createJob && tries <= crd::placementCount(o.run->spec); ++tries) {
     const auto create = *plan.createJob;
@@ -375,8 +395,10 @@ Plan TrainingRunReconciler::createPlannedJob(const Observed& o, Plan plan) {
       if (auto team = trainingrun::teamOf(o); !team.empty()) body["labels"][kTeamLabel] = team;
       job = vertex_.createJob(create.where, create.kind, body);
       jobs_.put(*job, o.now);
-      if (const auto& reserved = plan.budgetReservation; reserved && options_.budgets != nullptr)
-        options_.budgets->noteCreated(reserved->rule, job->name, reserved->usd);
+      if (held) {
+        options_.budgets->noteCreated(held->rule, o.metadata.uid, job->name, held->usd, held->hourlyUsd);
+        held.reset();
+      }
       if (metrics_ != nullptr) metrics_->jobCreated(std::string(vertex::kindName(create.kind)));
       return recordCreatedJob(o, std::move(plan), cachedJobOf(*job, o.now), false);
     } catch (const vertex::ApiError& e) {

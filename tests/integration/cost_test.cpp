@@ -2,6 +2,7 @@
 // price file that makes a second of n1-standard-4 cost a dollar, so budgets run out in seconds.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <fstream>
 
@@ -18,6 +19,7 @@ using std::chrono::seconds;
 
 constexpr const char* kTeam = "cost-team";     // governed by rule team-a and its budget
 constexpr const char* kLimited = "cost-limit";  // no budget; maxCostUsd
+constexpr const char* kTogether = "cost-together";  // rule team-c: room for one job at a time
 
 std::string writeConfig(OperatorStack& stack, int monthlyUsd) {
   std::string config = stack.dir() + "/cost-config.yaml";
@@ -25,7 +27,10 @@ std::string writeConfig(OperatorStack& stack, int monthlyUsd) {
                                  << "  - namespaces: [" << kTeam << "]\n    projects: [test-project]\n"
                                  << "    locations: [us-central1]\n    name: team-a\n"
                                  << "    budget: {monthlyUsd: " << monthlyUsd << ", onExceeded: Hold}\n"
-                                 << "  - namespaces: [" << kLimited << "]\n";
+                                 << "  - namespaces: [" << kLimited << "]\n"
+                                 << "  - namespaces: [" << kTogether << "]\n    projects: [test-project]\n"
+                                 << "    locations: [us-central1]\n    name: team-c\n"
+                                 << "    budget: {monthlyUsd: 25, onExceeded: Hold}\n";
   std::rename((config + ".tmp").c_str(), config.c_str());
   return config;
 }
@@ -44,6 +49,7 @@ OperatorStack& stack() {
   static bool started = [] {
     shared.createNamespace(kTeam);
     shared.createNamespace(kLimited);
+    shared.createNamespace(kTogether);
     shared.startOperator(operatorFlags(shared, 30));
     return true;
   }();
@@ -110,6 +116,39 @@ TEST(CostTest, ATeamRunsUntilItsBudgetIsSpentAndNothingButARaisedBudgetFreesIt) 
   auto table = runShell(binDir() + "/vto cost -A --by run --kubeconfig '" + stack().cluster().kubeconfig() + "'");
   EXPECT_EQ(table.exitCode, 0) << table.output;
   EXPECT_NE(table.output.find(std::string(kTeam) + "/third"), std::string::npos) << table.output;
+}
+
+// Four runs applied at once, checked by four workers at once against the same figures: the room
+// ($25) holds one job at a time ($10 for its 10 s, and a running job's next hour at $1/s fills the
+// rest), so their jobs must run one after another, never two at once, until the month's spend leaves
+// no room (~$5 each: three jobs; the fourth waits).
+TEST(CostTest, RunsAdmittedAtOnceNeverShareTheSameRoom) {
+  std::string all;
+  for (int i = 0; i < 4; ++i)
+    all += (i ? "---\n" : "") + simpleRunManifest(kTogether, "together-" + std::to_string(i), "  scheduling: {timeout: 10s}\n");
+  apply(all);
+  std::vector<vertex::Job> jobs;
+  auto settled = [&] {
+    jobs.clear();
+    int held = 0, done = 0;
+    for (int i = 0; i < 4; ++i) {
+      auto run = stack().getRun(kTogether, "together-" + std::to_string(i));
+      if (!run.is_object()) return false;
+      for (auto& job : stack().jobsOfRun(run["metadata"]["uid"].get<std::string>())) jobs.push_back(std::move(job));
+      held += condition(run, "Ready") == "False/BudgetExceeded";
+      done += run.value("status", json::object()).value("phase", "") == "Succeeded";
+    }
+    return held + done == 4 && done >= 3;
+  };
+  ASSERT_TRUE(waitFor(settled, seconds(120)))
+      << jobs.size() << " jobs\n" << stack().kubectlOk(std::string("-n ") + kTogether + " get trun -o yaml");
+  std::sort(jobs.begin(), jobs.end(), [](const auto& a, const auto& b) { return a.createTime < b.createTime; });
+  for (size_t i = 1; i < jobs.size(); ++i) {
+    ASSERT_TRUE(jobs[i - 1].endTime && jobs[i].createTime);
+    EXPECT_GE(*jobs[i].createTime, *jobs[i - 1].endTime)
+        << jobs[i].name << " was created while " << jobs[i - 1].name << " still ran: two runs spent the same room";
+  }
+  std::cout << "[ figures  ] " << jobs.size() << " jobs one after another under a $25 budget\n";
 }
 
 TEST(CostTest, MaxCostUsdCancelsARunningJob) {

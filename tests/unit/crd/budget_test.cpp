@@ -77,8 +77,8 @@ TEST(Budget, AMonthCountsTheJobsCreatedInItUtc) {
 
 TEST(Budget, TheRuleNamesItsBudget) {
   auto rules = parseTenancyRules(json::parse(
-      R"([{"namespaces": ["team-a"], "name": "team-a", "budget": {"monthlyUsd": 5000}},
-          {"namespaces": ["team-b"], "name": "team-b", "budget": {"monthlyUsd": 10.5, "onExceeded": "Warn"}}])"));
+      R"([{"namespaces": ["team-a"], "projects": ["p"], "locations": ["us-central1"], "name": "team-a", "budget": {"monthlyUsd": 5000}},
+          {"namespaces": ["team-b"], "projects": ["p"], "locations": ["us-central1"], "name": "team-b", "budget": {"monthlyUsd": 10.5, "onExceeded": "Warn"}}])"));
   ASSERT_TRUE(rules[0].budget);
   EXPECT_EQ(rules[0].budget->onExceeded, BudgetAction::Hold);
   EXPECT_EQ(rules[1].budget->onExceeded, BudgetAction::Warn);
@@ -92,6 +92,10 @@ TEST(Budget, TheRuleNamesItsBudget) {
     return std::string("accepted");
   };
   EXPECT_EQ(refused(R"([{"namespaces": ["a"], "budget": {"monthlyUsd": 1}}])"), "tenancy[0].name");
+  // Its spend is read where its runs may go: an open list would leave spend nobody reads.
+  EXPECT_EQ(refused(R"([{"namespaces": ["a"], "name": "a", "budget": {"monthlyUsd": 1}}])"), "tenancy[0].projects");
+  EXPECT_EQ(refused(R"([{"namespaces": ["a"], "name": "a", "projects": ["p"], "budget": {"monthlyUsd": 1}}])"),
+            "tenancy[0].locations");
   EXPECT_EQ(refused(R"([{"namespaces": ["a"], "name": "a", "budget": {}}])"), "tenancy[0].budget.monthlyUsd");
   EXPECT_EQ(refused(R"([{"namespaces": ["a"], "name": "a", "budget": {"monthlyUsd": -1}}])"), "tenancy[0].budget.monthlyUsd");
   EXPECT_EQ(refused(R"([{"namespaces": ["a"], "name": "a", "budget": {"monthlyUsd": 1, "onExceeded": "Stop"}}])"),

@@ -71,8 +71,22 @@ TEST(BudgetLedger, SpendIsThisMonthsLabelledJobsPricedFromTheirOwnResources) {
   EXPECT_FALSE(ledger.spendOf(1).has_value()) << "no budget, nothing read";
 
   // A job just created counts at its reservation until a read lists it; then at its own figures.
-  ledger.noteCreated(0, "projects/test-project/locations/us-central1/customJobs/99", 24);
+  ledger.noteCreated(0, "uid-0", "projects/test-project/locations/us-central1/customJobs/99", 24, 3);
   EXPECT_NEAR(ledger.spendOf(0)->spentUsd, 8 + 24, 1e-9);
+  EXPECT_NEAR(ledger.spendOf(0)->runningHourlyUsd, 2 + 3, 1e-9) << "and runs, at its price per hour";
+
+  // Two runs checked against the same figures at once: the first to reserve takes the room; the
+  // second's figures are stale, so it decides again (seeing the first's hold) instead of spending it too.
+  auto seen = ledger.spendOf(0)->generation;
+  EXPECT_TRUE(ledger.reserve(0, seen, "uid-1", 10, 1, false));
+  EXPECT_FALSE(ledger.reserve(0, seen, "uid-2", 10, 1, false));
+  EXPECT_NEAR(ledger.spendOf(0)->spentUsd, 8 + 24 + 10, 1e-9) << "a hold counts while its job is created";
+  EXPECT_TRUE(ledger.reserve(0, seen, "uid-3", 5, 1, true)) << "a Warn budget creates anyway";
+  ledger.release(0, "uid-3");
+  ledger.noteCreated(0, "uid-1", "projects/test-project/locations/us-central1/customJobs/100", 10, 1);
+  EXPECT_NEAR(ledger.spendOf(0)->spentUsd, 8 + 24 + 10, 1e-9) << "the hold became the job's, counted once";
+  EXPECT_TRUE(ledger.reserve(0, ledger.spendOf(0)->generation, "uid-2", 10, 1, false)) << "decided again, on fresh figures";
+  ledger.release(0, "uid-2");
 
   // A ledger made afresh (a restart, a new leader) reads the same spend: nothing is remembered.
   BudgetLedger restarted(vertex, clock, rules, prices(), {"us-central1"});
@@ -84,6 +98,25 @@ TEST(BudgetLedger, SpendIsThisMonthsLabelledJobsPricedFromTheirOwnResources) {
   restarted.refresh();
   EXPECT_EQ(restarted.spendOf(0)->month, "2027-01");
   EXPECT_NEAR(restarted.spendOf(0)->spentUsd, 0, 1e-9);
+}
+
+}  // namespace
+}  // namespace vto::reconcilers
+
+namespace vto::reconcilers {
+namespace {
+
+TEST(CostOfJob, AJobNotStartedYetCostsNothingSoFarButCountsAsRunningForTheNextHour) {
+  testing::FakeClock clock(parseRfc3339("2026-12-10T12:00:00Z"));
+  testing::FakeVertexClient vertex;
+  auto queued = vertex.createJob({"test-project", "us-central1"}, vertex::JobKind::Custom, jobBody("team-a"));
+  vertex.patchJob(queued.name, {{"createTime", "2026-12-10T11:00:00Z"}, {"state", "JOB_STATE_QUEUED"}});
+  auto reading = costOfJob(vertex.getJob(queued.name), prices(), clock.now());
+  ASSERT_TRUE(reading.usd.has_value());
+  EXPECT_DOUBLE_EQ(*reading.usd, 0);
+  EXPECT_DOUBLE_EQ(reading.hourlyUsd, 2.0) << "2 replicas x (0.50 + 2 x 0.25): the room it will take";
+  vertex.patchJob(queued.name, {{"state", "JOB_STATE_CANCELLED"}, {"endTime", "2026-12-10T11:30:00Z"}});
+  EXPECT_DOUBLE_EQ(costOfJob(vertex.getJob(queued.name), prices(), clock.now()).hourlyUsd, 0) << "ended without running";
 }
 
 }  // namespace
