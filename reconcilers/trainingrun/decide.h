@@ -90,6 +90,10 @@ struct TenancyReading {
   // The accelerator claims of the other runs, each with the index of the rule that governs it;
   // decide counts those under this run's rule against its maxAccelerators.
   std::vector<std::pair<size_t, crd::AcceleratorClaim>> otherClaims;
+  // Capped rules whose places vto has not listed its unfinished jobs in since it started (a job of a
+  // deleted run would be missing from otherClaims), each with what is still to be read: a run under
+  // such a rule waits rather than be admitted against a count that may be short.
+  std::map<size_t, std::string> unlistedCaps;
   // Month-to-date spend by rule index (budget rules only), read where a job may be created.
   std::map<size_t, RuleSpend> budgets;
 };

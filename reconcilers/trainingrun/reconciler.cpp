@@ -235,6 +235,13 @@ void TrainingRunReconciler::observeTenancy(Observed& o) {
   o.tenancy.otherClaims = accelerators_.claimsOtherThan(o.metadata.uid, [&](const std::string& ns) {
     return ns == o.metadata.namespace_ ? o.tenancy.ns : namespaces_.get(ns);
   });
+  for (const auto& source : accelerators_.sources()) {
+    auto prefix = source.target.jobPrefix();
+    if (jobs_.listed(prefix) || o.tenancy.unlistedCaps.count(source.rule)) continue;
+    std::string unread = prefix;
+    if (auto failure = jobs_.pollFailure(prefix)) unread += " (the last list failed: " + failure->message + ")";
+    o.tenancy.unlistedCaps.emplace(source.rule, std::move(unread));
+  }
 }
 
 void TrainingRunReconciler::observeBuckets(Observed& o) {
