@@ -112,7 +112,8 @@ struct RegistryReading {
   // Once the version exists, with spec.model.evaluation: the evaluation this run imported, if any (its
   // metrics), else the metrics file (nullopt: there is none).
   std::optional<nlohmann::json> importedMetrics;
-  std::optional<std::string> metricsFile;
+  std::optional<std::string> metricsFile;  // at most crd::kMaxMetricsFileBytes + 1 bytes of it
+  std::string metricsFileRefused;          // non-empty: not read, and why (crd::metricsFileOf)
   // A read was refused or failed for good (403: PermissionDenied): no step is taken.
   std::optional<VertexFailure> failure;
 };

@@ -205,9 +205,16 @@ void TrainingRunReconciler::observeRegistry(Observed& o) {
         if (evaluation.displayName == own) reading.importedMetrics = evaluation.metrics;
       }
       if (!reading.importedMetrics) {
-        auto file = vertex::parseGcsUri(artifactUri + spec.evaluation->metricsFile);
-        step = "reading " + artifactUri + spec.evaluation->metricsFile;
-        reading.metricsFile = gcs_.readObject(file.bucket, file.object, crd::kMaxMetricsFileBytes);
+        // Only under the artifact directory the rules checked, and never more than the bound: the
+        // file is the tenant's, and its bytes past the bound are never asked for.
+        auto location = crd::metricsFileOf(o.run->spec);
+        if (!location.problem.empty()) {
+          reading.metricsFileRefused = location.problem;
+        } else {
+          auto file = vertex::parseGcsUri(location.uri);
+          step = "reading " + location.uri;
+          reading.metricsFile = gcs_.readObject(file.bucket, file.object, crd::kMaxMetricsFileBytes);
+        }
       }
     }
   } catch (const vertex::ApiError& e) {
