@@ -10,6 +10,7 @@
 #include "tests/fakes/clock_fake.h"
 #include "tests/fakes/gcs_fake_client.h"
 #include "tests/fakes/kube_client_fake.h"
+#include "tests/fakes/model_registry_fake.h"
 #include "tests/fakes/vertex_fake_client.h"
 
 namespace vto::reconcilers {
@@ -528,6 +529,42 @@ TEST_F(CappedReconcilerTest, AfterARestartAnOrphanedJobCountsBeforeAnyRunIsAdmit
   EXPECT_TRUE(restartedWoken.count("second"));
   restartedPass("second");
   EXPECT_EQ(vertex.createdBodies().size(), 2u);
+}
+
+// Registration against a fake Model Registry: what status names is checked against the run first.
+class RegistryReconcilerTest : public ReconcilerTest {
+ protected:
+  RegistryReconcilerTest() : ReconcilerTest(registryOptions()) {}
+  static testing::FakeModelRegistry& registry() {
+    static testing::FakeModelRegistry fake;
+    return fake;
+  }
+  static TrainingRunReconcilerOptions registryOptions() {
+    auto o = options();
+    o.registry = &registry();
+    return o;
+  }
+};
+
+TEST_F(RegistryReconcilerTest, AnUploadOperationInStatusIsReadOnlyUnderTheRunsOwnModel) {
+  // Whoever may write status names an operation of another team's model, in another project and region.
+  json run = json::parse(R"({"apiVersion": "vto.dev/v1alpha1", "kind": "TrainingRun",
+    "metadata": {"namespace": "ns", "name": "r", "uid": "uid-r", "generation": 1},
+    "spec": {"trainer": {"container": {"imageUri": "us-docker.pkg.dev/p/r/i:1"}},
+             "resources": {"machineType": "n1-standard-4"}, "baseOutputDirectory": "gs://bucket/r",
+             "model": {"model": "fraud", "servingContainer": {"imageUri": "us-docker.pkg.dev/p/r/serve:1"}}},
+    "status": {"phase": "Succeeded", "observedGeneration": 1,
+               "model": {"operation": "projects/team-b-project/locations/europe-west4/models/theirs/operations/7"}}})");
+  kube.create(trainingRunResource(), "ns", run);
+  sync();
+  auto observed = reconciler.observe(*cache.get({"ns", "r"}));
+  ASSERT_TRUE(observed.registry.read);
+  ASSERT_TRUE(observed.registry.failure.has_value()) << "the fake knows no such operation: its 404 names what was read";
+  const auto& message = observed.registry.failure->message;
+  EXPECT_NE(message.find("projects/test-project/locations/us-central1/models/fraud/operations/7"), std::string::npos)
+      << message;
+  EXPECT_EQ(message.find("team-b-project"), std::string::npos) << message;
+  EXPECT_EQ(message.find("theirs"), std::string::npos) << message;
 }
 
 // Team "ns" may write under gs://bucket/ only. checkpointing.directory may change after submission.
