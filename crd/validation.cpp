@@ -585,6 +585,16 @@ void checkRetrainingPolicySpec(Findings& f, const RetrainingPolicySpec& spec) {
 
 }  // namespace
 
+MetricsFileLocation metricsFileOf(const TrainingRunSpec& spec) {
+  if (!spec.model || !spec.model->evaluation) return {"", "the run sets no spec.model.evaluation"};
+  auto directory = artifactUriOf(*spec.model, spec.baseOutputDirectory);
+  if (auto problem = artifactUriProblem(directory); !problem.empty()) return {"", "the artifact directory " + problem};
+  const auto& file = spec.model->evaluation->metricsFile;
+  if (!isRelativeObjectPath(file))
+    return {"", "metricsFile must be a path under the artifact directory without '.', '..' or empty segments"};
+  return {directory + file, ""};
+}
+
 const std::vector<std::string>& reservedEnvNames() {
   static const std::vector<std::string> names = {"TF_CONFIG", "CLUSTER_SPEC", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK"};
   return names;

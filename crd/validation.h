@@ -26,6 +26,16 @@ std::vector<Finding> validate(const RetrainingPolicy& policy);
 // The spec rules alone; `path` is where the spec sits ("spec", "spec.template.spec").
 std::vector<Finding> validateTrainingRunSpec(const TrainingRunSpec& spec, const std::string& path);
 
+// Where registration reads a run's metrics file (spec.model.evaluation.metricsFile): `uri`, under the
+// artifact directory the tenancy rules checked, or `problem` saying why nothing may be read (the
+// directory or the path fails the rules validation holds them to). Checked again where it is read:
+// a spec edited after its run succeeded is not validated again before registration.
+struct MetricsFileLocation {
+  std::string uri;      // gs://BUCKET/ARTIFACT_DIR/FILE
+  std::string problem;  // non-empty: read nothing
+};
+MetricsFileLocation metricsFileOf(const TrainingRunSpec& spec);
+
 bool hasErrors(const std::vector<Finding>& findings);
 // "ERROR spec.x: message" / "WARNING spec.x: message".
 std::string formatFinding(const Finding& finding);

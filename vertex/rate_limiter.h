@@ -24,6 +24,8 @@ class SlidingWindow {
   bool tryRecord(Clock::time_point now, int limit);
   // How long from `now` until one more event fits (zero when it fits now).
   Clock::duration waitFor(Clock::time_point now, int limit);
+  // How many events are in the window at `now`.
+  std::size_t count(Clock::time_point now);
 
  private:
   void forget(Clock::time_point now);
@@ -45,12 +47,25 @@ class QuotaPacer {
   std::optional<std::chrono::milliseconds> tryAcquire(const std::string& key, int perWindow);
   // tryAcquire, throwing QuotaPacingError{retryAfter = the wait} when the quota is used up.
   void acquireOrThrow(const std::string& key, int perWindow);
+  // tryAcquire for one of several groups (tenants) sharing `key`'s quota, fairly: while n groups
+  // have made requests under `key` in the window (this one counted), a group may hold at most
+  // perWindow / n of them (at least one); a group that asked in the window counts as sharing even
+  // while it is refused. One group alone may use it all; a group that has used its
+  // share waits while others still have room, so one group's burst (a failover loop) cannot take a
+  // quota every group needs. "" is a group like any other.
+  std::optional<std::chrono::milliseconds> tryAcquireShared(const std::string& key, const std::string& group,
+                                                            int perWindow);
 
  private:
   const Clock& clock_;
   std::chrono::milliseconds window_;
   std::mutex mutex_;
   std::map<std::string, SlidingWindow> windows_;
+  struct GroupState {
+    SlidingWindow granted;
+    Clock::time_point lastAsked;  // a group refused for now still shares: it waits for its part
+  };
+  std::map<std::string, std::map<std::string, GroupState>> groups_;  // by key, then group
 };
 
 }  // namespace vto::vertex

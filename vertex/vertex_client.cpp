@@ -223,6 +223,13 @@ UrlBuilder RestVertexClient::urlFor(const ResourceName& name) const {
   return url;
 }
 
+std::string tenantOfJob(const json& resource) {
+  const auto labels = resource.find("labels");
+  if (labels == resource.end() || !labels->is_object()) return "";
+  const auto tenant = labels->find(kTenantLabel);
+  return tenant != labels->end() && tenant->is_string() ? tenant->get<std::string>() : "";
+}
+
 ResourceName RestVertexClient::parseOrRefuse(const std::string& name, bool mustBeJob) const {
   auto parsed = parseResourceName(name);
   if (!parsed || (mustBeJob && (!parsed->kind || !parsed->operationId.empty())) ||
@@ -234,9 +241,14 @@ ResourceName RestVertexClient::parseOrRefuse(const std::string& name, bool mustB
 }
 
 json RestVertexClient::call(const std::string& method, const Location& where, const std::string& url,
-                            const json* body, Quota quota) {
+                            const json* body, Quota quota, const std::string& tenant) {
   if (quota == Quota::Create) {
-    paceOrThrow(pacer_, where.parent() + " (job creations)", options_.limits.createsPerMinute, options_.observer);
+    // The project's per-minute create quota is every tenant's: one namespace's failover loop must not
+    // take it all, so each namespace creating here gets its fair share.
+    auto key = where.parent() + " (job creations)";
+    auto wait = pacer_.tryAcquireShared(key, tenant, options_.limits.createsPerMinute);
+    if (options_.observer != nullptr) options_.observer->quotaWaited(wait.value_or(std::chrono::milliseconds(0)));
+    if (wait) throw QuotaPacingError(key + (tenant.empty() ? "" : " for namespace " + tenant), *wait);
   } else {
     paceOrThrow(pacer_, requestQuotaKey(where), options_.limits.requestsPerMinute, options_.observer);
   }
@@ -245,7 +257,7 @@ json RestVertexClient::call(const std::string& method, const Location& where, co
 
 Job RestVertexClient::createJob(const Location& where, JobKind kind, const json& resource) {
   auto url = urlFor(where).segment(collectionName(kind)).str();
-  auto created = call("POST", where, url, &resource, Quota::Create);
+  auto created = call("POST", where, url, &resource, Quota::Create, tenantOfJob(resource));
   auto job = decodeJob(kind, created);
   // The name is written to status and used for every later request: it must be one we would accept.
   auto parsed = parseResourceName(job.name);

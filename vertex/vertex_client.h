@@ -160,6 +160,13 @@ struct VertexClientOptions {
 // canonical form (base/url.h's canonicalUrl), the one the client sends to.
 std::string validateEndpoint(const std::string& endpoint, bool allowInsecure);
 
+// The job label that names the namespace a job is created for (crd::kNamespaceLabel, which crd
+// renders into every job): creates are shared fairly between the namespaces it names.
+inline constexpr const char* kTenantLabel = "vto-namespace";
+
+// The tenant a job body is created for: its kTenantLabel, or "" when it has none.
+std::string tenantOfJob(const nlohmann::json& resource);
+
 class RestVertexClient final : public VertexClient {
  public:
   RestVertexClient(HttpTransport& http, TokenSource& tokens, const Clock& clock, VertexClientOptions options = {});
@@ -180,8 +187,9 @@ class RestVertexClient final : public VertexClient {
  private:
   enum class Quota { Create, Other };
   // `url` has been built by urlFor() from checked parts.
+  // `tenant`: with Quota::Create, whose share of the location's create quota the request spends.
   nlohmann::json call(const std::string& method, const Location& where, const std::string& url,
-                      const nlohmann::json* body, Quota quota);
+                      const nlohmann::json* body, Quota quota, const std::string& tenant = "");
   // base + /v1/projects/P/locations/L, every segment encoded; refuses unchecked parts.
   UrlBuilder urlFor(const Location& where) const;
   UrlBuilder urlFor(const ResourceName& name) const;

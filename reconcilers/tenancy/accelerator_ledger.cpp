@@ -62,9 +62,41 @@ std::optional<int64_t> acceleratorsOfJob(const CachedJob& job) {
   return std::stoll(text);
 }
 
+std::vector<LedgerSource> ledgerSources(const crd::TenancyRules& rules, const Location& defaults) {
+  std::vector<LedgerSource> sources;
+  auto orDefault = [](const std::vector<std::string>& listed, const std::string& fallback) {
+    if (!listed.empty()) return listed;
+    return fallback.empty() ? std::vector<std::string>{} : std::vector<std::string>{fallback};
+  };
+  for (size_t i = 0; i < rules.size(); ++i) {
+    if (!rules[i].maxAccelerators) continue;
+    for (const auto& project : orDefault(rules[i].projects, defaults.project)) {
+      // Names from the operator's own config, checked again: a list request is built from them.
+      if (!isProjectId(project)) continue;
+      for (const auto& location : orDefault(rules[i].locations, defaults.location)) {
+        if (!isVertexRegion(location)) continue;
+        for (auto kind : {vertex::JobKind::Custom, vertex::JobKind::HyperparameterTuning}) {
+          sources.push_back(LedgerSource{i, PollTarget{Location{project, location}, kind}});
+        }
+      }
+    }
+  }
+  return sources;
+}
+
 AcceleratorLedger::AcceleratorLedger(crd::TenancyRules rules, Location defaults, JobLiveness liveness)
     : rules_(std::move(rules)), defaults_(std::move(defaults)), liveness_(std::move(liveness)) {
   capped_ = std::any_of(rules_.begin(), rules_.end(), [](const auto& rule) { return rule.maxAccelerators.has_value(); });
+  sources_ = ledgerSources(rules_, defaults_);
+}
+
+std::vector<controller::ObjectKey> AcceleratorLedger::waiting() const {
+  std::lock_guard lock(mutex_);
+  std::vector<controller::ObjectKey> keys;
+  for (const auto& [uid, entry] : runs_) {
+    if (!entry.claim.holding) keys.push_back(entry.key);
+  }
+  return keys;
 }
 
 bool AcceleratorLedger::mayShareACap(const Entry& a, const Entry& b) const {

@@ -23,6 +23,7 @@
 #include "crd/tenancy.h"
 #include "crd/training_run.h"
 #include "reconcilers/jobs/job_cache.h"
+#include "reconcilers/jobs/poll_targets.h"
 
 namespace vto::reconcilers {
 
@@ -34,6 +35,20 @@ std::optional<crd::AcceleratorClaim> acceleratorClaimOf(const crd::TrainingRun& 
 // The accelerators a job holds, from the labels vto gave it at creation (crd::jobLabels); nullopt
 // for a job without them (made by an older vto: its run's claim stands in).
 std::optional<int64_t> acceleratorsOfJob(const CachedJob& job);
+
+// Where vto lists its unfinished jobs once after a start, so that a capped rule's count includes jobs
+// no live run follows any more (a run deleted with deletionPolicy Orphan, then a restart): the
+// JobCache, and so the ledger, learns of a job only from a poll of its (project, location, kind),
+// and a run polls only where its own job is. For each capped rule: its projects (open: the
+// operator's default project) x its locations (open: the default location) x both job kinds. A rule
+// left open where no default fills in names no place: its cap then counts the jobs live runs follow,
+// and the jobs in the defaults' place.
+struct LedgerSource {
+  size_t rule = 0;  // the capped rule whose count needs this list
+  PollTarget target;
+  bool operator==(const LedgerSource&) const = default;
+};
+std::vector<LedgerSource> ledgerSources(const crd::TenancyRules& rules, const Location& defaults);
 
 class AcceleratorLedger {
  public:
@@ -62,6 +77,12 @@ class AcceleratorLedger {
 
   size_t size() const;
 
+  // Where the jobs must have been listed since the start before a capped rule's count holds them all
+  // (ledgerSources of the ledger's rules and defaults).
+  const std::vector<LedgerSource>& sources() const { return sources_; }
+  // The runs waiting in line: when a source's first list completes, they look again.
+  std::vector<controller::ObjectKey> waiting() const;
+
  private:
   struct Entry {
     controller::ObjectKey key;  // the run; for a job, its namespace and "job <name>"
@@ -80,6 +101,7 @@ class AcceleratorLedger {
   Location defaults_;
   JobLiveness liveness_;
   bool capped_ = false;
+  std::vector<LedgerSource> sources_;
   mutable std::mutex mutex_;
   std::map<std::string, Entry> runs_;  // by run uid
   std::map<std::string, Entry> jobs_;  // by job name, while Vertex runs it

@@ -131,6 +131,10 @@ std::optional<std::string> overAcceleratorCap(const Draft& d, const crd::Trainin
   if (!governing) return std::nullopt;  // refused: tenancyOf already made the run Invalid
   const auto& rule = (*d.o.tenancy.rules)[*governing];
   if (!rule.maxAccelerators) return std::nullopt;
+  if (auto unlisted = d.o.tenancy.unlistedCaps.find(*governing); unlisted != d.o.tenancy.unlistedCaps.end()) {
+    return "waiting for the operator's first list of its unfinished jobs in " + unlisted->second +
+           " since it started: a job whose run is gone still counts against " + rule.describe(*governing);
+  }
   std::vector<crd::AcceleratorClaim> claims;
   for (const auto& [index, claim] : d.o.tenancy.otherClaims) {
     if (index == *governing) claims.push_back(claim);

@@ -90,6 +90,10 @@ struct TenancyReading {
   // The accelerator claims of the other runs, each with the index of the rule that governs it;
   // decide counts those under this run's rule against its maxAccelerators.
   std::vector<std::pair<size_t, crd::AcceleratorClaim>> otherClaims;
+  // Capped rules whose places vto has not listed its unfinished jobs in since it started (a job of a
+  // deleted run would be missing from otherClaims), each with what is still to be read: a run under
+  // such a rule waits rather than be admitted against a count that may be short.
+  std::map<size_t, std::string> unlistedCaps;
   // Month-to-date spend by rule index (budget rules only), read where a job may be created.
   std::map<size_t, RuleSpend> budgets;
 };
@@ -108,7 +112,8 @@ struct RegistryReading {
   // Once the version exists, with spec.model.evaluation: the evaluation this run imported, if any (its
   // metrics), else the metrics file (nullopt: there is none).
   std::optional<nlohmann::json> importedMetrics;
-  std::optional<std::string> metricsFile;
+  std::optional<std::string> metricsFile;  // at most crd::kMaxMetricsFileBytes + 1 bytes of it
+  std::string metricsFileRefused;          // non-empty: not read, and why (crd::metricsFileOf)
   // A read was refused or failed for good (403: PermissionDenied): no step is taken.
   std::optional<VertexFailure> failure;
 };

@@ -205,9 +205,16 @@ void TrainingRunReconciler::observeRegistry(Observed& o) {
         if (evaluation.displayName == own) reading.importedMetrics = evaluation.metrics;
       }
       if (!reading.importedMetrics) {
-        auto file = vertex::parseGcsUri(artifactUri + spec.evaluation->metricsFile);
-        step = "reading " + artifactUri + spec.evaluation->metricsFile;
-        reading.metricsFile = gcs_.readObject(file.bucket, file.object, crd::kMaxMetricsFileBytes);
+        // Only under the artifact directory the rules checked, and never more than the bound: the
+        // file is the tenant's, and its bytes past the bound are never asked for.
+        auto location = crd::metricsFileOf(o.run->spec);
+        if (!location.problem.empty()) {
+          reading.metricsFileRefused = location.problem;
+        } else {
+          auto file = vertex::parseGcsUri(location.uri);
+          step = "reading " + location.uri;
+          reading.metricsFile = gcs_.readObject(file.bucket, file.object, crd::kMaxMetricsFileBytes);
+        }
       }
     }
   } catch (const vertex::ApiError& e) {
@@ -235,6 +242,13 @@ void TrainingRunReconciler::observeTenancy(Observed& o) {
   o.tenancy.otherClaims = accelerators_.claimsOtherThan(o.metadata.uid, [&](const std::string& ns) {
     return ns == o.metadata.namespace_ ? o.tenancy.ns : namespaces_.get(ns);
   });
+  for (const auto& source : accelerators_.sources()) {
+    auto prefix = source.target.jobPrefix();
+    if (jobs_.listed(prefix) || o.tenancy.unlistedCaps.count(source.rule)) continue;
+    std::string unread = prefix;
+    if (auto failure = jobs_.pollFailure(prefix)) unread += " (the last list failed: " + failure->message + ")";
+    o.tenancy.unlistedCaps.emplace(source.rule, std::move(unread));
+  }
 }
 
 void TrainingRunReconciler::observeBuckets(Observed& o) {

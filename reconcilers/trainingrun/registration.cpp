@@ -116,6 +116,8 @@ Plan versionExists(Draft& d, const vertex::ModelVersion& version) {
       auto parsed = crd::metricsOfJson(*reading.importedMetrics);
       model.metrics = parsed.metrics;
       model.evaluationImported = true;
+    } else if (!reading.metricsFileRefused.empty()) {
+      model.metricsError = "the metrics file was not read: " + reading.metricsFileRefused;
     } else if (!reading.metricsFile) {
       model.metricsError = "no " + file + " under " + model.artifactUri + ": the version has no evaluation; write a "
                            "flat JSON object of numbers there, e.g. {\"auc\": 0.91}";

@@ -67,12 +67,25 @@ TrainingRunController::TrainingRunController(const controller::ObjectCache& runs
             std::set<std::string> keys;
             for (const auto& [key, target] : targets_.current()) keys.insert(key);
             for (auto& prefix : jobs_.unfinishedPrefixes()) keys.insert(std::move(prefix));
+            // Until listed once since the start: where a capped rule's jobs may run with no live run
+            // following them (the ledger must count them before any run is admitted under that cap).
+            for (const auto& source : reconciler_->accelerators().sources()) {
+              auto prefix = source.target.jobPrefix();
+              if (!jobs_.listed(prefix)) keys.insert(std::move(prefix));
+            }
             return std::vector<std::string>(keys.begin(), keys.end());
           },
           [this](const std::string& key) {
             // A target is its job-name prefix: projects/P/locations/L/customJobs/.
             auto target = pollTargetOfJob(key + "0");
-            return target ? poller_.poll(*target) : pollerOptions_.interval;
+            if (!target) return pollerOptions_.interval;
+            bool first = !jobs_.listed(key);
+            auto next = poller_.poll(*target);
+            // A cap's count may now be whole: the runs that waited for it look again.
+            if (first && jobs_.listed(key)) {
+              for (const auto& waiting : reconciler_->accelerators().waiting()) enqueue_(waiting);
+            }
+            return next;
           }) {
   // A job's change reaches the accelerator ledger (a job that ended frees its namespace's accelerators).
   jobs_.setListener([this](const std::string& name, const CachedJob* job) {

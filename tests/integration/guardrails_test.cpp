@@ -3,6 +3,7 @@
 #include <cpprest/http_listener.h>
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <fstream>
 #include <mutex>
 
@@ -89,7 +90,13 @@ LoopbackHttpServer& internalService() {
   return server;
 }
 
-// team-a may use only its own project, bucket and service account; team-cap may hold 4 accelerators
+// How stack() starts the operator, so that a test can restart it as it was.
+std::vector<std::string>& operatorFlags() {
+  static std::vector<std::string> flags;
+  return flags;
+}
+
+// team-a may use only its own project, bucket, service account and model (fraud); team-cap may hold 4 accelerators
 // at once; "buckets" may use anything. team-x is the hostile tenant (its own prefix, 4 accelerators,
 // one Prometheus that never answers); team-calm is the neighbour it must not slow. Jobs queue 1 s and
 // train 6 steps of 1 s.
@@ -102,6 +109,7 @@ OperatorStack& stack() {
                              "    projects: [test-project]\n"
                              "    bucketPrefixes: [gs://test-bucket/team-a/]\n"
                              "    serviceAccounts: [trainer@test-project.iam.gserviceaccount.com]\n"
+                             "    models: [fraud]\n"
                              "  - namespaces: [team-cap]\n"
                              "    maxAccelerators: 4\n"
                              "  - namespaces: [buckets]\n"
@@ -113,7 +121,8 @@ OperatorStack& stack() {
     // Destroyed before `shared` stops the operator: its last GCS calls at exit may fail; nothing asserts on them.
     static ForbiddingGcsStub gcs(shared.gcs().url());
     stub = &gcs;
-    shared.startOperator({"--config", config, "--gcs-endpoint", gcs.url()});
+    operatorFlags() = {"--config", config, "--gcs-endpoint", gcs.url()};
+    shared.startOperator(operatorFlags());
     return true;
   }();
   (void)started;
@@ -188,6 +197,56 @@ TEST(Guardrails, ARunOutsideItsTenantsRuleIsRefusedBeforeAnyVertexCall) {
     EXPECT_NE(events.find("TenantPolicyViolation"), std::string::npos) << events;
   }
   EXPECT_EQ(jobsCreated(), createdBefore);  // the emulator was never asked to create a job for them
+}
+
+// Another namespace in the same project names team-a's model and its alias: to upload a version
+// with its own serving image, take `champion`, or import evaluations that make team-a's next
+// versions lose. Its rule lists no models, so the run and the policy are refused before any call.
+TEST(Guardrails, ASecondNamespaceTargetingAnotherTeamsModelAndAliasIsRefused) {
+  const std::string ns = "team-x";
+  stack().createNamespace(ns);
+  const std::string model =
+      "  model:\n    model: fraud\n"
+      "    servingContainer: {imageUri: us-docker.pkg.dev/vertex-ai/prediction/xgboost-cpu.1-7:latest}\n"
+      "    versionAliases: [champion]\n    evaluation: {metricsFile: metrics.json}\n";
+  auto createdBefore = jobsCreated();
+  apply(simpleRunManifest(ns, "steal-model", model));
+  // The same model under spec.template.spec; the alias comes from promotion there (a template may not
+  // set the alias promotion moves).
+  std::string indented;
+  for (size_t at = 0; at < model.size();) {
+    auto end = model.find('\n', at);
+    auto line = model.substr(at, end - at + 1);
+    if (line.find("versionAliases") == std::string::npos) indented += "    " + line;
+    at = end + 1;
+  }
+  apply("apiVersion: vto.dev/v1alpha1\nkind: RetrainingPolicy\nmetadata: {name: steal-alias, namespace: " + ns +
+        "}\nspec:\n  template:\n    spec:\n      trainer:\n        container:\n"
+        "          imageUri: us-central1-docker.pkg.dev/test-project/train/model:1\n"
+        "      resources: {machineType: n1-standard-4}\n"
+        "      baseOutputDirectory: gs://test-bucket/team-x/steal-alias\n" +
+        indented + "  triggers: {}\n  promotion: {metric: auc, goal: Maximize, alias: champion}\n");
+
+  ASSERT_TRUE(stack().waitForPhase(ns, "steal-model", "Invalid", seconds(60)))
+      << stack().getRun(ns, "steal-model")["status"].dump() << "\n" << stack().operatorLog();
+  EXPECT_EQ(condition(ns, "steal-model", "Valid"), "False/TenantPolicyViolation");
+  std::string message = stack().getRun(ns, "steal-model")["status"].value("message", "");
+  EXPECT_NE(message.find("spec.model.model"), std::string::npos) << message;
+  EXPECT_NE(message.find("fraud"), std::string::npos) << message;
+
+  auto policyValid = [&] {
+    auto out = stack().cluster().kubectl("-n " + ns + " get rtp steal-alias -o json");
+    if (out.exitCode != 0) return nlohmann::json::object();
+    for (const auto& c : nlohmann::json::parse(out.output)["status"].value("conditions", nlohmann::json::array()))
+      if (c.value("type", "") == "Valid") return c;
+    return nlohmann::json::object();
+  };
+  ASSERT_TRUE(waitFor([&] { return policyValid().value("reason", "") == "TenantPolicyViolation"; }, seconds(60)))
+      << policyValid().dump() << "\n" << stack().operatorLog();
+  EXPECT_NE(policyValid().value("message", "").find("spec.template.spec.model.model"), std::string::npos)
+      << policyValid().dump();
+  EXPECT_EQ(jobsCreated(), createdBefore) << "no job for either";
+  stack().cluster().kubectl("-n " + ns + " delete rtp steal-alias --wait=false");
 }
 
 TEST(Guardrails, TheAcceleratorCapQueuesASecondRunUntilTheFirstFinishes) {
@@ -390,8 +449,23 @@ TEST(Guardrails, AHostileTenantIsRefusedAndSlowsNoOtherTenant) {
   auto orphanUid = uidOf(ns, "orphaned");
   stack().kubectlOk("-n " + ns + " delete trun orphaned --wait=true --timeout=60s");
   ASSERT_EQ(stack().jobsOfRun(orphanUid).size(), 1u);
+  // And after a restart, when no live run follows a job in the orphan's project and location: the
+  // new process lists vto's unfinished jobs where the cap's rule allows before admitting anyone.
+  ASSERT_EQ(stack().stopOperator(SIGTERM), 0);
+  stack().startOperator(operatorFlags());
   apply(gpuRun("next", ""));
-  ASSERT_TRUE(waitFor([&] { return condition(ns, "next", "Ready") == "False/TenantQuotaExceeded"; }, seconds(60)))
+  auto readyMessage = [&] {
+    for (const auto& c : stack().getRun(ns, "next")["status"].value("conditions", nlohmann::json::array()))
+      if (c.value("type", "") == "Ready") return c.value("message", "");
+    return std::string();
+  };
+  // Held by the orphan's claim itself, not only by the wait for the first list.
+  ASSERT_TRUE(waitFor(
+      [&] {
+        return condition(ns, "next", "Ready") == "False/TenantQuotaExceeded" &&
+               readyMessage().find("first list") == std::string::npos;
+      },
+      seconds(60)))
       << stack().getRun(ns, "next")["status"].dump() << "\n" << stack().operatorLog();
   EXPECT_TRUE(stack().jobsOfRun(uidOf(ns, "next")).empty());
 

@@ -454,5 +454,39 @@ spec:
   }
 }
 
+TEST(MetricsFileOf, OnlyUnderTheCheckedArtifactDirectory) {
+  const std::string serving = "    servingContainer: {imageUri: us-docker.pkg.dev/p/r/serve:1}\n";
+  struct Case {
+    std::string name, model, uri, problem;
+  };
+  std::vector<Case> cases{
+      {"the default directory under the output", "    evaluation: {metricsFile: metrics.json}\n",
+       "gs://bucket/demo/model/metrics.json", ""},
+      {"a nested path", "    evaluation: {metricsFile: eval/metrics.json}\n", "gs://bucket/demo/model/eval/metrics.json", ""},
+      {"an explicit directory", "    artifactUri: gs://models-bucket/fraud\n    evaluation: {metricsFile: m.json}\n",
+       "gs://models-bucket/fraud/m.json", ""},
+      {"a parent segment", "    evaluation: {metricsFile: ../../team-b/metrics.json}\n", "", "metricsFile must be a path"},
+      {"an absolute path", "    evaluation: {metricsFile: /team-b/metrics.json}\n", "", "metricsFile must be a path"},
+      {"an empty segment", "    evaluation: {metricsFile: eval//metrics.json}\n", "", "metricsFile must be a path"},
+      {"a query", "    evaluation: {metricsFile: \"m.json?alt=json\"}\n", "", "metricsFile must be a path"},
+      {"a directory with a parent segment",
+       "    artifactUri: gs://bucket/team-a/../team-b/\n    evaluation: {metricsFile: metrics.json}\n", "",
+       "the artifact directory must have a path without"},
+      {"a directory in no valid bucket", "    artifactUri: gs://B/x/\n    evaluation: {metricsFile: metrics.json}\n", "",
+       "the artifact directory must name a Cloud Storage bucket"},
+      {"no evaluation", "", "", "no spec.model.evaluation"},
+  };
+  for (const auto& c : cases) {
+    auto run = testing::runWithSpec("  model:\n    model: fraud\n" + serving + c.model);
+    auto file = metricsFileOf(run.spec);
+    EXPECT_EQ(file.uri, c.uri) << c.name;
+    if (c.problem.empty()) {
+      EXPECT_EQ(file.problem, "") << c.name;
+    } else {
+      EXPECT_NE(file.problem.find(c.problem), std::string::npos) << c.name << ": " << file.problem;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace vto::crd

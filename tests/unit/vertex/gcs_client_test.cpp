@@ -93,6 +93,24 @@ TEST(RestGcsClient, UploadsWithTheMediaProtocol) {
   EXPECT_EQ(request.body, "{}");
 }
 
+TEST(RestGcsClient, ReadsAnObjectOnlyUpToItsBound) {
+  testing::ScriptedTransport transport;
+  transport.enqueue(206, std::string(11, 'x'));
+  transport.enqueue(200, std::string(100, 'y'));  // a server that ignores Range
+  transport.enqueue(416, "");                     // an empty object
+  RestGcsClient client(transport, "http://127.0.0.1:4443", nullptr);
+  EXPECT_EQ(client.readObject("b", "run/model/metrics.json", 10), std::string(11, 'x'));
+  EXPECT_EQ(client.readObject("b", "run/model/metrics.json", 10), std::string(11, 'y'))
+      << "one byte past the bound says it is larger; the rest is never kept";
+  EXPECT_EQ(client.readObject("b", "run/model/metrics.json", 10), std::string());
+  for (const auto& request : transport.requests()) {
+    EXPECT_EQ(request.headers.at("Range"), "bytes=0-10");
+    EXPECT_EQ(request.url, "http://127.0.0.1:4443/storage/v1/b/b/o/run%2Fmodel%2Fmetrics.json?alt=media");
+    EXPECT_LE(request.maxBodyBytes, std::size_t{10 + 1 + (1 << 20)}) << "a larger body fails the transport";
+    EXPECT_GT(request.maxBodyBytes, 0u);
+  }
+}
+
 TEST(RestGcsClient, AttachesTheTokenOnlyToAValidatedEndpoint) {
   testing::ScriptedTransport transport;
   testing::CountingTokenSource tokens;

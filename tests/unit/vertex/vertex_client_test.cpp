@@ -175,6 +175,28 @@ TEST_F(VertexClientTest, QuotaPacerHandsBackADelayInsteadOfBlocking) {
   EXPECT_NO_THROW(vertex.createJob(kWhere, JobKind::Custom, json::object()));
 }
 
+TEST_F(VertexClientTest, CreatesAreSharedFairlyBetweenTheNamespacesTheirLabelsName) {
+  transport_.setHandler([](const HttpRequest&) { return testing::ScriptedTransport::Answer{200, kJob, {}, false}; });
+  VertexClientOptions options;
+  options.limits.createsPerMinute = 4;
+  auto vertex = client(options);
+  auto of = [](const std::string& ns) { return json{{"labels", {{kTenantLabel, ns}}}}; };
+  vertex.createJob(kWhere, JobKind::Custom, of("calm"));
+  vertex.createJob(kWhere, JobKind::Custom, of("loop"));
+  vertex.createJob(kWhere, JobKind::Custom, of("loop"));
+  try {
+    vertex.createJob(kWhere, JobKind::Custom, of("loop"));
+    FAIL() << "expected QuotaPacingError: loop holds its half";
+  } catch (const QuotaPacingError& error) {
+    EXPECT_NE(std::string(error.what()).find("for namespace loop"), std::string::npos) << error.what();
+  }
+  EXPECT_NO_THROW(vertex.createJob(kWhere, JobKind::Custom, of("calm"))) << "calm's half is still there";
+  EXPECT_EQ(transport_.requests().size(), 4u);
+  EXPECT_EQ(tenantOfJob(of("team-a")), "team-a");
+  EXPECT_EQ(tenantOfJob(json::object()), "");
+  EXPECT_EQ(tenantOfJob(json{{"labels", {{kTenantLabel, 7}}}}), "");
+}
+
 TEST(VertexEndpoint, PlainHttpOnlyForLoopbackOrWhenAllowed) {
   EXPECT_NO_THROW(validateEndpoint("https://europe-west4-aiplatform.googleapis.com", false));
   EXPECT_NO_THROW(validateEndpoint("http://127.0.0.1:8089", false));

@@ -6,12 +6,18 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
 #include "crd/timestamp.h"
 #include "reconcilers/trainingrun/reconciler.h"
 #include "tests/fakes/clock_fake.h"
 #include "tests/fakes/event_recorder_fake.h"
 #include "tests/fakes/gcs_fake_client.h"
 #include "tests/fakes/kube_client_fake.h"
+#include "tests/support/wait.h"
+#include "vertex/prometheus_client.h"
 
 namespace vto::reconcilers {
 namespace {
@@ -192,6 +198,120 @@ TEST_F(PolicyReconcilerTest, ADataPrefixOutsideTheTenantsRuleIsRefusedAndNeverLi
   guarded.reconciler().reconcile({"risk", "fraud"});
   EXPECT_EQ(gcs.listCalls(), 1) << "inside the rule: listed";
   EXPECT_EQ(valid().value("status", ""), "True");
+}
+
+// A tenant's Prometheus that never answers (until the test ends) and a neighbour's that answers at
+// once with the value it is given: what a poll holds a trigger-poll worker for.
+class HangingPrometheus final : public vertex::HttpTransport {
+ public:
+  vertex::HttpResponse send(const vertex::HttpRequest& request) override {
+    std::unique_lock lock(mutex_);
+    if (request.url.find("//hole") != std::string::npos) {
+      ++holesAsked_;
+      mostHungAtOnce_ = std::max(mostHungAtOnce_, ++hungAtOnce_);
+      released_.wait(lock, [&] { return release_; });
+      --hungAtOnce_;
+      throw vertex::TransportError("no answer before the request's deadline");
+    }
+    ++goodAsked_;
+    return {200, {}, R"({"status": "success", "data": {"resultType": "vector", "result": [{"metric": {},
+                         "value": [1764547200, ")" + value_ + R"("]}]}})"};
+  }
+  void setValue(std::string value) {
+    std::lock_guard lock(mutex_);
+    value_ = std::move(value);
+  }
+  void releaseAll() {
+    {
+      std::lock_guard lock(mutex_);
+      release_ = true;
+    }
+    released_.notify_all();
+  }
+  int goodAsked() {
+    std::lock_guard lock(mutex_);
+    return goodAsked_;
+  }
+  int hungAtOnce() {
+    std::lock_guard lock(mutex_);
+    return hungAtOnce_;
+  }
+  int mostHungAtOnce() {
+    std::lock_guard lock(mutex_);
+    return mostHungAtOnce_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable released_;
+  bool release_ = false;
+  std::string value_ = "0.95";
+  int goodAsked_ = 0, holesAsked_ = 0, hungAtOnce_ = 0, mostHungAtOnce_ = 0;
+};
+
+// Four hostile namespaces, each within its one-poll-per-namespace share, whose metric triggers name a
+// Prometheus that never answers: as wired in `vto run` (four workers, namespaces not yet known to
+// answer sharing two), they cannot hold every trigger-poll worker, and a neighbour's metric breach
+// still starts its run at its next poll.
+TEST_F(PolicyReconcilerTest, FourHangingNamespacesCannotDelayANeighboursMetricTrigger) {
+  HangingPrometheus transport;
+  vertex::PrometheusClient prometheus(transport, false);
+  RetrainingController triggers(policies, runs, {kube, events, clock, {nullptr, &prometheus}, {}, nullptr, &runWrites});
+  auto metricPolicy = [&](const std::string& ns, const std::string& url) {
+    json policy = {{"apiVersion", "vto.dev/v1alpha1"},
+                   {"kind", "RetrainingPolicy"},
+                   {"metadata", {{"name", "watch"}, {"namespace", ns}, {"uid", "uid-" + ns}, {"generation", 1},
+                                 {"creationTimestamp", rfc3339Exact(T0)}}},
+                   {"spec", json::parse(R"({
+                     "template": {"spec": {"trainer": {"container": {"imageUri": "us-docker.pkg.dev/p/r/i:1"}},
+                                           "resources": {"machineType": "n1-standard-4"},
+                                           "baseOutputDirectory": "gs://bucket/watch"}},
+                     "triggers": {"metric": {"prometheusUrl": "", "query": "auc", "below": 0.85, "for": "0s",
+                                             "pollInterval": "10s"}}})")}};
+    policy["spec"]["triggers"]["metric"]["prometheusUrl"] = url;
+    kube.create(retrainingPolicyResource(), ns, policy);
+  };
+  // What the informers show, and the handler `vto run` registers.
+  auto show = [&](const std::string& ns) {
+    auto object = kube.get(retrainingPolicyResource(), ns, "watch");
+    policies.upsert(object);
+    for (const auto& run : kube.list(trainingRunResource(), ns, {}).items) runs.upsert(run);
+    triggers.onPolicyEvent(object);
+  };
+  auto pass = [&](const std::string& ns) {
+    triggers.reconciler().reconcile({ns, "watch"});
+    show(ns);
+  };
+  metricPolicy("good", "http://good-prom:9090");
+  show("good");
+  std::jthread loop([&](std::stop_token stop) { triggers.polling().run(stop); });
+  // The neighbour answers fast and healthy: a namespace known to answer.
+  ASSERT_TRUE(testing::waitFor([&] { return transport.goodAsked() == 1; }, std::chrono::seconds(10)));
+  pass("good");
+  ASSERT_TRUE(kube.list(trainingRunResource(), "good", {}).items.empty()) << "0.95 is no breach";
+
+  for (const auto* ns : {"h1", "h2", "h3", "h4"}) {
+    metricPolicy(ns, "http://hole:9090");
+    show(ns);
+  }
+  clock.advance(seconds(1));
+  ASSERT_TRUE(testing::waitFor([&] { return transport.hungAtOnce() == 2; }, std::chrono::seconds(10)));
+
+  // The neighbour's metric breaks while two hostile polls hang: its next poll comes on schedule.
+  transport.setValue("0.5");
+  clock.advance(seconds(8));  // short of its next poll, which the loop below reaches a second at a time
+  for (int second = 0; second < 10 && transport.goodAsked() < 2; ++second) {
+    clock.advance(seconds(1));
+    testing::waitFor([&] { return transport.goodAsked() >= 2; }, std::chrono::milliseconds(200));
+  }
+  ASSERT_TRUE(testing::waitFor([&] { return transport.goodAsked() == 2; }, std::chrono::seconds(10)))
+      << "the neighbour waited behind the hostile namespaces' polls";
+  pass("good");
+  EXPECT_EQ(kube.list(trainingRunResource(), "good", {}).items.size(), 1u) << "the breach starts a run";
+  EXPECT_EQ(transport.mostHungAtOnce(), 2) << "hanging namespaces together hold half the workers";
+
+  loop.request_stop();
+  transport.releaseAll();
 }
 
 TEST_F(PolicyReconcilerTest, ADeletedPolicyIsForgotten) {

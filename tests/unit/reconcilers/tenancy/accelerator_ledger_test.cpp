@@ -239,5 +239,41 @@ TEST(AcceleratorLedger, AJobWithoutTheLabelsOfItsClaimIsNotCounted) {
   EXPECT_EQ(ledger.size(), 1u) << "rule 1 (by label) could govern a job in another project";
 }
 
+TEST(LedgerSources, EveryPlaceACappedRuleAllowsWithTheDefaultsWhereItIsOpen) {
+  auto custom = [](size_t rule, const std::string& project, const std::string& location) {
+    return LedgerSource{rule, PollTarget{Location{project, location}, vertex::JobKind::Custom}};
+  };
+  auto tuning = [](size_t rule, const std::string& project, const std::string& location) {
+    return LedgerSource{rule, PollTarget{Location{project, location}, vertex::JobKind::HyperparameterTuning}};
+  };
+  struct Case {
+    std::string name, rules;
+    Location defaults;
+    std::vector<LedgerSource> want;
+  };
+  std::vector<Case> cases{
+      {"no cap: nothing to list", "- namespaces: [a]\n  projects: [acme-ml]\n", {"dflt-project", "us-east1"}, {}},
+      {"listed projects x listed locations x both kinds",
+       "- namespaces: [a]\n  projects: [acme-ml, acme-two]\n  locations: [us-central1]\n  maxAccelerators: 8\n",
+       {},
+       {custom(0, "acme-ml", "us-central1"), tuning(0, "acme-ml", "us-central1"), custom(0, "acme-two", "us-central1"),
+        tuning(0, "acme-two", "us-central1")}},
+      {"open fields take the operator's defaults",
+       "- namespaces: [a]\n  maxAccelerators: 8\n- namespaces: [b]\n  locations: [europe-west4]\n  maxAccelerators: 2\n",
+       {"dflt-project", "us-east1"},
+       {custom(0, "dflt-project", "us-east1"), tuning(0, "dflt-project", "us-east1"),
+        custom(1, "dflt-project", "europe-west4"), tuning(1, "dflt-project", "europe-west4")}},
+      {"open with no default: no place can be named", "- namespaces: [a]\n  maxAccelerators: 8\n", {}, {}},
+      {"only capped rules", "- namespaces: [a]\n  projects: [acme-ml]\n- namespaces: [b]\n  maxAccelerators: 2\n",
+       {"dflt-project", "us-east1"}, {custom(1, "dflt-project", "us-east1"), tuning(1, "dflt-project", "us-east1")}},
+  };
+  for (const auto& c : cases) {
+    auto parsed = crd::parseTenancyRules(crd::parseYamlDocuments(c.rules).at(0));
+    EXPECT_EQ(ledgerSources(parsed, c.defaults), c.want) << c.name;
+  }
+  AcceleratorLedger ledger(rules(), {"dflt-project", "us-east1"});
+  EXPECT_EQ(ledger.sources(), ledgerSources(rules(), {"dflt-project", "us-east1"}));
+}
+
 }  // namespace
 }  // namespace vto::reconcilers

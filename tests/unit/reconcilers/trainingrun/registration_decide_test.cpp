@@ -3,6 +3,8 @@
 // the Events out. Pure, on a fixed clock.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "base/rfc3339.h"
 #include "controller/conditions.h"
 #include "crd/validation.h"
@@ -298,6 +300,34 @@ TEST(Registration, AMetricsFileThatIsNotFlatNumbersStillRegistersAndSaysWhy) {
   auto plan = decide(missing);
   EXPECT_EQ(registered(plan), "True/VersionRegistered");
   EXPECT_NE(plan.status->history.model->metricsError.find("no metrics.json under gs://bucket/r/model/"), std::string::npos);
+}
+
+TEST(Registration, AMetricsFileOverItsBoundOrOutsideTheArtifactDirectoryIsNeverUsed) {
+  struct Case {
+    std::string name;
+    std::function<void(Observed&)> read;
+    std::string error;
+  };
+  std::vector<Case> cases{
+      {"one byte over the bound (all the client ever returns of a larger file)",
+       [](Observed& o) { o.registry.metricsFile = "{\"auc\": 0.9" + std::string(crd::kMaxMetricsFileBytes, ' ') + "}"; },
+       "larger than 64 KiB"},
+      {"a path the rules do not allow: nothing read",
+       [](Observed& o) { o.registry.metricsFileRefused = "metricsFile must be a path under the artifact directory"; },
+       "the metrics file was not read: metricsFile must be a path under the artifact directory"},
+  };
+  for (const auto& c : cases) {
+    auto o = succeeded();
+    o.registry.version = version7();
+    c.read(o);
+    auto plan = decide(o);
+    EXPECT_EQ(registered(plan), "True/VersionRegistered") << c.name;
+    EXPECT_FALSE(plan.importEvaluation) << c.name;
+    EXPECT_TRUE(plan.status->history.model->metrics.empty()) << c.name;
+    EXPECT_FALSE(plan.status->history.model->evaluationImported) << c.name;
+    EXPECT_NE(plan.status->history.model->metricsError.find(c.error), std::string::npos)
+        << c.name << ": " << plan.status->history.model->metricsError;
+  }
 }
 
 TEST(Registration, ReadsRefusedArePermissionDeniedAndRefusedByTenancyBeforeAnyCall) {

@@ -642,6 +642,27 @@ TEST(DecideTest, TheAcceleratorCapQueuesRunsFirstCreatedFirstServed) {
       {"a run under another rule does not count",
        [&] { return with({claim("2026-03-01T10:00:00Z", true, 1)}); }, crd::Phase::Submitted, {},
        [](const Plan& p) { EXPECT_TRUE(p.createJob.has_value()); }},
+      {"after a start, before the cap's places are listed: it waits, naming what is still to be read",
+       [&] {
+         auto o = with({});
+         o.tenancy.unlistedCaps[0] = "projects/p/locations/us-central1/customJobs/";
+         return o;
+       },
+       crd::Phase::Queued, {"TenantQuotaExceeded"},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.createJob.has_value());
+         EXPECT_NE(p.status->message.find("first list of its unfinished jobs in projects/p/locations/us-central1"),
+                   std::string::npos)
+             << p.status->message;
+         EXPECT_EQ(p.requeueAfter, seconds(30));
+       }},
+      {"another rule's places still unlisted do not hold it",
+       [&] {
+         auto o = with({});
+         o.tenancy.unlistedCaps[1] = "projects/q/locations/us-central1/customJobs/";
+         return o;
+       },
+       crd::Phase::Submitted, {}, [](const Plan& p) { EXPECT_TRUE(p.createJob.has_value()); }},
       {"capacity freed: created, and the quota condition goes",
        [&] {
          auto o = with({claim("2026-03-01T11:30:00Z", true)});

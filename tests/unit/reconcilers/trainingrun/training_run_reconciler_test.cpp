@@ -10,6 +10,7 @@
 #include "tests/fakes/clock_fake.h"
 #include "tests/fakes/gcs_fake_client.h"
 #include "tests/fakes/kube_client_fake.h"
+#include "tests/fakes/model_registry_fake.h"
 #include "tests/fakes/vertex_fake_client.h"
 
 namespace vto::reconcilers {
@@ -427,7 +428,8 @@ TEST_F(ReconcilerTest, ARunningRunListsCheckpointsAndWritesStatusAtMostOncePerIn
 // A tenant capped at 4 accelerators: the runs' claims come from the ledger the informer keeps.
 class CappedReconcilerTest : public ReconcilerTest {
  protected:
-  CappedReconcilerTest() : ReconcilerTest(cappedOptions()) {}
+  // Started: the first list of the cap's place (the defaults' project and location) is done.
+  CappedReconcilerTest() : ReconcilerTest(cappedOptions()) { controller.polling().pollDue(); }
   static TrainingRunReconcilerOptions cappedOptions() {
     auto o = options();
     o.tenancy = crd::parseTenancyRules(json::parse(R"([{"namespaces": ["ns"], "maxAccelerators": 4}])"));
@@ -471,6 +473,98 @@ TEST_F(CappedReconcilerTest, ACpuOnlyRunWithAGpuFallbackReadsTheOthersClaims) {
         "cpu");
   // Its own placement wants no accelerators, but the fallback it may move to does: the cap needs them.
   EXPECT_EQ(reconciler.observe(*cache.get({"ns", "cpu"})).tenancy.otherClaims.size(), 1u);
+}
+
+TEST_F(CappedReconcilerTest, AfterARestartAnOrphanedJobCountsBeforeAnyRunIsAdmitted) {
+  apply(kFourGpus, "orphan");
+  reconcile("orphan");
+  ASSERT_EQ(vertex.createdBodies().size(), 1u);
+  auto orphanJob = currentJob("orphan");
+  vertex.setState(orphanJob, vertex::JobState::Running);
+  // The run is deleted with deletionPolicy Orphan while the operator is down: the new process's
+  // informer never shows it, and no live run follows a job in that project and location.
+  cache.erase({"ns", "orphan"});
+  TrainingRunController restarted(cache, {kube, vertex, countingGcs, events, clock}, cappedOptions(), pollerOptions());
+  std::set<std::string> restartedWoken;
+  restarted.setEnqueue([&](const controller::ObjectKey& key) { restartedWoken.insert(key.name); });
+  json second = json::parse(R"({"apiVersion": "vto.dev/v1alpha1", "kind": "TrainingRun",
+    "metadata": {"namespace": "ns", "name": "second", "uid": "uid-second", "generation": 1},
+    "spec": {"trainer": {"container": {"imageUri": "us-docker.pkg.dev/p/r/i:1"}},
+             "baseOutputDirectory": "gs://bucket/r"}})");
+  second["spec"].merge_patch(json::parse(kFourGpus));
+  kube.create(trainingRunResource(), "ns", second);
+  auto restartedPass = [&](const std::string& name) {
+    restarted.reconciler().reconcile({"ns", name});
+    auto object = kube.get(trainingRunResource(), "ns", name);
+    cache.upsert(object);
+    restarted.onRunEvent(object);
+  };
+  cache.upsert(kube.get(trainingRunResource(), "ns", "second"));
+  restarted.onRunEvent(*cache.get({"ns", "second"}));
+
+  // Before the first list: the count may be short, so the run waits and says for what.
+  restartedPass("second");
+  EXPECT_EQ(vertex.createdBodies().size(), 1u);
+  EXPECT_EQ(condition("Ready", "second"), "False/TenantQuotaExceeded");
+  EXPECT_NE(status("second")["message"].get<std::string>().find("first list"), std::string::npos)
+      << status("second")["message"];
+
+  // The first list finds the orphan: it counts, and the waiting run looks again and still waits.
+  restartedWoken.clear();
+  restarted.polling().pollDue();
+  EXPECT_TRUE(restartedWoken.count("second")) << "the list's end wakes the runs in line";
+  EXPECT_EQ(restarted.jobs().ended(orphanJob), std::optional<bool>(false));
+  restartedPass("second");
+  EXPECT_EQ(vertex.createdBodies().size(), 1u) << "the orphan holds all 4";
+  EXPECT_EQ(condition("Ready", "second"), "False/TenantQuotaExceeded");
+  EXPECT_EQ(status("second")["message"].get<std::string>().find("first list"), std::string::npos);
+
+  // Vertex says the orphan ended: the next poll frees its accelerators and the run starts.
+  vertex.setState(orphanJob, vertex::JobState::Succeeded);
+  restartedWoken.clear();
+  for (int i = 0; i < 130 && restartedWoken.empty(); ++i) {
+    clock.advance(seconds(1));
+    restarted.polling().pollDue();
+  }
+  EXPECT_TRUE(restartedWoken.count("second"));
+  restartedPass("second");
+  EXPECT_EQ(vertex.createdBodies().size(), 2u);
+}
+
+// Registration against a fake Model Registry: what status names is checked against the run first.
+class RegistryReconcilerTest : public ReconcilerTest {
+ protected:
+  RegistryReconcilerTest() : ReconcilerTest(registryOptions()) {}
+  static testing::FakeModelRegistry& registry() {
+    static testing::FakeModelRegistry fake;
+    return fake;
+  }
+  static TrainingRunReconcilerOptions registryOptions() {
+    auto o = options();
+    o.registry = &registry();
+    return o;
+  }
+};
+
+TEST_F(RegistryReconcilerTest, AnUploadOperationInStatusIsReadOnlyUnderTheRunsOwnModel) {
+  // Whoever may write status names an operation of another team's model, in another project and region.
+  json run = json::parse(R"({"apiVersion": "vto.dev/v1alpha1", "kind": "TrainingRun",
+    "metadata": {"namespace": "ns", "name": "r", "uid": "uid-r", "generation": 1},
+    "spec": {"trainer": {"container": {"imageUri": "us-docker.pkg.dev/p/r/i:1"}},
+             "resources": {"machineType": "n1-standard-4"}, "baseOutputDirectory": "gs://bucket/r",
+             "model": {"model": "fraud", "servingContainer": {"imageUri": "us-docker.pkg.dev/p/r/serve:1"}}},
+    "status": {"phase": "Succeeded", "observedGeneration": 1,
+               "model": {"operation": "projects/team-b-project/locations/europe-west4/models/theirs/operations/7"}}})");
+  kube.create(trainingRunResource(), "ns", run);
+  sync();
+  auto observed = reconciler.observe(*cache.get({"ns", "r"}));
+  ASSERT_TRUE(observed.registry.read);
+  ASSERT_TRUE(observed.registry.failure.has_value()) << "the fake knows no such operation: its 404 names what was read";
+  const auto& message = observed.registry.failure->message;
+  EXPECT_NE(message.find("projects/test-project/locations/us-central1/models/fraud/operations/7"), std::string::npos)
+      << message;
+  EXPECT_EQ(message.find("team-b-project"), std::string::npos) << message;
+  EXPECT_EQ(message.find("theirs"), std::string::npos) << message;
 }
 
 // Team "ns" may write under gs://bucket/ only. checkpointing.directory may change after submission.
