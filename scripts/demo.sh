@@ -66,7 +66,7 @@ echo "export STORAGE_EMULATOR_HOST=http://127.0.0.1:$GCS_PORT" >>"$STATE/env"
 # Every bucket the samples name, as a user would create them on Google Cloud: the training code
 # writes its checkpoints there (the emulator fails a job whose bucket is missing, and vto holds a run
 # whose output bucket is missing in OutputBucketNotFound).
-for bucket in $(grep -ho 'gs://[a-z0-9][a-z0-9._-]*' config/samples/*.yaml | sort -u | cut -c6-); do
+for bucket in $(grep -ho 'gs://[a-z0-9][a-z0-9._-]*' config/samples/*.yaml config/demo/*.yaml | sort -u | cut -c6-); do
   curl -sf -X POST -H 'Content-Type: application/json' -d "{\"name\": \"$bucket\"}" \
     "http://127.0.0.1:$GCS_PORT/storage/v1/b?project=demo-project" >/dev/null
   say "bucket gs://$bucket created"
@@ -102,7 +102,8 @@ if "$BIN/vto" run --help >/dev/null 2>&1; then
   start operator "$BIN/vto" run --log-format text --vertex-fast-poll-interval 1 --vertex-poll-interval 2 \
     --kubeconfig "$KUBECONFIG" --vertex-endpoint "http://127.0.0.1:$VERTEX_PORT" \
     --gcs-endpoint "http://127.0.0.1:$GCS_PORT" --default-project demo-project --default-location us-central1 \
-    --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0
+    --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
+    --config config/demo/tenancy.yaml --budget-poll-interval 5
   # The operator binds free ports itself and logs them: read them back for the user.
   wait_until 60 "the operator's endpoints" grep -q 'health probes listening on http://' "$STATE/operator.log"
   METRICS_URL=$(grep -o 'metrics listening on http://[^ ]*' "$STATE/operator.log" | head -1 | cut -d' ' -f4)
@@ -113,6 +114,11 @@ if "$BIN/vto" run --help >/dev/null 2>&1; then
   say "operator metrics: $METRICS_URL   health: $HEALTH_URL"
   kubectl apply -f config/samples/ >/dev/null
   say "sample TrainingRuns applied"
+  # Budgets: team-small may spend $0.50 a month (config/demo/tenancy.yaml): one run at a time fits.
+  kubectl create namespace team-small >/dev/null
+  kubectl apply -f config/demo/team-budget.yaml >/dev/null
+  say "team-small's churn-b waits for its budget (BudgetExceeded) until churn-a has ended:"
+  say "  kubectl -n team-small get trun -o wide   # PHASE, COST, and why churn-b is Queued"
   # Retraining: config/samples/retrainingpolicy_every_minute.yaml retrains every minute with warm start.
   say "RetrainingPolicy mnist-every-minute retrains each minute from the last good model; in another terminal:"
   say "  kubectl get rtp -w"

@@ -117,6 +117,12 @@ TEST_F(DemoReadmeTest, PreemptionResumesFromACheckpointAndStoppingLeavesNoProces
   auto buckets = userShell("curl -sf \"$STORAGE_EMULATOR_HOST/storage/v1/b\"").output;
   EXPECT_NE(buckets.find("\"my-bucket\""), std::string::npos) << buckets;
 
+  // The budget sample: team-small's second run waits for its $0.50 while the first runs.
+  const std::string reasonOfChurnB =
+      "kubectl -n team-small get trun churn-b -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].reason}'";
+  EXPECT_TRUE(waitFor([&] { return userShell(reasonOfChurnB).output == "BudgetExceeded"; }, 60s, 500ms))
+      << userShell("kubectl -n team-small get trun -o yaml").output;
+
   auto commands = readmePreemptionCommands();
   ASSERT_EQ(commands.size(), 3u) << "expected the README's fail, attempts and trace commands";
   std::string fail = commandContaining(commands, ":fail");
@@ -177,6 +183,18 @@ TEST_F(DemoReadmeTest, PreemptionResumesFromACheckpointAndStoppingLeavesNoProces
       << described;
   EXPECT_NE(described.find("Log Tail:"), std::string::npos) << described;
   EXPECT_NE(described.find("RuntimeError: EMULATOR_MODEL_METRICS"), std::string::npos) << described;
+
+  // Once churn-a has ended, churn-b starts by itself and both end Succeeded, each with its cost.
+  EXPECT_TRUE(waitFor(
+      [&] {
+        return userShell("kubectl -n team-small get trun -o jsonpath='{.items[*].status.phase}'").output ==
+               "Succeeded Succeeded";
+      },
+      120s, 500ms))
+      << userShell("kubectl -n team-small get trun -o yaml").output;
+  auto wide = userShell("kubectl -n team-small get trun -o wide").output;
+  EXPECT_NE(wide.find("COST"), std::string::npos) << wide;
+  EXPECT_NE(wide.find(" 0.00 "), std::string::npos) << "seconds of n1-standard-4 cost under a cent\n" << wide;
 
   // Stopping the demo stops everything it started.
   std::vector<pid_t> started;
