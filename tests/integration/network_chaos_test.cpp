@@ -79,6 +79,20 @@ void expectEverySucceededOnce(OperatorStack& stack, const std::string& ns, const
   }
 }
 
+// Whether every run in `names` has a job within `limit`.
+bool eachHasAJob(OperatorStack& stack, const std::string& ns, const std::vector<std::string>& names,
+                 std::chrono::seconds limit) {
+  return waitFor(
+      [&] {
+        for (const auto& name : names) {
+          auto run = stack.getRun(ns, name);
+          if (run.is_null() || stack.jobsOfRun(run["metadata"]["uid"].get<std::string>()).empty()) return false;
+        }
+        return true;
+      },
+      limit, 250ms);
+}
+
 // Waits until every run in `names` Succeeded (none Failed on the way); returns the seconds it took.
 double secondsUntilAllSucceeded(OperatorStack& stack, const std::string& ns, const std::vector<std::string>& names,
                                 std::chrono::seconds limit) {
@@ -147,12 +161,7 @@ TEST(NetworkChaos, TheApiServerSilentRefusingResettingOrSlowStallsNothing) {
   // meet their deadline. A run applied meanwhile gets its job once, during the slowness or after it.
   proxy.slow();
   applyRun(stack, ns, "during-slow");
-  bool jobWhileSlow = waitFor(
-      [&] {
-        auto run = stack.getRun(ns, "during-slow");
-        return !run.is_null() && !stack.jobsOfRun(run["metadata"]["uid"].get<std::string>()).empty();
-      },
-      30s, 250ms);
+  bool jobWhileSlow = eachHasAJob(stack, ns, {"during-slow"}, 30s);
   proxy.heal();
   applyRun(stack, ns, "after-slow");
   runs.push_back("during-slow");
@@ -188,16 +197,7 @@ TEST(NetworkChaos, JobsThatEndWhileVertexIsSilentRefusingResettingOrSlowAreSeenS
       running.push_back(fault + "-" + std::to_string(i));
       applyRun(stack, ns, running.back());
     }
-    ASSERT_TRUE(waitFor(
-        [&] {
-          for (const auto& name : running) {
-            auto run = stack.getRun(ns, name);
-            if (run.is_null() || stack.jobsOfRun(run["metadata"]["uid"].get<std::string>()).empty()) return false;
-          }
-          return true;
-        },
-        120s, 250ms))
-        << stack.operatorLog();
+    ASSERT_TRUE(eachHasAJob(stack, ns, running, 120s)) << stack.operatorLog();
     auto timeouts = observed.metric("vto_request_timeouts_total", {{"client", "vertex"}});
     if (fault == "silent") proxy.silent();
     if (fault == "refuse") proxy.refuse();
@@ -255,13 +255,7 @@ TEST(NetworkChaos, FullScaleAThirtySecondApiSilenceWithTheDefaultDeadlines) {
   proxy.healForgettingHeldConnections();
   auto healed = Clock::now();
   applyRun(stack, ns, "after");
-  EXPECT_TRUE(waitFor(
-      [&] {
-        auto run = stack.getRun(ns, "after");
-        return !run.is_null() && !stack.jobsOfRun(run["metadata"]["uid"].get<std::string>()).empty();
-      },
-      90s, 250ms))
-      << "the run applied after the heal has no job 90 s later";
+  EXPECT_TRUE(eachHasAJob(stack, ns, {"after"}, 90s)) << "the run applied after the heal has no job 90 s later";
   double jobAfter = std::chrono::duration<double>(Clock::now() - healed).count();
   double took = secondsUntilAllSucceeded(stack, ns, {"before", "during", "after"}, 120s);
   std::cout << "[ figures  ] API server silent 30 s: the run applied after the heal had its job " << jobAfter
@@ -286,16 +280,7 @@ TEST(NetworkChaos, FullScaleASixtySecondVertexSilenceWithTheDefaultDeadlines) {
     runs.push_back("running-" + std::to_string(i));
     applyRun(stack, ns, runs.back());
   }
-  ASSERT_TRUE(waitFor(
-      [&] {
-        for (const auto& name : runs) {
-          auto run = stack.getRun(ns, name);
-          if (run.is_null() || stack.jobsOfRun(run["metadata"]["uid"].get<std::string>()).empty()) return false;
-        }
-        return true;
-      },
-      120s, 250ms))
-      << stack.operatorLog();
+  ASSERT_TRUE(eachHasAJob(stack, ns, runs, 120s)) << stack.operatorLog();
   proxy.silent();
   for (int i = 0; i < 2; ++i) {
     runs.push_back("during-" + std::to_string(i));
