@@ -5,6 +5,7 @@
 #include <set>
 #include <utility>
 
+#include "base/json_fields.h"
 #include "base/rfc3339.h"
 #include "base/utf8.h"
 #include "cmd/flags.h"
@@ -159,8 +160,8 @@ RunJobs runJobsOf(const json& run) {
   RunJobs jobs;
   if (!run.is_object() || !run.contains("status") || !run["status"].is_object()) return jobs;
   const auto& status = run["status"];
-  jobs.phase = vertex::stringField(status, "phase");
-  if (auto job = status.find("job"); job != status.end()) jobs.currentJob = vertex::stringField(*job, "name");
+  jobs.phase = stringField(status, "phase");
+  if (auto job = status.find("job"); job != status.end()) jobs.currentJob = stringField(*job, "name");
   if (auto count = status.find("attemptCount"); count != status.end() && count->is_number_integer()) {
     jobs.attemptCount = static_cast<int>(std::clamp<std::int64_t>(count->get<std::int64_t>(), 0, 1 << 30));
   }
@@ -169,8 +170,8 @@ RunJobs runJobsOf(const json& run) {
       if (!attempt.is_object() || !attempt.contains("attempt") || !attempt["attempt"].is_number_integer()) continue;
       auto number = attempt["attempt"].get<std::int64_t>();
       if (number < 1 || number > (1 << 30)) continue;
-      jobs.attempts.push_back({static_cast<int>(number), vertex::stringField(attempt, "jobName"),
-                               vertex::stringField(attempt, "state")});
+      jobs.attempts.push_back({static_cast<int>(number), stringField(attempt, "jobName"),
+                               stringField(attempt, "state")});
     }
   }
   return jobs;

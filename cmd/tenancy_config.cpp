@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "base/json_fields.h"
 #include "cmd/manifest_input.h"
 #include "crd/object_meta.h"
 #include "crd/strict_json.h"
@@ -62,7 +63,7 @@ TenancyFile readTenancyFile(const std::string& path) {
 std::vector<crd::Finding> tenancyFindings(const nlohmann::json& object, const TenancyFile& tenancy) {
   std::vector<crd::Finding> out;
   if (!object.is_object()) return out;
-  const std::string kind = object.value("kind", "");
+  const std::string kind = stringField(object, "kind");
   if (kind != crd::kTrainingRunKind && kind != crd::kRetrainingPolicyKind) return out;
   crd::ObjectMeta metadata;
   crd::TenancyDecision decision;

@@ -1,5 +1,7 @@
 #include "controller/api_error.h"
 
+#include "base/json_fields.h"
+
 namespace vto::controller {
 namespace {
 
@@ -24,9 +26,9 @@ Status parseStatus(int httpCode, const std::string& body) {
   Status status;
   status.code = httpCode;
   auto parsed = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_object() && parsed.value("kind", "") == "Status") {
-    status.reason = parsed.value("reason", "");
-    status.message = parsed.value("message", "");
+  if (stringField(parsed, "kind") == "Status") {
+    status.reason = stringField(parsed, "reason");
+    status.message = stringField(parsed, "message");
     if (parsed.contains("details")) status.details = parsed["details"];
     if (parsed.contains("code") && parsed["code"].is_number_integer()) status.code = parsed["code"];
   } else {

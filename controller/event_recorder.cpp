@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <optional>
 
+#include "base/json_fields.h"
 #include "base/rfc3339.h"
 
 namespace vto::controller {
@@ -19,7 +20,8 @@ const Resource& eventResource() {
 namespace {
 
 std::string meta(const nlohmann::json& object, const char* field) {
-  return object.value(nlohmann::json::json_pointer(std::string("/metadata/") + field), std::string());
+  auto metadata = object.find("metadata");
+  return metadata == object.end() ? "" : stringField(*metadata, field);
 }
 
 const char* typeName(EventType type) { return type == EventType::Warning ? "Warning" : "Normal"; }
@@ -48,7 +50,7 @@ KubeEventRecorder::~KubeEventRecorder() {
 void KubeEventRecorder::event(const nlohmann::json& object, EventType type,
                               const std::string& reason, const std::string& message) {
   try {
-    std::string key = object.value("kind", "") + "/" + meta(object, "namespace") + "/" + meta(object, "name") +
+    std::string key = stringField(object, "kind") + "/" + meta(object, "namespace") + "/" + meta(object, "name") +
                       "/" + meta(object, "uid") + "/" + typeName(type) + "/" + reason + "/" + message;
     auto now = clock_.now();
     std::unique_lock lock(mutex_);
@@ -64,8 +66,8 @@ void KubeEventRecorder::event(const nlohmann::json& object, EventType type,
       return;
     }
     // Only what the Event names; the rest of the object is not kept.
-    nlohmann::json involved = {{"apiVersion", object.value("apiVersion", "")},
-                               {"kind", object.value("kind", "")},
+    nlohmann::json involved = {{"apiVersion", stringField(object, "apiVersion")},
+                               {"kind", stringField(object, "kind")},
                                {"name", meta(object, "name")},
                                {"namespace", meta(object, "namespace")},
                                {"uid", meta(object, "uid")},
@@ -130,7 +132,7 @@ void KubeEventRecorder::drain() {
     } catch (const std::exception& error) {
       written = false;
       spdlog::warn("could not record event {} on {}/{}: {}", pending.reason,
-                   pending.involvedObject.value("namespace", ""), pending.involvedObject.value("name", ""),
+                   stringField(pending.involvedObject, "namespace"), stringField(pending.involvedObject, "name"),
                    error.what());
     }
     lock.lock();
@@ -193,11 +195,11 @@ bool KubeEventRecorder::bumpExisting(Recorded& recorded, const Pending& pending)
 
 void KubeEventRecorder::createNew(const Pending& pending) {
   const auto& involved = pending.involvedObject;
-  const std::string ns = involved.value("namespace", "").empty() ? "default" : involved.value("namespace", "");
+  const std::string ns = stringField(involved, "namespace").empty() ? "default" : stringField(involved, "namespace");
   nlohmann::json event = {
       {"apiVersion", "v1"},
       {"kind", "Event"},
-      {"metadata", {{"name", involved.value("name", "") + "." + uniqueSuffix(pending.first)}, {"namespace", ns}}},
+      {"metadata", {{"name", stringField(involved, "name") + "." + uniqueSuffix(pending.first)}, {"namespace", ns}}},
       {"involvedObject", involved},
       {"type", typeName(pending.type)},
       {"reason", pending.reason},

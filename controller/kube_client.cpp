@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/json_fields.h"
 #include "base/http_transport.h"
 #include "base/url.h"
 #include "controller/kube_json.h"
@@ -28,13 +29,13 @@ nlohmann::json statusWriteBody(const nlohmann::json& object, nlohmann::json stat
   static const nlohmann::json none = nlohmann::json::object();
   auto found = object.find("metadata");
   const auto& meta = found != object.end() && found->is_object() ? *found : none;
-  return {{"apiVersion", object.value("apiVersion", "")},
-          {"kind", object.value("kind", "")},
+  return {{"apiVersion", stringField(object, "apiVersion")},
+          {"kind", stringField(object, "kind")},
           {"metadata",
-           {{"name", meta.value("name", "")},
-            {"namespace", meta.value("namespace", "")},
-            {"uid", meta.value("uid", "")},
-            {"resourceVersion", meta.value("resourceVersion", "")}}},
+           {{"name", stringField(meta, "name")},
+            {"namespace", stringField(meta, "namespace")},
+            {"uid", stringField(meta, "uid")},
+            {"resourceVersion", stringField(meta, "resourceVersion")}}},
           {"status", std::move(status)}};
 }
 
@@ -363,7 +364,7 @@ void RestKubeClient::watch(const Resource& resource, const std::string& ns,
             throw ApiError(Status{0, "", "malformed watch event from " + resource.resource, {}});
           }
           auto object = event.find("object");
-          WatchEvent watchEvent{event.value("type", ""), nlohmann::json::object()};
+          WatchEvent watchEvent{stringField(event, "type"), nlohmann::json::object()};
           if (object != event.end()) watchEvent.object = std::move(*object);
           onEvent(std::move(watchEvent));
         },

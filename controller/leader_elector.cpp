@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "base/json_fields.h"
 #include "controller/runtime_metrics.h"
 #include "base/rfc3339.h"
 
@@ -80,7 +81,7 @@ bool LeaderElector::tryAcquireOrRenew() {
     observedRecord_ = record;
     observedAt_ = now;
   }
-  std::string holder = spec.value("holderIdentity", "");
+  std::string holder = stringField(spec, "holderIdentity");
   auto held = std::chrono::seconds(spec.value("leaseDurationSeconds", 0));
   bool valid = observedAt_ + held > now;
   if (!holder.empty() && holder != config_.identity && valid) return false;
@@ -191,7 +192,7 @@ void LeaderElector::release() {
     RequestDeadlineScope deadline(std::chrono::steady_clock::now() +
                                   std::chrono::duration_cast<std::chrono::steady_clock::duration>(config_.retryPeriod));
     auto lease = client_.get(leaseResource(), config_.leaseNamespace, config_.leaseName);
-    if (lease["spec"].value("holderIdentity", "") == config_.identity) {
+    if (stringField(lease["spec"], "holderIdentity") == config_.identity) {
       auto now = rfc3339Micro(clock_.now());
       lease["spec"]["holderIdentity"] = "";
       lease["spec"]["leaseDurationSeconds"] = 1;

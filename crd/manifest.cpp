@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "base/json_fields.h"
 #include "crd/retraining_policy.h"
 #include "crd/strict_json.h"
 #include "crd/training_run.h"
@@ -10,16 +11,11 @@
 
 namespace vto::crd {
 
-std::string ManifestDocument::kind() const {
-  auto it = object.find("kind");
-  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
-}
+std::string ManifestDocument::kind() const { return stringField(object, "kind"); }
 
 std::string ManifestDocument::name() const {
   auto meta = object.find("metadata");
-  if (meta == object.end() || !meta->is_object()) return "";
-  auto name = meta->find("name");
-  return name != meta->end() && name->is_string() ? name->get<std::string>() : "";
+  return meta == object.end() ? "" : stringField(*meta, "name");
 }
 
 std::string ManifestDocument::label() const {
@@ -33,7 +29,7 @@ std::vector<ManifestDocument> parseManifests(const std::string& text) {
   std::vector<ManifestDocument> out;
   for (auto& object : parseYamlDocuments(text)) {
     // What `kubectl get -o yaml` prints: a List whose items are the objects, linted one by one.
-    bool list = object.is_object() && object.value("kind", "") == "List" && object.value("apiVersion", "") == "v1" &&
+    bool list = stringField(object, "kind") == "List" && stringField(object, "apiVersion") == "v1" &&
                 object.contains("items") && object["items"].is_array();
     if (!list) {
       out.push_back({out.size() + 1, std::move(object)});

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/json_fields.h"
 #include "crd/strict_json.h"
 #include "crd/tenancy.h"
 
@@ -32,7 +33,7 @@ TrainingRunSpec specAt(const TrainingRunSpec& spec, size_t index) {
     auto& scheduling = merged["scheduling"];
     scheduling.merge_patch(fallback.scheduling);
     // Only FlexStart waits: a fallback to another strategy does not inherit the spec's wait.
-    if (scheduling.value("strategy", "") != "FlexStart" && !fallback.scheduling.contains("maxWaitDuration")) {
+    if (stringField(scheduling, "strategy") != "FlexStart" && !fallback.scheduling.contains("maxWaitDuration")) {
       scheduling.erase("maxWaitDuration");
     }
   }

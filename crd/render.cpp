@@ -1,5 +1,6 @@
 #include "crd/render.h"
 
+#include "base/json_fields.h"
 #include "crd/tenancy.h"
 
 #include <stdexcept>
@@ -118,7 +119,7 @@ json rawPools(const TrainingRun& run, int attempt, const std::string& resumeFrom
       if (code == pool.end() || !code->is_object()) continue;
       std::vector<EnvVar> userEnv;
       if (auto env = code->find("env"); env != code->end() && env->is_array())
-        for (const auto& e : *env) userEnv.push_back({e.value("name", ""), e.value("value", "")});
+        for (const auto& e : *env) userEnv.push_back({stringField(e, "name"), stringField(e, "value")});
       (*code)["env"] = envJson(userEnv, run, attempt, resumeFrom);
     }
   }

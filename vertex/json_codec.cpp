@@ -55,12 +55,6 @@ bool isTerminal(JobState state) {
   }
 }
 
-std::string stringField(const nlohmann::json& object, const char* field) {
-  if (!object.is_object()) return "";
-  auto it = object.find(field);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 std::optional<Clock::time_point> timeField(const nlohmann::json& object, const char* field) {
   auto text = stringField(object, field);
   if (text.empty()) return std::nullopt;

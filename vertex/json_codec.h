@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/clock.h"
+#include "base/json_fields.h"
 
 namespace vto::vertex {
 
@@ -35,10 +36,6 @@ std::optional<JobState> jobStateFromName(std::string_view name);
 JobState jobStateFromJson(const nlohmann::json& value);
 // SUCCEEDED, FAILED, CANCELLED, EXPIRED and PARTIALLY_SUCCEEDED: the job will not change again.
 bool isTerminal(JobState state);
-
-// The string at `field`, or "" when it is absent or not a string: responses are decoded without
-// trusting their types.
-std::string stringField(const nlohmann::json& object, const char* field);
 
 // The RFC 3339 time at `field`, or nullopt when it is absent or malformed (a bad time is as good as
 // none: the rest of the resource still decodes).

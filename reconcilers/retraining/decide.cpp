@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 
+#include "base/json_fields.h"
 #include "base/rfc3339.h"
 #include "controller/conditions.h"
 #include "crd/budget.h"
@@ -132,7 +133,7 @@ std::string annotationOf(const crd::ObjectMeta& meta, const std::string& key) {
 bool controlledBy(const json& run, const std::string& uid) {
   const auto& meta = run.value("metadata", json::object());
   for (const auto& owner : meta.value("ownerReferences", json::array())) {
-    if (owner.value("uid", "") == uid && owner.value("controller", false)) return true;
+    if (stringField(owner, "uid") == uid && owner.value("controller", false)) return true;
   }
   return false;
 }
@@ -179,8 +180,8 @@ ChildRun readChild(const json& run) {
   if (child.registersModel && status != run.end() && status->is_object() && status->contains("model")) {
     bool registered = false;
     for (const auto& condition : status->value("conditions", json::array())) {
-      registered = registered || (condition.is_object() && condition.value("type", "") == "ModelRegistered" &&
-                                  condition.value("status", "") == "True");
+      registered = registered || (condition.is_object() && stringField(condition, "type") == "ModelRegistered" &&
+                                  stringField(condition, "status") == "True");
     }
     try {
       if (registered) child.model = crd::readRegisteredModel((*status)["model"], "status.model");
@@ -391,10 +392,10 @@ std::optional<ScheduleState> parseScheduleState(const std::string& text) {
   auto value = json::parse(text, nullptr, false);
   if (!value.is_object()) return std::nullopt;
   ScheduleState state;
-  state.cron = value.value("cron", "");
-  state.timeZone = value.value("timeZone", "");
+  state.cron = stringField(value, "cron");
+  state.timeZone = stringField(value, "timeZone");
   state.suspended = value.value("suspended", false);
-  state.since = parseRfc3339OrNone(value.value("since", ""));
+  state.since = parseRfc3339OrNone(stringField(value, "since"));
   return state;
 }
 

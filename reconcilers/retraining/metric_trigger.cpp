@@ -1,5 +1,7 @@
 #include "reconcilers/retraining/metric_trigger.h"
 
+#include "base/json_fields.h"
+
 #include <cmath>
 
 #include <nlohmann/json.hpp>
@@ -51,14 +53,14 @@ MetricResult classifyPrometheusResponse(int httpStatus, const std::string& body)
                   std::to_string(body.size()) +
                   " bytes); set prometheusUrl to the Prometheus server's base URL, e.g. http://prometheus.monitoring:9090");
   }
-  if (answer.value("status", "") != "success") {
-    std::string kind = answer.value("errorType", "");
-    std::string error = answer.value("error", "");
+  if (stringField(answer, "status") != "success") {
+    std::string kind = stringField(answer, "errorType");
+    std::string error = stringField(answer, "error");
     return failed("HTTP " + std::to_string(httpStatus) + ", Prometheus says " + clip(kind + ": " + error));
   }
   if (httpStatus != 200) return failed("HTTP " + std::to_string(httpStatus));
   const auto data = answer.value("data", json::object());
-  const auto type = data.value("resultType", "");
+  const auto type = stringField(data, "resultType");
   const auto result = data.value("result", json());
   if (type == "scalar") return fromSample(result);
   if (type != "vector") {
@@ -77,7 +79,7 @@ MetricResult classifyPrometheusResponse(int httpStatus, const std::string& body)
 std::optional<MetricHealth> parseMetricHealth(const std::string& text) {
   auto value = json::parse(text, nullptr, false);
   if (!value.is_object()) return std::nullopt;
-  return MetricHealth{value.value("reason", ""), value.value("message", "")};
+  return MetricHealth{stringField(value, "reason"), stringField(value, "message")};
 }
 
 std::string formatMetricHealth(const MetricHealth& health) {

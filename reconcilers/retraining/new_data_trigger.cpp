@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_fields.h"
 #include "base/rfc3339.h"
 #include "crd/timestamp.h"
 
@@ -34,7 +35,7 @@ std::optional<DataState> parseDataState(const std::string& text) {
   if (!value.is_object()) return std::nullopt;
   DataState state;
   if (auto time = timeOrNone(value.value("watermarkTime", json()))) {
-    state.watermark = DataPosition{*time, value.value("watermarkName", "")};
+    state.watermark = DataPosition{*time, stringField(value, "watermarkName")};
   }
   state.overlapSince = timeOrNone(value.value("overlapSince", json()));
   state.lastGrowth = timeOrNone(value.value("lastGrowth", json()));

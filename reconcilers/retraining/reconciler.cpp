@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "base/json_fields.h"
 #include "base/rfc3339.h"
 #include "controller/event.h"
 #include "controller/kube_client.h"
@@ -45,7 +46,7 @@ std::optional<PolicyObserved> RetrainingPolicyReconciler::observe(const json& po
   auto key = controller::keyOf(policy);
   std::vector<json> runs;
   for (const auto& run : c_.runs.byLabel(key.name)) {
-    if ((*run)["metadata"].value("namespace", "") != key.ns) continue;
+    if (stringField((*run)["metadata"], "namespace") != key.ns) continue;
     if (c_.runWrites && c_.runWrites->waitingFor(*run)) return std::nullopt;  // a run's echo wakes the policy
     runs.push_back(*run);
   }
@@ -122,7 +123,7 @@ json RetrainingPolicyReconciler::patchAnnotations(const json& policy, const json
 
 std::vector<CreateOutcome> RetrainingPolicyReconciler::createRuns(const json& policy, const PolicyPlan& plan) {
   const auto key = controller::keyOf(policy);
-  const std::string uid = policy["metadata"].value("uid", "");
+  const std::string uid = stringField(policy["metadata"], "uid");
   std::vector<CreateOutcome> outcomes;
   for (const auto& create : plan.create) {
     const std::string runName = create.run["metadata"]["name"];
@@ -137,7 +138,7 @@ std::vector<CreateOutcome> RetrainingPolicyReconciler::createRuns(const json& po
       auto existing = c_.kube.get(trainingRunResource(), key.ns, runName);
       bool ours = false;
       for (const auto& owner : existing["metadata"].value("ownerReferences", json::array())) {
-        ours = ours || (owner.value("uid", "") == uid && owner.value("controller", false));
+        ours = ours || (stringField(owner, "uid") == uid && owner.value("controller", false));
       }
       outcomes.push_back(ours ? CreateOutcome::Deduplicated : CreateOutcome::NameConflict);
     }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/json_fields.h"
 #include "base/rfc3339.h"
 #include "reconcilers/retraining/data_listing.h"
 #include "reconcilers/retraining/decide.h"
@@ -114,7 +115,7 @@ TriggerPoller::TriggerPoller(const controller::ObjectCache& policies, controller
 std::vector<std::string> TriggerPoller::update(const json& object) {
   auto key = controller::keyOf(object);
   std::optional<crd::RetrainingPolicy> policy;
-  if (policies_.uidAt(key) == object["metadata"].value("uid", "")) {
+  if (policies_.uidAt(key) == stringField(object["metadata"], "uid")) {
     try {
       policy = crd::decodeRetrainingPolicy(object);
     } catch (const std::exception&) {
@@ -126,7 +127,7 @@ std::vector<std::string> TriggerPoller::update(const json& object) {
   targets_.erase(kDataTarget + name);
   targets_.erase(kMetricTarget + name);
   if (!policy) {
-    readings_.forget(object["metadata"].value("uid", ""));
+    readings_.forget(stringField(object["metadata"], "uid"));
     return {};
   }
   if (!hasPolledTrigger(*policy)) return {};

@@ -1,5 +1,6 @@
 #include "reconcilers/retraining/wiring.h"
 
+#include "base/json_fields.h"
 #include "crd/retraining_policy.h"
 
 namespace vto::reconcilers {
@@ -31,7 +32,7 @@ void RetrainingController::onPolicyEvent(const nlohmann::json& policy) {
 void RetrainingController::onRunEvent(const nlohmann::json& run) {
   const auto& meta = run.value("metadata", nlohmann::json::object());
   auto policy = meta.value("labels", nlohmann::json::object()).value(crd::kRetrainingPolicyLabel, "");
-  if (!policy.empty()) enqueue_({meta.value("namespace", ""), policy});
+  if (!policy.empty()) enqueue_({stringField(meta, "namespace"), policy});
 }
 
 void wireRetraining(controller::Manager& manager, controller::Informer& policies, controller::Informer& runs,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <spdlog/spdlog.h>
 
+#include "base/json_fields.h"
 #include "base/rfc3339.h"
 #include "controller/event.h"
 #include "controller/finalizers.h"
@@ -564,7 +565,7 @@ nlohmann::json TrainingRunReconciler::writeStatus(const nlohmann::json& object, 
   auto sent = controller::statusWriteBody(object, written["status"]);
   // Stored is what was observed plus this status: the written object is that at the new
   // resourceVersion, the only part of the answer read.
-  meta["resourceVersion"] = kube_.updateStatusVersion(trainingRunResource(), meta.value("namespace", ""), sent);
+  meta["resourceVersion"] = kube_.updateStatusVersion(trainingRunResource(), stringField(meta, "namespace"), sent);
   return written;
 }
 

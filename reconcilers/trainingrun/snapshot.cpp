@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdlib>
 
+#include "base/json_fields.h"
 #include "base/rfc3339.h"
 #include "crd/placement.h"
 #include "crd/render.h"
@@ -57,8 +58,8 @@ std::vector<metrics::MachinePool> poolsOf(const crd::TrainingRun& decoded) {
     if (!pool.is_object() || !pool.contains("machineSpec") || !pool["machineSpec"].is_object()) continue;
     const auto& machine = pool["machineSpec"];
     metrics::MachinePool out;
-    out.machineType = boundedLabel(machine.value("machineType", ""));
-    out.acceleratorType = boundedLabel(machine.value("acceleratorType", ""));
+    out.machineType = boundedLabel(stringField(machine, "machineType"));
+    out.acceleratorType = boundedLabel(stringField(machine, "acceleratorType"));
     out.acceleratorCount = intOf(machine.value("acceleratorCount", nlohmann::json(0)));
     out.replicas = intOf(pool.value("replicaCount", nlohmann::json(0))) * parallel;
     pools.push_back(out);

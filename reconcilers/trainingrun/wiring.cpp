@@ -1,5 +1,6 @@
 #include "reconcilers/trainingrun/wiring.h"
 
+#include "base/json_fields.h"
 #include "reconcilers/trainingrun/snapshot.h"
 
 #include <set>
@@ -95,7 +96,7 @@ TrainingRunController::TrainingRunController(const controller::ObjectCache& runs
 
 void TrainingRunController::onRunEvent(const nlohmann::json& run) {
   auto key = controller::keyOf(run);
-  auto uid = run["metadata"].value("uid", "");
+  auto uid = stringField(run["metadata"], "uid");
   auto wake = [&](const std::vector<controller::ObjectKey>& keys) {
     for (const auto& waiting : keys) enqueue_(waiting);
   };

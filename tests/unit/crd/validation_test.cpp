@@ -99,6 +99,17 @@ TEST(Validation, AListAsKubectlGetPrintsItIsLintedItemByItem) {
   EXPECT_EQ(lintDocument(parseManifests(other.dump()).at(0)).at(0).path, "kind") << "only v1 List is a list";
 }
 
+TEST(Validation, AKindOrApiVersionThatIsNotAStringIsAFindingNotACrash) {
+  // `kind: !e` reads as null; the fuzzer found that it threw through parseManifests.
+  for (const char* text : {"kind: !e\n", "kind: null\napiVersion: v1\n", "kind: List\napiVersion: [v1]\nitems: []\n",
+                           "kind: {}\n"}) {
+    std::vector<ManifestDocument> documents;
+    ASSERT_NO_THROW(documents = parseManifests(text)) << text;
+    ASSERT_EQ(documents.size(), 1u) << text;
+    EXPECT_TRUE(hasFinding(lintDocument(documents[0]), Severity::Error, "kind")) << text;
+  }
+}
+
 TEST(Validation, EveryMessageSaysWhatToDo) {
   // Messages from the corpus are longer than a bare "invalid" and never end in a bare field name.
   for (const auto& file : testing::yamlFiles(repoRoot() / "tests/data/invalid"))
