@@ -19,11 +19,6 @@ const Resource& eventResource() {
 
 namespace {
 
-std::string meta(const nlohmann::json& object, const char* field) {
-  auto metadata = object.find("metadata");
-  return metadata == object.end() ? "" : stringField(*metadata, field);
-}
-
 const char* typeName(EventType type) { return type == EventType::Warning ? "Warning" : "Normal"; }
 
 }  // namespace
@@ -50,8 +45,8 @@ KubeEventRecorder::~KubeEventRecorder() {
 void KubeEventRecorder::event(const nlohmann::json& object, EventType type,
                               const std::string& reason, const std::string& message) {
   try {
-    std::string key = stringField(object, "kind") + "/" + meta(object, "namespace") + "/" + meta(object, "name") +
-                      "/" + meta(object, "uid") + "/" + typeName(type) + "/" + reason + "/" + message;
+    std::string key = stringField(object, "kind") + "/" + metadataField(object, "namespace") + "/" + metadataField(object, "name") +
+                      "/" + metadataField(object, "uid") + "/" + typeName(type) + "/" + reason + "/" + message;
     auto now = clock_.now();
     std::unique_lock lock(mutex_);
     auto queued = queued_.find(key);
@@ -62,16 +57,16 @@ void KubeEventRecorder::event(const nlohmann::json& object, EventType type,
     }
     if (queue_.size() >= options_.queueCapacity || stopping_) {
       lock.unlock();
-      countDropped(1, reason + " on " + meta(object, "namespace") + "/" + meta(object, "name"));
+      countDropped(1, reason + " on " + metadataField(object, "namespace") + "/" + metadataField(object, "name"));
       return;
     }
     // Only what the Event names; the rest of the object is not kept.
     nlohmann::json involved = {{"apiVersion", stringField(object, "apiVersion")},
                                {"kind", stringField(object, "kind")},
-                               {"name", meta(object, "name")},
-                               {"namespace", meta(object, "namespace")},
-                               {"uid", meta(object, "uid")},
-                               {"resourceVersion", meta(object, "resourceVersion")}};
+                               {"name", metadataField(object, "name")},
+                               {"namespace", metadataField(object, "namespace")},
+                               {"uid", metadataField(object, "uid")},
+                               {"resourceVersion", metadataField(object, "resourceVersion")}};
     queue_.push_back(Pending{key, std::move(involved), type, reason, message, now, now, 1});
     queued_[key] = std::prev(queue_.end());
   } catch (const std::exception& error) {
@@ -195,7 +190,8 @@ bool KubeEventRecorder::bumpExisting(Recorded& recorded, const Pending& pending)
 
 void KubeEventRecorder::createNew(const Pending& pending) {
   const auto& involved = pending.involvedObject;
-  const std::string ns = stringField(involved, "namespace").empty() ? "default" : stringField(involved, "namespace");
+  std::string ns = stringField(involved, "namespace");
+  if (ns.empty()) ns = "default";
   nlohmann::json event = {
       {"apiVersion", "v1"},
       {"kind", "Event"},

@@ -5,8 +5,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "base/json_fields.h"
 #include "base/http_transport.h"
+#include "base/json_fields.h"
 #include "base/url.h"
 #include "controller/kube_json.h"
 #include "controller/object_cache.h"

@@ -13,10 +13,7 @@ namespace vto::crd {
 
 std::string ManifestDocument::kind() const { return stringField(object, "kind"); }
 
-std::string ManifestDocument::name() const {
-  auto meta = object.find("metadata");
-  return meta == object.end() ? "" : stringField(*meta, "name");
-}
+std::string ManifestDocument::name() const { return metadataField(object, "name"); }
 
 std::string ManifestDocument::label() const {
   std::string k = kind(), n = name();

@@ -55,16 +55,6 @@ bool isTerminal(JobState state) {
   }
 }
 
-std::optional<Clock::time_point> timeField(const nlohmann::json& object, const char* field) {
-  auto text = stringField(object, field);
-  if (text.empty()) return std::nullopt;
-  try {
-    return parseRfc3339(text);
-  } catch (const std::invalid_argument&) {
-    return std::nullopt;
-  }
-}
-
 std::map<std::string, std::string> stringMapField(const nlohmann::json& object, const char* field) {
   std::map<std::string, std::string> values;
   if (!object.is_object()) return values;

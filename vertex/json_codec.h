@@ -37,10 +37,6 @@ JobState jobStateFromJson(const nlohmann::json& value);
 // SUCCEEDED, FAILED, CANCELLED, EXPIRED and PARTIALLY_SUCCEEDED: the job will not change again.
 bool isTerminal(JobState state);
 
-// The RFC 3339 time at `field`, or nullopt when it is absent or malformed (a bad time is as good as
-// none: the rest of the resource still decodes).
-std::optional<Clock::time_point> timeField(const nlohmann::json& object, const char* field);
-
 // The string values of the object at `field` (labels, webAccessUris); entries of another type are
 // left out, and so is a `field` that is not an object.
 std::map<std::string, std::string> stringMapField(const nlohmann::json& object, const char* field);

@@ -395,7 +395,7 @@ std::optional<ScheduleState> parseScheduleState(const std::string& text) {
   state.cron = stringField(value, "cron");
   state.timeZone = stringField(value, "timeZone");
   state.suspended = value.value("suspended", false);
-  state.since = parseRfc3339OrNone(stringField(value, "since"));
+  state.since = timeField(value, "since");
   return state;
 }
 

@@ -1,10 +1,10 @@
 #include "reconcilers/retraining/metric_trigger.h"
 
-#include "base/json_fields.h"
-
 #include <cmath>
 
 #include <nlohmann/json.hpp>
+
+#include "base/json_fields.h"
 
 namespace vto::reconcilers {
 

@@ -15,10 +15,6 @@ using TimePoint = Clock::time_point;
 
 namespace {
 
-std::optional<TimePoint> timeOrNone(const json& value) {
-  return value.is_string() ? parseRfc3339OrNone(value.get<std::string>()) : std::nullopt;
-}
-
 std::optional<DataPosition> watermarkOf(const std::optional<crd::DataWatermark>& status) {
   if (!status || !status->timeCreated) return std::nullopt;
   return DataPosition{*status->timeCreated, status->name};
@@ -34,11 +30,11 @@ std::optional<DataState> parseDataState(const std::string& text) {
   auto value = json::parse(text, nullptr, false);
   if (!value.is_object()) return std::nullopt;
   DataState state;
-  if (auto time = timeOrNone(value.value("watermarkTime", json()))) {
+  if (auto time = timeField(value, "watermarkTime")) {
     state.watermark = DataPosition{*time, stringField(value, "watermarkName")};
   }
-  state.overlapSince = timeOrNone(value.value("overlapSince", json()));
-  state.lastGrowth = timeOrNone(value.value("lastGrowth", json()));
+  state.overlapSince = timeField(value, "overlapSince");
+  state.lastGrowth = timeField(value, "lastGrowth");
   if (value.contains("pollError") && value["pollError"].is_string()) state.pollError = value["pollError"];
   for (const auto& entry : value.value("remembered", json::array())) {
     if (entry.is_array() && entry.size() == 2 && entry[0].is_string() && entry[1].is_string() &&

@@ -123,7 +123,7 @@ json RetrainingPolicyReconciler::patchAnnotations(const json& policy, const json
 
 std::vector<CreateOutcome> RetrainingPolicyReconciler::createRuns(const json& policy, const PolicyPlan& plan) {
   const auto key = controller::keyOf(policy);
-  const std::string uid = stringField(policy["metadata"], "uid");
+  const std::string uid = metadataField(policy, "uid");
   std::vector<CreateOutcome> outcomes;
   for (const auto& create : plan.create) {
     const std::string runName = create.run["metadata"]["name"];

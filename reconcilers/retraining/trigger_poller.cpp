@@ -115,7 +115,7 @@ TriggerPoller::TriggerPoller(const controller::ObjectCache& policies, controller
 std::vector<std::string> TriggerPoller::update(const json& object) {
   auto key = controller::keyOf(object);
   std::optional<crd::RetrainingPolicy> policy;
-  if (policies_.uidAt(key) == stringField(object["metadata"], "uid")) {
+  if (policies_.uidAt(key) == metadataField(object, "uid")) {
     try {
       policy = crd::decodeRetrainingPolicy(object);
     } catch (const std::exception&) {
@@ -127,7 +127,7 @@ std::vector<std::string> TriggerPoller::update(const json& object) {
   targets_.erase(kDataTarget + name);
   targets_.erase(kMetricTarget + name);
   if (!policy) {
-    readings_.forget(stringField(object["metadata"], "uid"));
+    readings_.forget(metadataField(object, "uid"));
     return {};
   }
   if (!hasPolledTrigger(*policy)) return {};

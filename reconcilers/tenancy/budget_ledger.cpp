@@ -47,9 +47,9 @@ JobCostReading costOfJob(const vertex::Job& job, const crd::PriceCatalog& prices
     int runningTrials = 0;
     for (const auto& trial : *trials) {
       if (!trial.is_object()) continue;
-      auto start = parseRfc3339OrNone(stringField(trial, "startTime"));
+      auto start = timeField(trial, "startTime");
       if (!start) continue;
-      auto end = parseRfc3339OrNone(stringField(trial, "endTime"));
+      auto end = timeField(trial, "endTime");
       auto until = end ? *end : job.endTime ? *job.endTime : now;
       usd += crd::usageOf(rate, until - *start).usd;
       if (!end && unfinished) ++runningTrials;

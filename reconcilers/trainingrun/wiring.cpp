@@ -96,7 +96,7 @@ TrainingRunController::TrainingRunController(const controller::ObjectCache& runs
 
 void TrainingRunController::onRunEvent(const nlohmann::json& run) {
   auto key = controller::keyOf(run);
-  auto uid = stringField(run["metadata"], "uid");
+  auto uid = metadataField(run, "uid");
   auto wake = [&](const std::vector<controller::ObjectKey>& keys) {
     for (const auto& waiting : keys) enqueue_(waiting);
   };
