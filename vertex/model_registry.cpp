@@ -16,9 +16,6 @@ namespace {
 
 using nlohmann::json;
 
-bool isLower(char c) { return c >= 'a' && c <= 'z'; }
-bool isDigit(char c) { return c >= '0' && c <= '9'; }
-
 const char* kModelNameForm =
     "expected projects/PROJECT/locations/REGION/models/MODEL[@VERSION] (MODEL a model ID, VERSION a version ID "
     "or an alias), as Vertex returns them";

@@ -15,11 +15,6 @@ using TimePoint = Clock::time_point;
 
 namespace {
 
-std::optional<DataPosition> watermarkOf(const std::optional<crd::DataWatermark>& status) {
-  if (!status || !status->timeCreated) return std::nullopt;
-  return DataPosition{*status->timeCreated, status->name};
-}
-
 bool thresholdsMet(const crd::NewDataTrigger& trigger, int64_t objects, int64_t bytes) {
   return objects >= std::max<int64_t>(1, trigger.minNewObjects) && bytes >= trigger.minNewBytes;
 }
