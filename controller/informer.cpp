@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <limits>
+#include <optional>
 #include <random>
 
 #include "controller/workqueue.h"
@@ -141,7 +142,13 @@ void Informer::run(size_t index, std::stop_token stop) {
     }
   };
   Clock::duration backoff = options_.minBackoff;
+  // When the current watch was accepted. One that stayed open for the idle limit was working (a quiet
+  // resource with no bookmark ends that way every time): it starts again from the least backoff, or
+  // a quiet informer would back off up to its maximum and go stale with nothing wrong.
+  std::optional<Clock::time_point> openedAt;
+  auto lastedItsIdleLimit = [&] { return openedAt && clock_.now() - *openedAt >= options_.watchIdleTimeout; };
   while (!stop.stop_requested()) {
+    openedAt.reset();
     // A sync streamed through the watch itself: no list request and no page held in memory.
     bool streaming = resourceVersion.empty() && streamInitialEvents_;
     try {
@@ -157,8 +164,11 @@ void Informer::run(size_t index, std::stop_token stop) {
       watch.idleTimeout = options_.watchIdleTimeout;
       watch.sendInitialEvents = streaming;
       // Opening is not working: a server that accepts a watch and fails it at once must still be
-      // backed off from. Only an event resets the backoff.
-      watch.onOpen = [&] { alive(); };
+      // backed off from. Only an event, or a watch open for its idle limit, resets the backoff.
+      watch.onOpen = [&] {
+        alive();
+        openedAt = clock_.now();
+      };
       if (watchedBefore) ++watchRestarts_;
       watchedBefore = true;
       bool initial = streaming;  // until the bookmark that ends the initial events
@@ -210,6 +220,7 @@ void Informer::run(size_t index, std::stop_token stop) {
         resourceVersion.clear();
         continue;
       }
+      if (lastedItsIdleLimit()) backoff = options_.minBackoff;
       // A throttled server says how long to stay away; never come back sooner than that.
       auto delay = std::max<Clock::duration>(backoff, error.retryAfter().value_or(std::chrono::seconds(0)));
       spdlog::warn("informer {}: {}; retrying in {} ms", scope, error.what(),
@@ -217,6 +228,7 @@ void Informer::run(size_t index, std::stop_token stop) {
       pause(delay, stop);
       backoff = std::min(backoff * 2, options_.maxBackoff);
     } catch (const std::exception& error) {
+      if (lastedItsIdleLimit()) backoff = options_.minBackoff;
       spdlog::warn("informer {}: {}; retrying", scope, error.what());
       pause(backoff, stop);
       backoff = std::min(backoff * 2, options_.maxBackoff);

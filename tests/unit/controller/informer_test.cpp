@@ -250,6 +250,32 @@ TEST_F(InformerUnitTest, BacksOffOnTheClockWhileTheServerIsDown) {
   informer.stop();
 }
 
+TEST_F(InformerUnitTest, AQuietWatchCutByItsIdleLimitRestartsAfterTheLeastBackoffEveryTime) {
+  // A resource nobody changes, on a server that sends no bookmark within the idle limit: each watch is
+  // accepted, stays open for the limit and is cut. That is a working link, not a failing server: the
+  // backoff must not double (to 30 s, which is stale with a short limit).
+  auto opts = options();
+  opts.streamInitialEvents = false;
+  opts.watchIdleTimeout = 2s;
+  for (int i = 0; i < 4; ++i) {
+    client.addScript([this, limit = opts.watchIdleTimeout](auto&) {
+      clock.advance(limit);
+      throw ApiError(Status{0, "", "watch: nothing received in time", {}});
+    });
+  }
+  Informer informer(client, clock, opts);
+  informer.start();
+  for (int cut = 0; cut < 4; ++cut) {
+    ASSERT_TRUE(waitFor([&] { return clock.waiterCount() == 1; }, 5s));
+    auto watches = client.watchedFrom().size();
+    clock.advance(200ms);
+    ASSERT_TRUE(waitFor([&] { return client.watchedFrom().size() == watches + 1; }, 5s))
+        << "cut " << cut << ": not restarted after 200 ms";
+  }
+  EXPECT_FALSE(informer.stale());
+  informer.stop();
+}
+
 json withUnreadFields(json object) {
   object["metadata"]["managedFields"] = json::array({{{"manager", "kubectl"}, {"fieldsV1", {{"f:spec", json::object()}}}}});
   object["metadata"]["annotations"] = {{"kubectl.kubernetes.io/last-applied-configuration", "{\"spec\": {}}"},
