@@ -142,11 +142,17 @@ void Informer::run(size_t index, std::stop_token stop) {
     }
   };
   Clock::duration backoff = options_.minBackoff;
-  // When the current watch was accepted. One that stayed open for the idle limit was working (a quiet
-  // resource with no bookmark ends that way every time): it starts again from the least backoff, or
-  // a quiet informer would back off up to its maximum and go stale with nothing wrong.
-  std::optional<Clock::time_point> openedAt;
-  auto lastedItsIdleLimit = [&] { return openedAt && clock_.now() - *openedAt >= options_.watchIdleTimeout; };
+  std::optional<Clock::time_point> openedAt;  // when the current watch was accepted
+  // The wait before the next attempt (never shorter than `atLeast`), doubling the backoff for the one
+  // after. A watch that stayed open for its idle limit was working (a quiet resource with no bookmark
+  // ends that way every time): it starts again from the least backoff, or a quiet informer would back
+  // off up to its maximum and go stale with nothing wrong.
+  auto nextDelay = [&](Clock::duration atLeast) {
+    if (openedAt && clock_.now() - *openedAt >= options_.watchIdleTimeout) backoff = options_.minBackoff;
+    auto delay = std::max(backoff, atLeast);
+    backoff = std::min(backoff * 2, options_.maxBackoff);
+    return delay;
+  };
   while (!stop.stop_requested()) {
     openedAt.reset();
     // A sync streamed through the watch itself: no list request and no page held in memory.
@@ -220,18 +226,14 @@ void Informer::run(size_t index, std::stop_token stop) {
         resourceVersion.clear();
         continue;
       }
-      if (lastedItsIdleLimit()) backoff = options_.minBackoff;
       // A throttled server says how long to stay away; never come back sooner than that.
-      auto delay = std::max<Clock::duration>(backoff, error.retryAfter().value_or(std::chrono::seconds(0)));
+      auto delay = nextDelay(error.retryAfter().value_or(std::chrono::seconds(0)));
       spdlog::warn("informer {}: {}; retrying in {} ms", scope, error.what(),
                    std::chrono::duration_cast<std::chrono::milliseconds>(delay).count());
       pause(delay, stop);
-      backoff = std::min(backoff * 2, options_.maxBackoff);
     } catch (const std::exception& error) {
-      if (lastedItsIdleLimit()) backoff = options_.minBackoff;
       spdlog::warn("informer {}: {}; retrying", scope, error.what());
-      pause(backoff, stop);
-      backoff = std::min(backoff * 2, options_.maxBackoff);
+      pause(nextDelay(Clock::duration::zero()), stop);
     }
   }
 }
