@@ -42,7 +42,7 @@ bool isVersionAlias(std::string_view alias);
 bool isValidGcpLabelKey(std::string_view key);
 bool isValidGcpLabelValue(std::string_view value);
 
-// The messages, shared with the CRD's pattern messages (helm/vto/crds/trainingruns.vto.dev.yaml).
+// The messages, shared with the CRD's pattern messages (helm/vto/files/crds/trainingruns.vto.dev.yaml).
 inline constexpr std::string_view kProjectIdRule =
     "must be a Google Cloud project ID: 6-30 lower-case letters, digits or hyphens, starting with a letter and "
     "not ending with a hyphen, e.g. my-project-123";

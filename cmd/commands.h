@@ -15,6 +15,7 @@ int schedule(const Args& args);  // print the next fire times of a schedule
 int logs(const Args& args);      // print (and follow) a TrainingRun's job log
 int prices(const Args& args);    // print the price table cost estimates use
 int cost(const Args& args);      // a month's spend of the cluster's runs, as a table
+int migrate(const Args& args);   // rewrite stored objects at the storage version
 // As kubectl finds it: the flag, $KUBECONFIG, then ~/.kube/config ("" leaves the in-cluster account to
 // resolveRestConfig). For the commands that read the cluster with the user's kubeconfig.
 std::string kubeconfigPath(const std::string& flag);

@@ -21,9 +21,10 @@ const std::map<std::string, Subcommand>& subcommands() {
       {"lint", {vto::cmd::lint, "check TrainingRun/RetrainingPolicy manifests offline (-f FILE|-)"}},
       {"render", {vto::cmd::render, "print the Vertex AI request body for each TrainingRun (-f FILE|-)"}},
       {"schedule", {vto::cmd::schedule, "print the next fire times of a RetrainingPolicy schedule (-f FILE | --cron EXPR)"}},
-      {"crd", {vto::cmd::crd, "print the CustomResourceDefinitions (vto crd | kubectl apply -f -)"}},
+      {"crd", {vto::cmd::crd, "print the CustomResourceDefinitions (vto crd | kubectl apply --server-side -f -)"}},
       {"logs", {vto::cmd::logs, "print a TrainingRun's job log, -f to follow it (vto logs trun/NAME)"}},
       {"cost", {vto::cmd::cost, "a month's spend of the cluster's runs ([-n NS | -A] [--month YYYY-MM] [--by ...])"}},
+      {"migrate", {vto::cmd::migrate, "rewrite every stored TrainingRun and RetrainingPolicy at the storage version once"}},
       {"prices", {vto::cmd::prices, "print the price table cost estimates use ([--location L] [--machine M])"}},
       {"version", {vto::cmd::version, "print the version and git revision"}},
   };

@@ -10,10 +10,14 @@
 #include <random>
 #include <stop_token>
 
+#include <spdlog/spdlog.h>
+
+#include "cmd/cluster_identity.h"
 #include "cmd/commands.h"
 #include "cmd/file_clock.h"
 #include "cmd/flags.h"
 #include "cmd/logging.h"
+#include "cmd/migrate.h"
 #include "cmd/operator_clients.h"
 #include "cmd/price_file.h"
 #include "cmd/tenancy_config.h"
@@ -77,6 +81,9 @@ Flags runFlags() {
       {"model-upload-grace-period", 0, "300", "seconds to wait for the version of an upload whose answer a restart lost before uploading again"},
       {"price-catalog", 0, "", "a price file replacing the built-in list prices cost estimates use (docs/cost.md)"},
       {"budget-poll-interval", 0, "30", "seconds between reads of the budget rules' month-to-date spend from Vertex AI"},
+      // Two clusters sharing a project never count, adopt or cancel each other's jobs (docs/security.md).
+      {"cluster-id", 0, "", "this operator instance's identity, the vto-cluster label of its jobs (default: the kube-system namespace's uid)"},
+      {"ownership-key-file", 0, "", "YAML file with the keys that sign and verify the vto-owner tag of this operator's jobs (the chart's Secret)"},
       // Tests only: the operator's clock is real time plus the seconds written in this file.
       {"clock-offset-file", 0, "", "", false, false, true},
   });
@@ -183,7 +190,11 @@ int run(const Args& args) {
                                   std::chrono::seconds(std::max(1, flags.getInt("kube-request-timeout"))),
                                   controller::ManagedFields::Omit);  // the operator reads none of it
   controller::Manager manager(kube, clock, options, registry, runtimeMetrics);
-  metrics::registerBuildInfo(*registry, buildinfo::kVersion, buildinfo::kGitRevision);
+  auto ownership = jobOwnership(resolveClusterId(kube, flags.get("cluster-id"), signals.token()),
+                                flags.get("ownership-key-file"));
+  spdlog::info("cluster identity {} (the vto-cluster label of this operator's jobs; jobs {})", ownership->clusterId(),
+               ownership->signs() ? "signed and verified with the ownership key" : "not signed: no ownership key");
+  metrics::registerBuildInfo(*registry, buildinfo::kVersion, buildinfo::kGitRevision, ownership->clusterId());
   metrics::ApiRequestMetrics requestMetrics(*registry);
   OperatorClients clients(flags, clock, requestMetrics);
   auto processMetrics = std::make_shared<metrics::ProcessMetrics>();  // held here: the manager keeps weak_ptrs
@@ -199,6 +210,7 @@ int run(const Args& args) {
   metrics::TrainingRunMetrics trainingRunMetrics(*registry);
   auto observer = runObserver(manager, clock);
   auto runOptions = trainingRunOptions(flags, tenancy);
+  runOptions.ownership = ownership.get();
   runOptions.registry = &clients.registry();
   runOptions.prices = priceFile ? &*priceFile : &crd::PriceCatalog::builtIn();
   // Budgets: the rules' month-to-date spend is read from Vertex by one loop (on the leader), not per run.
@@ -206,7 +218,7 @@ int run(const Args& args) {
   std::optional<reconcilers::BudgetLedger> budgets;
   if (std::any_of(tenancy.begin(), tenancy.end(), [](const auto& rule) { return rule.budget.has_value(); })) {
     budgets.emplace(clients.vertex(), clock, tenancy, *runOptions.prices,
-                    std::vector<std::string>{flags.get("default-location")});
+                    std::vector<std::string>{flags.get("default-location")}, ownership.get());
     runOptions.budgets = &*budgets;
     auto interval = std::chrono::seconds(std::max(1, flags.getInt("budget-poll-interval")));
     runOptions.budgetRecheckPeriod = interval;
@@ -224,6 +236,29 @@ int run(const Args& args) {
       }
     });
   }
+  // Objects stored at an older API version are rewritten once, on the leader, so a later release can
+  // stop serving that version; a failure (RBAC, the CRDs not upgraded yet) is said and tried again.
+  // An operator that watches some namespaces only cannot see every object: `vto migrate` does it.
+  if (!flags.getAll("namespace").empty()) {
+    spdlog::info("watching some namespaces only: run `vto migrate` as a cluster admin after an upgrade that changes the "
+                 "storage version (docs/upgrading.md)");
+  } else manager.addLoop([&kube](std::stop_token stop) {
+    std::mutex mutex;
+    std::condition_variable_any wake;
+    std::unique_lock lock(mutex);
+    while (!stop.stop_requested()) {
+      try {
+        migrateStoredObjects(kube, [](const std::string& crd, const controller::StorageMigration& m) {
+          if (m.needed) spdlog::info("{}: rewrote {} objects stored at an older version ({} written meanwhile); storedVersions recorded",
+                                     crd, m.rewritten, m.alreadyNewer);
+        });
+        return;
+      } catch (const std::exception& e) {
+        spdlog::warn("migrating stored objects to the storage version: {}; trying again in 60 s", e.what());
+      }
+      wake.wait_for(lock, stop, std::chrono::seconds(60), [] { return false; });
+    }
+  });
   reconcilers::TrainingRunController trainingRuns(
       runs.cache(), {kube, clients.vertex(), clients.gcs(), events, clock, &trainingRunMetrics, observer.get(), clients.logging()},
       runOptions, jobPollerOptions(flags), logTailOptions(flags));

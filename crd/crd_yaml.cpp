@@ -21,9 +21,9 @@ std::string customResourceDefinitionsYaml() {
 namespace {
 // `crdYaml` with the block between `beginMarker` and `endMarker` replaced by `rules`, indented like
 // the BEGIN marker.
-std::string withRulesBlock(const std::string& crdYaml, const std::string& beginMarker, const std::string& endMarker,
-                           const std::vector<CelRule>& rules) {
-  size_t begin = crdYaml.find(beginMarker);
+std::string withRulesBlockAt(const std::string& crdYaml, size_t from, const std::string& beginMarker,
+                             const std::string& endMarker, const std::vector<CelRule>& rules, size_t& next) {
+  size_t begin = crdYaml.find(beginMarker, from);
   size_t end = crdYaml.find(endMarker, begin == std::string::npos ? 0 : begin);
   if (begin == std::string::npos || end == std::string::npos)
     throw std::runtime_error("the CRD has no '" + beginMarker + "' ... '" + endMarker +
@@ -40,7 +40,17 @@ std::string withRulesBlock(const std::string& crdYaml, const std::string& beginM
     block += indent + "  messageExpression: " + quoted(r.messageExpression) + "\n";
     block += indent + "  fieldPath: " + quoted(r.fieldPath) + "\n";
   }
+  next = afterBeginLine + block.size() + indent.size() + endMarker.size();
   return crdYaml.substr(0, afterBeginLine) + block + indent + crdYaml.substr(end);
+}
+
+// The same in every block: each served version of the CRD has its own copy of the schema.
+std::string withRulesBlock(const std::string& crdYaml, const std::string& beginMarker, const std::string& endMarker,
+                           const std::vector<CelRule>& rules) {
+  size_t next = 0;
+  auto out = withRulesBlockAt(crdYaml, 0, beginMarker, endMarker, rules, next);
+  while (out.find(beginMarker, next) != std::string::npos) out = withRulesBlockAt(out, next, beginMarker, endMarker, rules, next);
+  return out;
 }
 }  // namespace
 

@@ -1,6 +1,7 @@
 #pragma once
-// The CustomResourceDefinitions of both kinds, from the checked-in files under helm/vto/crds/
-// (compiled in), as one multi-document YAML stream for `kubectl apply -f -`.
+// The CustomResourceDefinitions of both kinds, from the checked-in files under helm/vto/files/crds/
+// (compiled in), as one multi-document YAML stream for `kubectl apply --server-side -f -` (two versions of the
+// schema make the TrainingRun CRD too large for client-side apply's annotation).
 #include <string>
 
 #include "crd/machine_catalog.h"
@@ -9,7 +10,7 @@ namespace vto::crd {
 std::string customResourceDefinitionsYaml();
 
 // The TrainingRun CRD's machine/accelerator rules are generated from the machine catalog (the table
-// `vto lint` uses) into a marked block of helm/vto/crds/trainingruns.vto.dev.yaml; `vto crd
+// `vto lint` uses) into a marked block of helm/vto/files/crds/trainingruns.vto.dev.yaml; `vto crd
 // --update-catalog-rules FILE` rewrites the block and a unit test checks that the file is current.
 inline constexpr const char* kCatalogRulesBegin = "# BEGIN machine catalog rules";
 inline constexpr const char* kCatalogRulesEnd = "# END machine catalog rules";

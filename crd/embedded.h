@@ -4,7 +4,7 @@
 
 namespace vto::crd::embedded {
 extern const std::string_view machineAcceleratorsJson;  // third_party/vertex-api/machine-accelerators.json
-extern const std::string_view trainingRunCrdYaml;       // helm/vto/crds/trainingruns.vto.dev.yaml
-extern const std::string_view retrainingPolicyCrdYaml;  // helm/vto/crds/retrainingpolicies.vto.dev.yaml
+extern const std::string_view trainingRunCrdYaml;       // helm/vto/files/crds/trainingruns.vto.dev.yaml
+extern const std::string_view retrainingPolicyCrdYaml;  // helm/vto/files/crds/retrainingpolicies.vto.dev.yaml
 extern const std::string_view trainingPricesYaml;       // third_party/vertex-api/training-prices.yaml
 }  // namespace vto::crd::embedded

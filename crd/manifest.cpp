@@ -91,6 +91,9 @@ std::vector<Finding> lintDocument(const ManifestDocument& document) {
       if (std::none_of(decodeErrors.begin(), decodeErrors.end(), [&](const DecodeError& e) { return isUnder(f.path, e.path()); }))
         findings.push_back(std::move(f));
   if (document.name().empty()) findings.push_back({Severity::Error, "metadata.name", "required: the object's name"});
+  if (stringField(document.object, "apiVersion") == kDeprecatedApiVersion)
+    findings.push_back({Severity::Warning, "apiVersion",
+                        std::string(kDeprecatedApiVersion) + " is deprecated: write " + kApiVersion + " (the same fields)"});
   std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) { return pathBefore(a.path, b.path); });
   return findings;
 }

@@ -9,7 +9,13 @@
 
 namespace vto::crd {
 
-inline constexpr const char* kApiVersion = "vto.dev/v1alpha1";
+// The version vto writes (the CRDs' storage version) and the older one still served, deprecated:
+// their schemas are the same, so the API server converts between them with conversion None.
+inline constexpr const char* kApiVersion = "vto.dev/v1beta1";
+inline constexpr const char* kDeprecatedApiVersion = "vto.dev/v1alpha1";
+inline bool isServedApiVersion(const std::string& apiVersion) {
+  return apiVersion == kApiVersion || apiVersion == kDeprecatedApiVersion;
+}
 
 struct ObjectMeta {
   std::string name;

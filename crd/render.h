@@ -29,6 +29,7 @@ inline constexpr const char* kManagedByLabel = "managed-by";
 inline constexpr const char* kManagedByValue = "vto";
 // The RetrainingPolicy that made the run, and the budget rule that governs it (reconcilers add it).
 inline constexpr const char* kPolicyLabel = "vto-policy";
+inline constexpr const char* kTeamLabel = "vto-team";
 // What the job holds, for the accelerator caps (which count what Vertex runs, whatever becomes of
 // the run): its accelerators in all (every pool's count x replicas x parallel trials) and the type
 // of its first pool that has any.

@@ -275,7 +275,9 @@ RetrainingPolicy decodeRetrainingPolicy(const json& object) {
   std::string apiVersion, kind;
   r.string("apiVersion", apiVersion);
   r.string("kind", kind);
-  if (apiVersion != kApiVersion) throw DecodeError("apiVersion", "must be " + std::string(kApiVersion) + ", not \"" + apiVersion + "\"");
+  if (!isServedApiVersion(apiVersion))
+    throw DecodeError("apiVersion", "must be " + std::string(kApiVersion) + " (or the deprecated " + kDeprecatedApiVersion +
+                                        "), not \"" + apiVersion + "\"");
   if (kind != kRetrainingPolicyKind) throw DecodeError("kind", "must be RetrainingPolicy, not \"" + kind + "\"");
   r.with("metadata", [&](const json& v, const std::string& p) { policy.metadata = decodeObjectMeta(v, p); });
   const json* spec = r.get("spec");

@@ -1,5 +1,5 @@
 #pragma once
-// The RetrainingPolicy kind (vto.dev/v1alpha1): creates TrainingRuns from a template when a trigger
+// The RetrainingPolicy kind (vto.dev/v1beta1; v1alpha1 is the same, deprecated): creates TrainingRuns from a template when a trigger
 // fires, as a CronJob creates Jobs. The contract is the RetrainingPolicy section of API.md; the rules
 // behind it are docs/retraining.md. Member initialisers are the defaults. Times are time points (RFC
 // 3339 on the wire, crd/timestamp.h); durations are std::chrono::seconds (Go style on the wire,

@@ -537,8 +537,9 @@ TrainingRun decodeTrainingRun(const json& object) {
   std::string apiVersion, kind;
   r.string("apiVersion", apiVersion);
   r.string("kind", kind);
-  if (apiVersion != kApiVersion)
-    reportDecodeError(DecodeError("apiVersion", "must be " + std::string(kApiVersion) + ", not \"" + apiVersion + "\""));
+  if (!isServedApiVersion(apiVersion))
+    reportDecodeError(DecodeError("apiVersion", "must be " + std::string(kApiVersion) + " (or the deprecated " +
+                                                    kDeprecatedApiVersion + "), not \"" + apiVersion + "\""));
   if (kind != kTrainingRunKind) reportDecodeError(DecodeError("kind", "must be TrainingRun, not \"" + kind + "\""));
   r.with("metadata", [&](const json& v, const std::string& p) { run.metadata = decodeObjectMeta(v, p); });
   if (const json* spec = r.get("spec")) decodeField([&] { run.spec = decodeTrainingRunSpec(*spec, "spec"); });

@@ -1,5 +1,5 @@
 #pragma once
-// The TrainingRun kind (vto.dev/v1alpha1) as C++ types. Field names and defaults follow
+// The TrainingRun kind (vto.dev/v1beta1; v1alpha1 is the same, deprecated) as C++ types. Field names and defaults follow
 // docs/API.md; member initialisers are the defaults, so a decoded spec is always complete.
 // Durations are whole seconds.
 #include <cstdint>

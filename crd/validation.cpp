@@ -23,7 +23,7 @@ namespace vto::crd {
 namespace {
 
 // Labels the operator writes on every Vertex job (see render.h); users cannot set them.
-constexpr size_t kOperatorLabelCount = 9;
+constexpr size_t kOperatorLabelCount = 11;
 // Trials at the same time (the CRD's maximum): a count that multiplies every accelerator of the run.
 constexpr int32_t kMaxParallelTrials = 4096;
 
@@ -291,8 +291,9 @@ void checkGcpLabels(Findings& f, const std::string& at, const std::map<std::stri
 
 void checkLabels(Findings& f, const TrainingRunSpec& spec) { checkGcpLabels(f, "labels", spec.labels, kOperatorLabelCount); }
 
-// Labels vto writes on every model version it uploads (vto-run-uid, vto-namespace, managed-by).
-constexpr size_t kOperatorModelLabelCount = 3;
+// Labels vto writes on every model version it uploads (vto-run-uid, vto-run-<uid>, vto-namespace,
+// vto-cluster, managed-by).
+constexpr size_t kOperatorModelLabelCount = 5;
 
 // A path under the artifact directory: relative, no "." or ".." segment, no empty segment.
 bool isRelativeObjectPath(const std::string& path) {

@@ -63,12 +63,13 @@ prometheus::Counter& requestTimeouts(prometheus::Registry& registry, const std::
       .Add({{"client", client}});
 }
 
-void registerBuildInfo(prometheus::Registry& registry, const std::string& version, const std::string& revision) {
+void registerBuildInfo(prometheus::Registry& registry, const std::string& version, const std::string& revision,
+                       const std::string& clusterId) {
   prometheus::BuildGauge()
       .Name("vto_build_info")
       .Help("Always 1; the labels say which vto build is running")
       .Register(registry)
-      .Add({{"version", version}, {"revision", revision}})
+      .Add({{"version", version}, {"revision", revision}, {"cluster_id", clusterId}})
       .Set(1);
 }
 

@@ -43,6 +43,7 @@ class ApiRequestMetrics {
 };
 
 // vto_build_info{version,revision} 1: which build is running (join on it in queries).
-void registerBuildInfo(prometheus::Registry& registry, const std::string& version, const std::string& revision);
+void registerBuildInfo(prometheus::Registry& registry, const std::string& version, const std::string& revision,
+                       const std::string& clusterId);
 
 }  // namespace vto::metrics

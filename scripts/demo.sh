@@ -86,7 +86,7 @@ else
 fi
 
 if "$BIN/vto" crd >"$STATE/crds.yaml" 2>/dev/null; then
-  kubectl apply -f "$STATE/crds.yaml" >/dev/null
+  kubectl apply --server-side --force-conflicts -f "$STATE/crds.yaml" >/dev/null
   kubectl wait --for=condition=Established crd/trainingruns.vto.dev crd/retrainingpolicies.vto.dev --timeout=60s >/dev/null
   say "CRDs installed: kubectl explain trainingrun.spec"
 else

@@ -2,6 +2,7 @@
 
 #include "base/utf8.h"
 #include "base/rfc3339.h"
+#include "crd/render.h"
 
 namespace vto::reconcilers {
 
@@ -21,6 +22,9 @@ bool CachedJob::operator==(const CachedJob& other) const {
 }
 
 namespace {
+// Impostors remembered at once, whatever others create in the project.
+constexpr size_t kMaxImpostors = 1024;
+
 // Trials without a startTime have not started and cost nothing yet.
 std::vector<std::pair<Clock::time_point, std::optional<Clock::time_point>>> trialSpansOf(const nlohmann::json& raw) {
   std::vector<std::pair<Clock::time_point, std::optional<Clock::time_point>>> spans;
@@ -57,7 +61,47 @@ std::optional<CachedJob> JobCache::get(const std::string& jobName) const {
   return it->second;
 }
 
+bool JobCache::trusts(const vertex::Job& job) const {
+  return ownership_ == nullptr || ownership_->trusts(job.labels, job.createTime);
+}
+
+std::optional<std::string> JobCache::recordImpostor(const vertex::Job& job) {
+  // Another cluster's jobs are legitimately there: not impostors, just not ours.
+  if (ownership_ == nullptr || ownership_->ownerOf(job.labels, job.createTime) != JobOwner::Forged) return std::nullopt;
+  auto uid = job.labels.find(crd::kRunUidLabel);
+  if (uid == job.labels.end() || uid->second.empty()) return std::nullopt;
+  std::lock_guard lock(mutex_);
+  if (impostors_.count(job.name)) return std::nullopt;
+  // Bounded whatever others create: past the bound a new impostor is still ignored, only not warned about.
+  if (impostors_.size() >= kMaxImpostors) return std::nullopt;
+  impostors_.emplace(job.name, Impostor{uid->second, false});
+  return uid->second;
+}
+
+std::vector<std::string> JobCache::impostorsOf(const std::string& uid) const {
+  std::lock_guard lock(mutex_);
+  std::vector<std::string> names;
+  for (const auto& [name, impostor] : impostors_) {
+    if (impostor.uid == uid && !impostor.reported) names.push_back(name);
+  }
+  return names;
+}
+
+void JobCache::impostorsReported(const std::string& uid, const std::vector<std::string>& names) {
+  std::lock_guard lock(mutex_);
+  for (const auto& name : names) {
+    auto found = impostors_.find(name);
+    if (found != impostors_.end() && found->second.uid == uid) found->second.reported = true;
+  }
+}
+
 bool JobCache::put(const vertex::Job& job, Clock::time_point readAt) {
+  if (!trusts(job)) {
+    // Relabelled after vto cached it counts no more either.
+    erase(job.name);
+    if (auto uid = recordImpostor(job); uid && impostorListener_) impostorListener_(*uid);
+    return false;
+  }
   std::optional<CachedJob> changedTo;
   {
     std::lock_guard lock(mutex_);

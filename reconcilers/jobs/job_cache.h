@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "reconcilers/jobs/ownership.h"
 #include "vertex/vertex_client.h"
 
 namespace vto::reconcilers {
@@ -44,6 +45,20 @@ class JobCache {
   // own lock is released: `job` null when it was erased. Set before any put.
   using Listener = std::function<void(const std::string& name, const CachedJob* job)>;
   void setListener(Listener listener) { listener_ = std::move(listener); }
+  // Only jobs this operator made enter the cache (and so count, wake runs, and are followed, read
+  // and cancelled): a job `ownership` does not trust is left out, and one that names a run
+  // (vto-run-uid) is remembered as an impostor until that run has warned about it. Null: every job
+  // is trusted (unit tests). Set before any put.
+  void setOwnership(const JobOwnership* ownership) { ownership_ = ownership; }
+  const JobOwnership* ownership() const { return ownership_; }
+  // Whether `job` would be cached: made by this operator (or nothing checks).
+  bool trusts(const vertex::Job& job) const;
+  // Told of each new impostor, with the uid of the run it imitates, so that run looks at it.
+  using ImpostorListener = std::function<void(const std::string& runUid)>;
+  void setImpostorListener(ImpostorListener listener) { impostorListener_ = std::move(listener); }
+  // The impostors imitating run `uid` that it has not warned about yet; `reported` marks them told.
+  std::vector<std::string> impostorsOf(const std::string& uid) const;
+  void impostorsReported(const std::string& uid, const std::vector<std::string>& names);
   // Whether Vertex said job `name` has ended: false while it runs, nullopt when it is not cached.
   std::optional<bool> ended(const std::string& name) const;
   // The job-name prefixes (projects/P/locations/L/customJobs/) that hold unfinished cached jobs: they
@@ -51,7 +66,7 @@ class JobCache {
   std::vector<std::string> unfinishedPrefixes() const;
 
   std::optional<CachedJob> get(const std::string& jobName) const;
-  // Stores `job` as read at `readAt` unless the cache holds a read that started later (a GET that
+  // Stores `job` (one this operator made: else nothing, see setOwnership) as read at `readAt` unless the cache holds a read that started later (a GET that
   // raced with a newer list must not move the job back in time); returns whether it changed (state
   // or update time). A read of the same update still refreshes readAt.
   bool put(const vertex::Job& job, Clock::time_point readAt);
@@ -73,8 +88,17 @@ class JobCache {
  private:
   // Keeps unfinishedByPrefix_ as a job goes from unfinished (`before`) to `after`; with mutex_ held.
   void countUnfinished(const std::string& name, bool before, bool after);
+  // Remembers an untrusted job that imitates a run; returns the run's uid when it is new.
+  std::optional<std::string> recordImpostor(const vertex::Job& job);
   Listener listener_;
+  ImpostorListener impostorListener_;
+  const JobOwnership* ownership_ = nullptr;
   mutable std::mutex mutex_;
+  struct Impostor {
+    std::string uid;
+    bool reported = false;
+  };
+  std::map<std::string, Impostor> impostors_;  // by job name; bounded
   std::map<std::string, CachedJob> jobs_;
   std::map<std::string, int> unfinishedByPrefix_;  // kept with jobs_, so listing prefixes never walks the jobs
   std::map<std::string, VertexFailure> pollFailures_;

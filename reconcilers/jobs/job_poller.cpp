@@ -33,6 +33,12 @@ JobPoller::JobPoller(vertex::VertexClient& vertex, JobCache& jobs, const Clock& 
     : vertex_(vertex), jobs_(jobs), clock_(clock), wake_(std::move(wake)), options_(options) {}
 
 void JobPoller::see(const vertex::Job& job, Clock::time_point now, TargetState& state) {
+  // A job this operator did not make moves nothing here (its update time could hold the watermark
+  // ahead, a pending one the fast polls on): the cache only remembers it as an impostor.
+  if (!jobs_.trusts(job)) {
+    jobs_.put(job, now);
+    return;
+  }
   if (job.updateTime && *job.updateTime > state.watermark) state.watermark = *job.updateTime;
   if (job.state == vertex::JobState::Queued || job.state == vertex::JobState::Pending) {
     state.starting.insert(job.name);

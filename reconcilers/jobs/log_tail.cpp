@@ -165,17 +165,15 @@ std::string shortTail(const std::string& text, size_t maxBytes) {
   return out;
 }
 
-std::string logTailRefusal(const crd::TrainingRun& run, const std::string& jobName, const JobCache* jobs,
-                           const Location& defaults) {
-  if (jobs != nullptr) {
-    if (auto seen = jobs->get(jobName)) {
-      auto owner = seen->labels.find(crd::kRunUidLabel);
-      if (owner != seen->labels.end() && owner->second == crd::sanitizeLabelValue(run.metadata.uid)) return "";
-      return "(not read: status names a job whose vto-run-uid label is another run's)";
-    }
-  }
-  if (isInTheRunsPlace(run.spec, defaults, jobName)) return "";
-  return "(not read: status names a job outside the run's project and locations)";
+std::string logTailRefusal(const crd::TrainingRun& run, const std::string& jobName, const JobCache* jobs) {
+  if (jobs == nullptr) return "";
+  // The cache holds only jobs this operator made (their ownership tag verified): a job in the run's
+  // own project is not enough, another team's may run there too.
+  auto seen = jobs->get(jobName);
+  if (!seen) return "(not read: vto has not seen this job as one it made for this run)";
+  auto owner = seen->labels.find(crd::kRunUidLabel);
+  if (owner != seen->labels.end() && owner->second == crd::sanitizeLabelValue(run.metadata.uid)) return "";
+  return "(not read: status names a job whose vto-run-uid label is another run's)";
 }
 
 LogTailPoller::LogTailPoller(vertex::LoggingClient* logging, const Clock& clock, Wake wake, LogTailOptions options)
@@ -202,7 +200,7 @@ void LogTailPoller::update(const std::string& uid, const crd::TrainingRun* run) 
       }
     }
     // Nothing from status steers a read: a job that is not the run's is told, never read.
-    auto refusal = logTailRefusal(*run, attempt.jobName, options_.jobs, options_.defaults);
+    auto refusal = logTailRefusal(*run, attempt.jobName, options_.jobs);
     auto end = *attempt.endTime;  // wantsLogTail: set
     wanted.emplace(attempt.attempt, Wanted{attempt.jobName, failingReplicaOf(attempt.message),
                                            refusal.empty() ? std::nullopt : std::optional(refusal), 0,

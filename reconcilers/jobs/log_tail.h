@@ -67,10 +67,8 @@ struct LogTailOptions {
   // How soon a run that has not recorded its tail yet is woken again (its status write failed).
   Clock::duration rewake = std::chrono::seconds(30);
   // Which jobs are the run's (status is writable by others, and a log is read with vto's identity):
-  // a job observed here is read only with this run's vto-run-uid label; one not observed only when
-  // isInTheRunsPlace (the run's project and placements, `defaults` where the spec names none).
+  // only a job this cache holds (so one this operator made: ownership.h) with this run's vto-run-uid.
   const JobCache* jobs = nullptr;
-  Location defaults;
   // The read covers the attempt's startTime (its endTime less `lookBehind` without one) to its
   // endTime plus `margin` (Cloud Logging ingests the last lines a little late): a bounded search.
   Clock::duration margin = std::chrono::minutes(5);
@@ -81,8 +79,7 @@ struct LogTailOptions {
 
 // Why the log of `jobName`, named by run `run`'s status, must not be read ("" when it may): it is
 // not a job where the run runs, or vto saw it labelled with another run's uid.
-std::string logTailRefusal(const crd::TrainingRun& run, const std::string& jobName, const JobCache* jobs,
-                           const Location& defaults);
+std::string logTailRefusal(const crd::TrainingRun& run, const std::string& jobName, const JobCache* jobs);
 
 class LogTailPoller {
  public:

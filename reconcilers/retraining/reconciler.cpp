@@ -15,7 +15,7 @@ namespace vto::reconcilers {
 using nlohmann::json;
 
 const controller::Resource& retrainingPolicyResource() {
-  static const controller::Resource resource{"vto.dev", "v1alpha1", "retrainingpolicies", true};
+  static const controller::Resource resource{"vto.dev", "v1beta1", "retrainingpolicies", true};
   return resource;
 }
 

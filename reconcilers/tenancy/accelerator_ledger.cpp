@@ -145,6 +145,10 @@ std::vector<controller::ObjectKey> AcceleratorLedger::update(const std::string& 
     }
   }
   std::lock_guard lock(mutex_);
+  // It will create nothing any more: gone, finished, suspended or invalid. (An event of its status
+  // before the create still shows the placement it leaves: that keeps the reservation.)
+  if (run == nullptr || run->spec.suspend || crd::isFinished(run->status.phase) || run->status.phase == crd::Phase::Invalid)
+    reservations_.erase(uid);
   auto found = runs_.find(uid);
   std::optional<Entry> before;
   if (found != runs_.end()) before = std::move(found->second);
@@ -188,6 +192,12 @@ std::vector<controller::ObjectKey> AcceleratorLedger::updateJob(const std::strin
     }
   }
   std::lock_guard lock(mutex_);
+  // The job a reservation stood for is known now (running, counted above, or already ended).
+  if (job != nullptr) {
+    auto reserved = reservations_.find(labelOf(*job, crd::kRunUidLabel));
+    if (reserved != reservations_.end() && labelOf(*job, crd::kAttemptLabel) == std::to_string(reserved->second.attempt))
+      reservations_.erase(reserved);
+  }
   auto found = jobs_.find(name);
   std::optional<Entry> before;
   if (found != jobs_.end()) before = std::move(found->second);
@@ -207,9 +217,13 @@ std::vector<std::pair<size_t, crd::AcceleratorClaim>> AcceleratorLedger::claimsO
     std::lock_guard lock(mutex_);
     entries.reserve(runs_.size() + jobs_.size());
     for (const auto& [otherUid, entry] : runs_) {
-      if (otherUid != uid && countsItself(entry)) entries.push_back(entry);
+      // A run with a reservation counts as that reservation (the placement it is creating on).
+      if (otherUid != uid && countsItself(entry) && !reservations_.count(otherUid)) entries.push_back(entry);
     }
     for (const auto& [name, entry] : jobs_) entries.push_back(entry);
+    for (const auto& [otherUid, reserved] : reservations_) {
+      if (otherUid != uid) entries.push_back(reserved.entry);
+    }
   }
   std::map<std::string, crd::NamespaceInfo> namespaces;
   std::vector<std::pair<size_t, crd::AcceleratorClaim>> claims;
@@ -224,6 +238,28 @@ std::vector<std::pair<size_t, crd::AcceleratorClaim>> AcceleratorLedger::claimsO
     }
   }
   return claims;
+}
+
+bool AcceleratorLedger::reserve(const std::string& uid, const controller::ObjectKey& key, int attempt, size_t rule,
+                                const crd::AcceleratorClaim& claim, std::vector<bool> allowedBy,
+                                const NamespaceLookup& namespaceInfo) {
+  if (!capped_ || rule >= rules_.size() || !rules_[rule].maxAccelerators) return true;
+  std::lock_guard admission(admission_);
+  std::vector<crd::AcceleratorClaim> governed;
+  for (auto& [index, other] : claimsOtherThan(uid, namespaceInfo)) {
+    if (index == rule) governed.push_back(std::move(other));
+  }
+  if (!crd::admit(claim, governed, *rules_[rule].maxAccelerators, "").admitted) return false;
+  auto held = claim;
+  held.holding = true;
+  std::lock_guard lock(mutex_);
+  reservations_.insert_or_assign(uid, Reservation{Entry{key, std::move(held), std::move(allowedBy), ""}, attempt});
+  return true;
+}
+
+void AcceleratorLedger::release(const std::string& uid) {
+  std::lock_guard lock(mutex_);
+  reservations_.erase(uid);
 }
 
 size_t AcceleratorLedger::size() const {

@@ -75,6 +75,16 @@ class AcceleratorLedger {
   std::vector<std::pair<size_t, crd::AcceleratorClaim>> claimsOtherThan(const std::string& uid,
                                                                       const NamespaceLookup& namespaceInfo) const;
 
+  // Takes room for run `uid`'s job of `attempt`, on a placement governed by capped rule `rule`, if
+  // `claim` is still admitted there with every other claim and reservation counted: admissions are
+  // decided unlocked (two runs failing over at once both saw the same room), so act reserves under
+  // one lock before it creates. The reservation counts as held until the job is in the JobCache
+  // (updateJob sees a job of that run and attempt), `release(uid)`, or the run no longer claims.
+  // A create whose answer was lost keeps it: the job may exist, and the next pass adopts it.
+  bool reserve(const std::string& uid, const controller::ObjectKey& key, int attempt, size_t rule,
+               const crd::AcceleratorClaim& claim, std::vector<bool> allowedBy, const NamespaceLookup& namespaceInfo);
+  void release(const std::string& uid);
+
   size_t size() const;
 
   // Where the jobs must have been listed since the start before a capped rule's count holds them all
@@ -105,6 +115,12 @@ class AcceleratorLedger {
   mutable std::mutex mutex_;
   std::map<std::string, Entry> runs_;  // by run uid
   std::map<std::string, Entry> jobs_;  // by job name, while Vertex runs it
+  struct Reservation {
+    Entry entry;
+    int attempt = 0;
+  };
+  std::map<std::string, Reservation> reservations_;  // by run uid, from reserve until its job is counted
+  std::mutex admission_;  // serialises reserve(): each sees every reservation made before it
 };
 
 }  // namespace vto::reconcilers

@@ -68,8 +68,14 @@ JobCostReading costOfJob(const vertex::Job& job, const crd::PriceCatalog& prices
 }
 
 BudgetLedger::BudgetLedger(vertex::VertexClient& vertex, const Clock& clock, const crd::TenancyRules& rules,
-                           const crd::PriceCatalog& prices, std::vector<std::string> defaultLocations)
-    : vertex_(vertex), clock_(clock), rules_(rules), prices_(prices), defaultLocations_(std::move(defaultLocations)) {}
+                           const crd::PriceCatalog& prices, std::vector<std::string> defaultLocations,
+                           const JobOwnership* ownership)
+    : vertex_(vertex),
+      clock_(clock),
+      rules_(rules),
+      prices_(prices),
+      defaultLocations_(std::move(defaultLocations)),
+      ownership_(ownership) {}
 
 void BudgetLedger::refresh() {
   auto now = clock_.now();
@@ -94,6 +100,8 @@ void BudgetLedger::refresh() {
               for (const auto& job : page.jobs) {
                 // Vertex filters by creation already; a job from another month is not this month's spend.
                 if (job.createTime && crd::budgetMonth(*job.createTime) != month) continue;
+                // Anyone can label a job vto-team; another cluster's jobs are its own budget's.
+                if (ownership_ != nullptr && !ownership_->trusts(job.labels, job.createTime)) continue;
                 listed.push_back(job.name);
                 auto cost = costOfJob(job, prices_, now);
                 if (!cost.usd) {

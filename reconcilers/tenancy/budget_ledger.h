@@ -21,12 +21,14 @@
 #include "base/clock.h"
 #include "base/gcp_names.h"
 #include "crd/price_catalog.h"
+#include "crd/render.h"
 #include "crd/tenancy.h"
+#include "reconcilers/jobs/ownership.h"
 #include "vertex/vertex_client.h"
 
 namespace vto::reconcilers {
 
-inline constexpr const char* kTeamLabel = "vto-team";
+using crd::kTeamLabel;
 
 struct RuleSpend {
   std::string month;             // "2026-12"
@@ -50,7 +52,8 @@ class BudgetLedger {
  public:
   // `defaultLocations`: where to look for a rule without `locations` (the operator's default).
   BudgetLedger(vertex::VertexClient& vertex, const Clock& clock, const crd::TenancyRules& rules,
-               const crd::PriceCatalog& prices, std::vector<std::string> defaultLocations);
+               const crd::PriceCatalog& prices, std::vector<std::string> defaultLocations,
+               const JobOwnership* ownership = nullptr);
 
   // Lists and prices every budget rule's jobs of this month. Never throws: a failed list leaves the
   // rule's last figures with `error` set.
@@ -77,6 +80,7 @@ class BudgetLedger {
   const crd::TenancyRules& rules_;
   const crd::PriceCatalog& prices_;
   std::vector<std::string> defaultLocations_;
+  const JobOwnership* ownership_;  // only jobs this operator made count (the team label alone is anyone's)
   mutable std::mutex mutex_;
   std::map<size_t, RuleSpend> spend_;
   struct Reserved {

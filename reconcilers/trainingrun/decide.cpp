@@ -123,7 +123,8 @@ void startNextAttempt(Draft& d, const std::string& why) {
 // The tenant's accelerator cap, first created first served: the message when the run must wait.
 // `at` is the run on the placement about to be created, judged by the rule that allows that
 // placement (a fallback on other accelerators may fall under another rule's cap than placement 0).
-std::optional<std::string> overAcceleratorCap(const Draft& d, const crd::TrainingRun& at) {
+// When admitted under a capped rule, the plan carries the room for act to reserve.
+std::optional<std::string> overAcceleratorCap(Draft& d, const crd::TrainingRun& at) {
   if (d.o.tenancy.rules == nullptr || d.o.tenancy.rules->empty()) return std::nullopt;
   auto candidate = crd::claimOf(at, false);
   if (candidate.accelerators == 0) return std::nullopt;
@@ -140,7 +141,11 @@ std::optional<std::string> overAcceleratorCap(const Draft& d, const crd::Trainin
     if (index == *governing) claims.push_back(claim);
   }
   auto admitted = crd::admit(candidate, claims, *rule.maxAccelerators, rule.describe(*governing));
-  if (admitted.admitted) return std::nullopt;
+  if (admitted.admitted) {
+    d.plan.acceleratorReservation = AcceleratorReservation{
+        *governing, candidate, crd::rulesAllowing(at.spec, d.o.defaults, *d.o.tenancy.rules), d.current().attempt};
+    return std::nullopt;
+  }
   return admitted.message;
 }
 
@@ -423,10 +428,23 @@ bool checkpointRequired(const Observed& o) {
          (!crd::isFinished(o.status.phase) || trainingrun::resumableAtCostLimit(o));
 }
 
+// Jobs that imitate this run's are ignored everywhere else; the user is told once which they are.
+void warnAboutImpostors(Draft& d) {
+  for (const auto& name : d.o.vertex.impostors) {
+    d.plan.events.push_back(warningEvent(
+        "ForeignJobIgnored", "the Vertex job " + name.substr(0, 200) +
+                                 " carries this run's labels but was not made by this operator (no valid vto-owner "
+                                 "tag for this cluster): it is never followed, adopted, counted or cancelled; find "
+                                 "out who created it"));
+    d.plan.impostorsWarned.push_back(name);
+  }
+}
+
 Plan decide(const Observed& o, const DecideOptions& options) {
   static const crd::TrainingRun undecoded{};
   Draft d(o, o.run ? *o.run : undecoded);
   d.options = options;
+  warnAboutImpostors(d);
 
   // Deletion first: even a run that no longer decodes can be deleted (its job is cancelled, as by default).
   if (!o.metadata.deletionTimestamp.empty()) {

@@ -62,6 +62,9 @@ struct VertexReading {
   // The job status names was not created for this run (its vto-run-uid label is another's): status
   // was written by someone else. vto neither follows nor cancels it.
   bool notOwned = false;
+  // Vertex jobs that carry this run's labels but were not made by this operator (their ownership
+  // tag does not verify), not yet warned about: ignored everywhere, named in a Warning.
+  std::vector<std::string> impostors;
   // The job is not cached yet and its poll target's first full list (just after a start) will bring
   // it: look again shortly instead of reading it now (a cold start costs lists, not a GET per run).
   bool awaitingFirstPoll = false;
@@ -175,6 +178,16 @@ struct BudgetReservation {
   bool unconditionally = false;  // a Warn budget: created whatever changed since
 };
 
+// The room the accelerator cap let a job take: act reserves it in the ledger before the create, under
+// one lock with every other admission (decide read the claims unlocked, so two runs failing over at
+// once may both have seen the same room), and holds it until the job is in the JobCache.
+struct AcceleratorReservation {
+  size_t rule = 0;              // the capped rule that governs the placement
+  crd::AcceleratorClaim claim;  // the run on that placement
+  std::vector<bool> allowedBy;  // which rules' fields other than the namespace allow that placement
+  int attempt = 0;
+};
+
 // A capacity failover, for vto_trainingrun_capacity_failovers_total.
 struct Failover {
   std::string fromLocation, toLocation, acceleratorType, reason;
@@ -204,12 +217,14 @@ struct Plan {
   std::optional<std::string> cancelJob;  // job name
   std::optional<CreateJob> createJob;    // act writes the job name to status at once (the journal)
   std::optional<BudgetReservation> budgetReservation;  // with createJob under a budget
+  std::optional<AcceleratorReservation> acceleratorReservation;  // with createJob under a capped rule
   // act writes status (the upload journal, uploadStartTime) before the upload, its operation after.
   std::optional<UploadModel> uploadModel;
   std::optional<ImportEvaluation> importEvaluation;  // before the status write that says it was imported
   // The status to write; nullopt when it equals what is stored (no write).
   std::optional<crd::TrainingRunStatus> status;
   std::vector<controller::Event> events;
+  std::vector<std::string> impostorsWarned;  // the Events name them: the JobCache stops reporting them
   bool removeFinalizer = false;
   bool deleteRun = false;  // ttlSecondsAfterFinished has passed
   // How the pass ends: requeued after this long (zero: only when something changes), or failed.
@@ -241,6 +256,9 @@ struct DecideOptions {
   // the Event goes out without the tail, which follows in status (a slow Logging read, or a
   // neighbour's, delays no tenant's Event more than this).
   Clock::duration logTailWait = std::chrono::seconds(10);
+  // The operator's cluster identity (vto run --cluster-id): the vto-cluster label of every model
+  // version it uploads, as of every job; empty: none (unit tests).
+  std::string clusterId;
 };
 
 Plan decide(const Observed& observed, const DecideOptions& options = {});
@@ -293,7 +311,7 @@ std::string modelNameOf(const crd::TrainingRunSpec& spec, const Location& defaul
 std::string evaluationDisplayName(const std::string& runUid);
 // The labels every version vto uploads carries beside spec.model.labels: vto-run-uid, and a key of the
 // run's own (runVersionLabelKey), which a model's labels merged into every version cannot shadow.
-std::map<std::string, std::string> modelVersionLabels(const crd::ObjectMeta& run);
+std::map<std::string, std::string> modelVersionLabels(const crd::ObjectMeta& run, const std::string& clusterId);
 // "vto-run-<uid>": the label key, set to "true", that marks the run's version.
 std::string runVersionLabelKey(const std::string& runUid);
 // The versionDescription vto uploads with: "TrainingRun NS/NAME (uid UID)". Vertex keeps it per

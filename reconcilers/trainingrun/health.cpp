@@ -63,6 +63,11 @@ Health healthOf(const HealthInput& in) {
   return h;
 }
 
+namespace {
+// An ETA further out than this is not one: it is left out rather than written as a date.
+constexpr std::chrono::duration<double> kLongestEta = std::chrono::hours(24 * 365 * 10);
+}  // namespace
+
 std::optional<crd::Progress> progressOf(const crd::TrainingRunSpec& spec, const crd::TrainingRunStatus& status) {
   const auto& checkpoint = status.history.lastCheckpoint;
   if (!checkpoint) return std::nullopt;
@@ -72,8 +77,11 @@ std::optional<crd::Progress> progressOf(const crd::TrainingRunSpec& spec, const 
   crd::Progress progress;
   progress.step = *step;
   progress.totalSteps = spec.checkpointing.totalSteps;
+  // A step is whatever number a tenant's checkpoint name holds (up to 18 digits): no product may overflow.
   if (progress.totalSteps) {
-    progress.percent = static_cast<int32_t>(std::min<long long>(100, *step * 100 / *progress.totalSteps));
+    progress.percent = *step >= *progress.totalSteps
+                           ? 100
+                           : static_cast<int32_t>(static_cast<__int128>(*step) * 100 / *progress.totalSteps);
   }
   // The rate is this attempt's alone (a resumed attempt may run on other machines): the steps from the
   // checkpoint it resumed from to its newest one, over the time since it started. A checkpoint older
@@ -89,6 +97,7 @@ std::optional<crd::Progress> progressOf(const crd::TrainingRunSpec& spec, const 
   progress.secondsPerStep = std::round(perStep * 10) / 10;  // a tenth of a second: no write per jitter
   if (status.phase == Phase::Running && progress.totalSteps && *step < *progress.totalSteps) {
     auto remaining = std::chrono::duration<double>(perStep * static_cast<double>(*progress.totalSteps - *step));
+    if (!(remaining < kLongestEta)) return progress;  // no date a person could wait for (or write as RFC 3339)
     progress.eta = trainingrun::wholeSeconds(*checkpoint->updateTime +
                                              std::chrono::duration_cast<Clock::duration>(remaining));
   }

@@ -20,7 +20,7 @@ namespace vto::reconcilers {
 using controller::Result;
 
 const controller::Resource& trainingRunResource() {
-  static const controller::Resource resource{"vto.dev", "v1alpha1", "trainingruns", true};
+  static const controller::Resource resource{"vto.dev", "v1beta1", "trainingruns", true};
   return resource;
 }
 
@@ -41,7 +41,8 @@ TrainingRunReconciler::TrainingRunReconciler(const controller::ObjectCache& runs
                      .firstPollWait = std::chrono::seconds(5),
                      .quotaRecheckPeriod = options.quotaRecheckPeriod,
                      .budgetRecheckPeriod = options.budgetRecheckPeriod,
-                     .uploadGracePeriod = options.uploadGracePeriod},
+                     .uploadGracePeriod = options.uploadGracePeriod,
+                     .clusterId = options.ownership != nullptr ? options.ownership->clusterId() : ""},
       metrics_(metrics),
       checkpoints_(options.checkpointPollPeriod, options.checkpointListsPerMinute),
       accelerators_(options.tenancy, options.defaults,
@@ -50,7 +51,10 @@ TrainingRunReconciler::TrainingRunReconciler(const controller::ObjectCache& runs
                       return ended ? std::optional(!*ended) : std::nullopt;
                     }),
       namespaces_(kube, clock, options.tenancy),
-      startedAt_(clock.now()) {}
+      startedAt_(clock.now()) {
+  // The one place that decides which jobs are this operator's: everything else reads the cache.
+  jobs.setOwnership(options_.ownership);
+}
 
 Result TrainingRunReconciler::reconcile(const controller::ObjectKey& key) {
   auto cached = runs_.get(key);
@@ -67,6 +71,15 @@ Result TrainingRunReconciler::reconcile(const controller::ObjectKey& key) {
 
 namespace {
 // A member of the cached object, read in place (an absent one reads as {}): no copy per reconcile.
+// The job's labels as Vertex gets them: the rendered ones, the budget rule's team, then this
+// operator's cluster and its ownership tag over all of them.
+std::map<std::string, std::string> signedLabels(const Observed& o, const nlohmann::json& rendered, const JobOwnership* ownership) {
+  auto labels = rendered.get<std::map<std::string, std::string>>();
+  if (auto team = trainingrun::teamOf(o); !team.empty()) labels[kTeamLabel] = team;
+  if (ownership != nullptr) ownership->sign(labels);
+  return labels;
+}
+
 const nlohmann::json& memberOf(const nlohmann::json& object, const char* name) {
   static const nlohmann::json empty = nlohmann::json::object();
   auto found = object.find(name);
@@ -97,6 +110,7 @@ Observed TrainingRunReconciler::observe(const nlohmann::json& object) {
   }
   bool deleting = !o.metadata.deletionTimestamp.empty();
   if (!o.run) return o;
+  o.vertex.impostors = jobs_.impostorsOf(o.metadata.uid);
   if (const auto* tails = options_.logTails; tails != nullptr && tails->enabled()) {
     o.logTails.enabled = true;
     o.logTails.read = tails->tailsOf(o.metadata.uid);
@@ -333,6 +347,11 @@ std::optional<CachedJob> TrainingRunReconciler::readJob(const std::string& jobNa
   try {
     auto job = vertex_.getJob(jobName);
     jobs_.put(job, o.now);
+    if (!jobs_.trusts(job)) {
+      // Status names a job this operator did not make: never followed, read or cancelled.
+      o.vertex.notOwned = true;
+      return std::nullopt;
+    }
     return jobs_.get(jobName);
   } catch (const vertex::ApiError& e) {
     if (e.isNotFound()) {
@@ -394,6 +413,19 @@ Plan TrainingRunReconciler::createPlannedJob(const Observed& o, Plan plan) {
   // A refusal for an accelerator quota moves the attempt to the next placement, at most once each.
   for (size_t tries = 0; plan.createJob && tries <= crd::placementCount(o.run->spec); ++tries) {
     const auto create = *plan.createJob;
+    // The cap's room is taken under one lock with every other admission; lost to a run that took it
+    // first, this pass decided on claims that no longer hold: nothing is written, decide again.
+    if (const auto& room = plan.acceleratorReservation) {
+      auto namespaceInfo = [&](const std::string& ns) {
+        return ns == o.metadata.namespace_ ? o.tenancy.ns : namespaces_.get(ns);
+      };
+      if (!accelerators_.reserve(o.metadata.uid, controller::ObjectKey{o.metadata.namespace_, o.metadata.name},
+                                 create.attempt, room->rule, room->claim, room->allowedBy, namespaceInfo)) {
+        Plan again;
+        again.requeueAfter = std::chrono::milliseconds(200);
+        return again;
+      }
+    }
     // Exactly once: a job for this run and attempt that already exists (a crash came between its
     // create and the status write) is adopted, never created twice. A first attempt whose finalizer
     // this pass added needs no lookup: every job is created after the finalizer is in place, and the
@@ -404,12 +436,16 @@ Plan TrainingRunReconciler::createPlannedJob(const Observed& o, Plan plan) {
       if ((job = findByLabels(o, target, create.attempt))) break;
     }
     bool adopted = job.has_value();
-    if (job) return recordCreatedJob(o, std::move(plan), cachedJobOf(*job, o.now), adopted);
+    if (job) {
+      accelerators_.release(o.metadata.uid);  // the job is counted now
+      return recordCreatedJob(o, std::move(plan), cachedJobOf(*job, o.now), adopted);
+    }
     try {
       auto body = crd::renderJob(trainingrun::runAt(*o.run, create.placement), create.attempt, create.resumeFrom);
-      if (auto team = trainingrun::teamOf(o); !team.empty()) body["labels"][kTeamLabel] = team;
+      body["labels"] = signedLabels(o, body["labels"], jobs_.ownership());
       job = vertex_.createJob(create.where, create.kind, body);
       jobs_.put(*job, o.now);
+      accelerators_.release(o.metadata.uid);  // the job is counted now
       if (held) {
         options_.budgets->noteCreated(held->rule, o.metadata.uid, job->name, held->usd, held->hourlyUsd);
         held.reset();
@@ -418,7 +454,9 @@ Plan TrainingRunReconciler::createPlannedJob(const Observed& o, Plan plan) {
       return recordCreatedJob(o, std::move(plan), cachedJobOf(*job, o.now), false);
     } catch (const vertex::ApiError& e) {
       bool quota = o.run->spec.capacity && isAcceleratorQuotaRefusal(e.httpStatus(), e.message());
+      // Retryable: the job may exist (a 5xx after the write); the reservation stays until a pass adopts it.
       if (e.isRetryable() && !quota) throw;  // the work queue backs off, never sooner than retryAfter
+      accelerators_.release(o.metadata.uid);  // refused: no job; a fallback reserves at its own placement
       // Decide again knowing it, on the status this pass has decided so far (no job of this attempt).
       Observed again = o;
       again.hasFinalizer = true;  // added above
@@ -454,6 +492,13 @@ std::optional<vertex::Job> TrainingRunReconciler::findByLabels(const Observed& o
   list.filter = std::string("labels.") + crd::kRunUidLabel + "=\"" + crd::sanitizeLabelValue(o.metadata.uid) +
                 "\" AND labels." + crd::kAttemptLabel + "=\"" + std::to_string(attempt) + "\"";
   auto page = vertex_.listJobs(target.where, target.kind, list);
+  // Labels anyone can copy: only a job this operator made is adopted (the cache remembers the others
+  // as impostors, and the run warns about them).
+  std::erase_if(page.jobs, [&](const vertex::Job& job) {
+    if (jobs_.trusts(job)) return false;
+    jobs_.put(job, o.now);
+    return true;
+  });
   if (page.jobs.empty()) return std::nullopt;
   auto oldest = std::min_element(page.jobs.begin(), page.jobs.end(), [](const auto& a, const auto& b) {
     return a.createTime.value_or(Clock::time_point::max()) < b.createTime.value_or(Clock::time_point::max());
@@ -525,6 +570,7 @@ Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& 
     written = std::move(status);
   }
   controller::recordEvents(events_, current(), plan.events);
+  if (!plan.impostorsWarned.empty()) jobs_.impostorsReported(meta.uid, plan.impostorsWarned);
   if (metrics_ != nullptr) {
     if (const auto& f = plan.failover) metrics_->capacityFailover(meta.namespace_, f->fromLocation, f->toLocation, f->acceleratorType, f->reason);
     if (plan.resumedAfter) metrics_->resumed(crd::enumName(*plan.resumedAfter, crd::failureClassNames()));

@@ -70,6 +70,9 @@ struct TrainingRunReconcilerOptions {
   // Where the resourceVersions of this reconciler's own writes go, so that their watch events
   // enqueue nothing (controller::enqueueUnlessOwnWrite); null: every event reconciles.
   controller::OwnWrites* ownWrites = nullptr;
+  // Which Vertex jobs this operator made (cluster identity and ownership tag): only those are cached,
+  // so followed, adopted, counted, read and cancelled; null: every job with vto's labels (unit tests).
+  const JobOwnership* ownership = nullptr;
   // Where succeeded runs with spec.model register it; null: such runs say the operator cannot.
   vertex::ModelRegistry* registry = nullptr;
   // The failed attempts' log tails, read off the workers; null: no tails (the Failed Event is not held).

@@ -14,6 +14,7 @@
 #include "base/gcp_names.h"
 #include "crd/labels.h"
 #include "crd/model.h"
+#include "reconcilers/jobs/ownership.h"
 #include "reconcilers/trainingrun/draft.h"
 
 namespace vto::reconcilers {
@@ -249,7 +250,7 @@ Plan continueWorkAfterSuccess(Draft& d) {
   if (!s.healthRoute.empty()) m.containerSpec["healthRoute"] = s.healthRoute;
   m.versionAliases = spec.versionAliases;
   m.labels = spec.labels;
-  for (const auto& [key, value] : modelVersionLabels(d.o.metadata)) m.labels[key] = value;
+  for (const auto& [key, value] : modelVersionLabels(d.o.metadata, d.options.clusterId)) m.labels[key] = value;
   m.versionDescription = versionDescriptionOf(d.o.metadata);
   upload.request.serviceAccount = d.run.spec.serviceAccount;
   d.plan.uploadModel = std::move(upload);
@@ -292,11 +293,13 @@ std::string modelNameOf(const crd::TrainingRunSpec& spec, const Location& defaul
 
 std::string evaluationDisplayName(const std::string& runUid) { return "vto-" + crd::sanitizeLabelValue(runUid); }
 
-std::map<std::string, std::string> modelVersionLabels(const crd::ObjectMeta& run) {
-  return {{crd::kRunUidLabel, crd::sanitizeLabelValue(run.uid)},
-          {runVersionLabelKey(run.uid), "true"},
-          {"vto-namespace", crd::sanitizeLabelValue(run.namespace_)},
-          {"managed-by", "vto"}};
+std::map<std::string, std::string> modelVersionLabels(const crd::ObjectMeta& run, const std::string& clusterId) {
+  std::map<std::string, std::string> labels{{crd::kRunUidLabel, crd::sanitizeLabelValue(run.uid)},
+                                            {runVersionLabelKey(run.uid), "true"},
+                                            {"vto-namespace", crd::sanitizeLabelValue(run.namespace_)},
+                                            {"managed-by", "vto"}};
+  if (!clusterId.empty()) labels[kClusterLabel] = clusterId;
+  return labels;
 }
 
 std::string runVersionLabelKey(const std::string& runUid) {

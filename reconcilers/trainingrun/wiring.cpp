@@ -15,11 +15,10 @@ TrainingRunReconcilerOptions withOwnWrites(TrainingRunReconcilerOptions options,
   return options;
 }
 
-// A tail is read only for a job that is the run's: one this controller observed with the run's uid,
-// or one where the run's spec puts its jobs.
-LogTailOptions withJobs(LogTailOptions options, const JobCache& jobs, const Location& defaults) {
+// A tail is read only for a job that is the run's: one this controller observed, made by this
+// operator, with the run's uid.
+LogTailOptions withJobs(LogTailOptions options, const JobCache& jobs) {
   options.jobs = &jobs;
-  options.defaults = defaults;
   return options;
 }
 
@@ -46,7 +45,7 @@ TrainingRunController::TrainingRunController(const controller::ObjectCache& runs
                 [this](const std::string& uid) {
                   if (auto key = runs_.keyByUid(uid)) enqueue_(*key);
                 },
-                withJobs(logTailOptions, jobs_, options.defaults)),
+                withJobs(logTailOptions, jobs_)),
       // Each read waits on Cloud Logging (up to its timeout): a few at once, none on a reconcile worker.
       logTailPolling_(
           deps.clock, [this] { return logTails_.targets(); },
@@ -91,6 +90,10 @@ TrainingRunController::TrainingRunController(const controller::ObjectCache& runs
   // A job's change reaches the accelerator ledger (a job that ended frees its namespace's accelerators).
   jobs_.setListener([this](const std::string& name, const CachedJob* job) {
     for (const auto& waiting : reconciler_->accelerators().updateJob(name, job)) enqueue_(waiting);
+  });
+  // A job imitating a run's: that run warns about it.
+  jobs_.setImpostorListener([this](const std::string& uid) {
+    if (auto key = runs_.keyByUid(uid)) enqueue_(*key);
   });
 }
 

@@ -220,7 +220,7 @@ TEST(Guardrails, ASecondNamespaceTargetingAnotherTeamsModelAndAliasIsRefused) {
     if (line.find("versionAliases") == std::string::npos) indented += "    " + line;
     at = end + 1;
   }
-  apply("apiVersion: vto.dev/v1alpha1\nkind: RetrainingPolicy\nmetadata: {name: steal-alias, namespace: " + ns +
+  apply("apiVersion: vto.dev/v1beta1\nkind: RetrainingPolicy\nmetadata: {name: steal-alias, namespace: " + ns +
         "}\nspec:\n  template:\n    spec:\n      trainer:\n        container:\n"
         "          imageUri: us-central1-docker.pkg.dev/test-project/train/model:1\n"
         "      resources: {machineType: n1-standard-4}\n"
@@ -319,7 +319,7 @@ TEST(Guardrails, APolicyWhoseDataPrefixIsAnotherTeamsIsRefusedAndTheBucketNeverL
   const std::string ns = "team-a";
   stack().createNamespace(ns);
   auto policy = [&](const std::string& name, const std::string& dataPrefix) {
-    return "apiVersion: vto.dev/v1alpha1\nkind: RetrainingPolicy\nmetadata: {name: " + name + ", namespace: " + ns +
+    return "apiVersion: vto.dev/v1beta1\nkind: RetrainingPolicy\nmetadata: {name: " + name + ", namespace: " + ns +
            "}\nspec:\n  template:\n    spec:\n      trainer:\n        container:\n"
            "          imageUri: us-central1-docker.pkg.dev/test-project/train/model:1\n"
            "      resources: {machineType: n1-standard-4}\n"
@@ -361,7 +361,7 @@ TEST(Guardrails, AHostileTenantIsRefusedAndSlowsNoOtherTenant) {
   stack().createNamespace(ns);
   stack().createNamespace(calm);
   auto policy = [](const std::string& space, const std::string& name, const std::string& extra) {
-    return "apiVersion: vto.dev/v1alpha1\nkind: RetrainingPolicy\nmetadata: {name: " + name + ", namespace: " + space +
+    return "apiVersion: vto.dev/v1beta1\nkind: RetrainingPolicy\nmetadata: {name: " + name + ", namespace: " + space +
            "}\nspec:\n  template:\n    spec:\n      trainer:\n        container:\n"
            "          imageUri: us-central1-docker.pkg.dev/test-project/train/model:1\n"
            "      resources: {machineType: n1-standard-4}\n"

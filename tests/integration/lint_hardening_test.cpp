@@ -28,7 +28,7 @@ std::string writeFile(const std::string& name, const std::string& text) {
 }
 
 std::string run(const std::string& metadata, const std::string& extraSpec) {
-  return "apiVersion: vto.dev/v1alpha1\nkind: TrainingRun\nmetadata: " + metadata +
+  return "apiVersion: vto.dev/v1beta1\nkind: TrainingRun\nmetadata: " + metadata +
          "\nspec:\n  trainer:\n    container: {imageUri: us-central1-docker.pkg.dev/p/r/img:1}\n"
          "  resources: {machineType: n1-standard-8, acceleratorType: NVIDIA_TESLA_T4, acceleratorCount: 1}\n" +
          extraSpec;
@@ -38,7 +38,7 @@ class LintAgreesWithTheApiServer : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     auto& cluster = sharedCluster();
-    auto applied = runShell(vto("crd") + " | kubectl --kubeconfig=" + quote(cluster.kubeconfig()) + " apply -f -");
+    auto applied = runShell(vto("crd") + " | kubectl --kubeconfig=" + quote(cluster.kubeconfig()) + " apply --server-side -f -");
     ASSERT_EQ(applied.exitCode, 0) << applied.output;
     ASSERT_TRUE(waitFor([&] { return cluster.kubectl("get trun -A").exitCode == 0; }, 60s));
   }
@@ -66,14 +66,14 @@ TEST_F(LintAgreesWithTheApiServer, AValidRunPassesBoth) {
 // server as written (JSON is YAML, so lint reads the same file).
 TEST_F(LintAgreesWithTheApiServer, DuplicateKeys) {
   auto file = writeFile("duplicate.json",
-                        R"({"apiVersion": "vto.dev/v1alpha1", "kind": "TrainingRun", "metadata": {"name": "dup"},
+                        R"({"apiVersion": "vto.dev/v1beta1", "kind": "TrainingRun", "metadata": {"name": "dup"},
  "spec": {"trainer": {"container": {"imageUri": "us-central1-docker.pkg.dev/p/r/img:1"}},
           "baseOutputDirectory": "gs://b/one", "baseOutputDirectory": "gs://b/two"}})");
   auto lint = runShell(vto("lint -f " + quote(file)));
   EXPECT_EQ(lint.exitCode, 1) << lint.output;
   EXPECT_NE(lint.output.find("line 3: duplicate key \"baseOutputDirectory\""), std::string::npos) << lint.output;
   auto server = sharedCluster().kubectl(
-      "create --raw '/apis/vto.dev/v1alpha1/namespaces/default/trainingruns?dryRun=All&fieldValidation=Strict' -f " +
+      "create --raw '/apis/vto.dev/v1beta1/namespaces/default/trainingruns?dryRun=All&fieldValidation=Strict' -f " +
       quote(file));
   EXPECT_NE(server.exitCode, 0) << "the API server accepted what lint refuses: " << server.output;
   EXPECT_NE(server.output.find("duplicate field"), std::string::npos) << server.output;
@@ -90,7 +90,7 @@ TEST_F(LintAgreesWithTheApiServer, MaxLength) {
 }
 
 std::string rawRun(const std::string& name, const std::string& pool) {
-  return "apiVersion: vto.dev/v1alpha1\nkind: TrainingRun\nmetadata: {name: " + name +
+  return "apiVersion: vto.dev/v1beta1\nkind: TrainingRun\nmetadata: {name: " + name +
          "}\nspec:\n  baseOutputDirectory: gs://b/out\n  workerPoolSpecs:\n    - " + pool + "\n";
 }
 
@@ -161,7 +161,7 @@ tenancy:
 
   // A RetrainingPolicy: its template's fields and its data prefix (which the operator would list).
   auto policy = [&](const std::string& file, const std::string& output, const std::string& data) {
-    return writeFile(file, "apiVersion: vto.dev/v1alpha1\nkind: RetrainingPolicy\nmetadata: {name: p, namespace: team-a}\n"
+    return writeFile(file, "apiVersion: vto.dev/v1beta1\nkind: RetrainingPolicy\nmetadata: {name: p, namespace: team-a}\n"
                            "spec:\n  template:\n    spec:\n      trainer:\n        container:\n"
                            "          imageUri: us-central1-docker.pkg.dev/acme-ml/r/img:1\n"
                            "      resources: {machineType: n1-standard-4}\n      baseOutputDirectory: " + output +
@@ -233,7 +233,7 @@ tenancy:
 
   auto pool = [&](const std::string& name, const std::string& extra) {
     auto file = writeFile(name + ".yaml",
-                          "apiVersion: vto.dev/v1alpha1\nkind: TrainingRun\nmetadata: {name: " + name +
+                          "apiVersion: vto.dev/v1beta1\nkind: TrainingRun\nmetadata: {name: " + name +
                               ", namespace: team-a}\nspec:\n" + base +
                               "  workerPoolSpecs:\n    - {machineSpec: {" + extra +
                               ", containerSpec: {imageUri: us-docker.pkg.dev/p/r/i:1}}\n");
@@ -259,7 +259,7 @@ tenancy:
 
   auto policy = [&](const std::string& name, const std::string& url) {
     auto file = writeFile(name + ".yaml",
-                          "apiVersion: vto.dev/v1alpha1\nkind: RetrainingPolicy\nmetadata: {name: p, namespace: team-a}\n"
+                          "apiVersion: vto.dev/v1beta1\nkind: RetrainingPolicy\nmetadata: {name: p, namespace: team-a}\n"
                           "spec:\n  template:\n    spec:\n      trainer:\n        container:\n"
                           "          imageUri: us-central1-docker.pkg.dev/acme-ml/r/img:1\n"
                           "      resources: {machineType: n1-standard-4}\n"

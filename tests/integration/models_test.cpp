@@ -92,7 +92,7 @@ class ModelsTest : public ::testing::Test {
               << " ms\n";
   }
   void startOperator(std::vector<std::string> extra = {}) {
-    std::vector<std::string> flags = {"--metrics-bind-address", "127.0.0.1:" + std::to_string(metricsPort), "--log-level", "debug"};
+    std::vector<std::string> flags = {"--log-level", "debug"};  // metrics on a port of the operator's choice
     flags.insert(flags.end(), extra.begin(), extra.end());
     stack().startOperator(flags);
   }
@@ -101,7 +101,7 @@ class ModelsTest : public ::testing::Test {
            stack().cluster().kubectl("-n " + ns + " get events").output + stack().operatorLog();
   }
   std::string scrapeMetrics() {
-    return runShell("curl -sf http://127.0.0.1:" + std::to_string(metricsPort) + "/metrics").output;
+    return runShell("curl -sf " + stack().metricsUrl()).output;
   }
   void apply(const std::string& yaml) {
     std::string path = stack().dir() + "/" + ns + "-" + std::to_string(std::hash<std::string>{}(yaml)) + ".yaml";
@@ -110,7 +110,7 @@ class ModelsTest : public ::testing::Test {
   }
   // A TrainingRun of model `model` whose job's first pool has `env` (YAML flow list).
   void applyRun(const std::string& name, const std::string& model, const std::string& env) {
-    apply("apiVersion: vto.dev/v1alpha1\nkind: TrainingRun\nmetadata:\n  name: " + name + "\n  namespace: " + ns +
+    apply("apiVersion: vto.dev/v1beta1\nkind: TrainingRun\nmetadata:\n  name: " + name + "\n  namespace: " + ns +
           "\nspec:\n  trainer:\n    container:\n"
           "      imageUri: us-central1-docker.pkg.dev/test-project/train/model:1\n      env: " + env + "\n"
           "  resources: {machineType: n1-standard-4}\n"
@@ -134,7 +134,6 @@ class ModelsTest : public ::testing::Test {
   json status(const std::string& name) { return policy(name).value("status", json::object()); }
 
   std::string ns;
-  int metricsPort = freeLoopbackPort();
   std::chrono::steady_clock::time_point started;
 };
 
@@ -294,7 +293,7 @@ TEST_F(ModelsTest, APolicyPromotesTheBetterVersionKeepsTheChampionAgainstAWorseO
   auto applyPolicy = [&](double auc) {
     char metrics[64];
     std::snprintf(metrics, sizeof metrics, "{\"auc\": %g}", auc);
-    apply("apiVersion: vto.dev/v1alpha1\nkind: RetrainingPolicy\nmetadata:\n  name: ranker\n  namespace: " + ns +
+    apply("apiVersion: vto.dev/v1beta1\nkind: RetrainingPolicy\nmetadata:\n  name: ranker\n  namespace: " + ns +
           "\nspec:\n  template:\n    spec:\n      trainer:\n        container:\n"
           "          imageUri: us-central1-docker.pkg.dev/test-project/train/model:1\n"
           "          env: [{name: EMULATOR_MODEL_METRICS, value: '" + metrics + "'}]\n"

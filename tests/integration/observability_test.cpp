@@ -150,7 +150,7 @@ class PrometheusServer {
 };
 
 std::string gpuRunManifest(const std::string& name, const std::string& extra) {
-  return std::string("apiVersion: vto.dev/v1alpha1\nkind: TrainingRun\nmetadata:\n  name: ") + name +
+  return std::string("apiVersion: vto.dev/v1beta1\nkind: TrainingRun\nmetadata:\n  name: ") + name +
          "\n  namespace: " + kNamespace +
          "\nspec:\n  framework: pytorch\n  trainer:\n    container:\n"
          "      imageUri: us-central1-docker.pkg.dev/test-project/train/model:1\n"
@@ -215,7 +215,7 @@ Scenario& scenario() {
     // A policy that retrains now (the manual annotation), with every trigger kind so that each of
     // its series exists: a schedule, new data under a GCS prefix, and a metric from this Prometheus.
     stack().createNamespace(kRetrainNamespace);
-    applyManifest("policy", std::string("apiVersion: vto.dev/v1alpha1\nkind: RetrainingPolicy\nmetadata:\n") +
+    applyManifest("policy", std::string("apiVersion: vto.dev/v1beta1\nkind: RetrainingPolicy\nmetadata:\n") +
                                 "  name: nightly\n  namespace: " + kRetrainNamespace +
                                 "\n  annotations: {vto.dev/retrain-requested: \"1\"}\nspec:\n  template:\n    spec:\n"
                                 "      framework: xgboost\n      trainer:\n        container:\n"

@@ -47,8 +47,9 @@ class RetrainingPolicyTest : public ::testing::Test {
     startOperator();
   }
   void startOperator() {
-    stack().startOperator({"--clock-offset-file", stack().dir() + "/clock-offset", "--metrics-bind-address",
-                           "127.0.0.1:" + std::to_string(metricsPort), "--log-level", "debug"});
+    // The metrics port is the operator's own choice (port 0): a port picked here beforehand could be
+    // taken by a neighbouring test before the operator binds it, and the operator would exit.
+    stack().startOperator({"--clock-offset-file", stack().dir() + "/clock-offset", "--log-level", "debug"});
   }
   // What a failing test prints: the policies, their runs, the Events and the operator's log.
   std::string diagnose() {
@@ -57,7 +58,7 @@ class RetrainingPolicyTest : public ::testing::Test {
            stack().cluster().kubectl("-n " + ns + " get events").output + stack().operatorLog();
   }
   std::string scrapeMetrics() {
-    return runShell("curl -sf http://127.0.0.1:" + std::to_string(metricsPort) + "/metrics").output;
+    return runShell("curl -sf " + stack().metricsUrl()).output;
   }
   void TearDown() override {
     stack().cluster().kubectl("-n " + ns + " delete retrainingpolicies --all --wait=false");
@@ -76,7 +77,7 @@ class RetrainingPolicyTest : public ::testing::Test {
     stack().kubectlOk("-n " + ns + " wait --for=condition=Valid rtp/" + name + " --timeout=60s");
   }
   void applyPolicyUnchecked(const std::string& name, const std::string& spec, const std::string& runSpec = "") {
-    apply("apiVersion: vto.dev/v1alpha1\nkind: RetrainingPolicy\nmetadata:\n  name: " + name + "\n  namespace: " + ns +
+    apply("apiVersion: vto.dev/v1beta1\nkind: RetrainingPolicy\nmetadata:\n  name: " + name + "\n  namespace: " + ns +
           "\nspec:\n  template:\n    spec:\n      trainer:\n        container:\n"
           "          imageUri: us-central1-docker.pkg.dev/test-project/train/model:1\n"
           "      resources:\n        machineType: n1-standard-4\n"
@@ -119,7 +120,6 @@ class RetrainingPolicyTest : public ::testing::Test {
 
   std::string ns;
   std::unique_ptr<SimulatedClock> clock;
-  int metricsPort = freeLoopbackPort();
 };
 
 TEST_F(RetrainingPolicyTest, EveryMinuteCreatesOneRunPerSlotNamedBySlot) {

@@ -51,8 +51,7 @@ class NewDataTriggerTest : public ::testing::Test {
     stack().stopOperator(SIGTERM);
   }
   void startOperator() {
-    stack().startOperator({"--clock-offset-file", stack().dir() + "/clock-offset", "--metrics-bind-address",
-                           "127.0.0.1:" + std::to_string(metricsPort)});
+    stack().startOperator({"--clock-offset-file", stack().dir() + "/clock-offset"});
   }
   std::string diagnose() {
     return stack().cluster().kubectl("-n " + ns + " get rtp -o yaml").output +
@@ -65,7 +64,7 @@ class NewDataTriggerTest : public ::testing::Test {
   }
   // `newData` fields under triggers.newData (YAML flow, without braces).
   void applyPolicy(const std::string& newData, const std::string& extra = "") {
-    std::string yaml = "apiVersion: vto.dev/v1alpha1\nkind: RetrainingPolicy\nmetadata:\n  name: data\n  namespace: " +
+    std::string yaml = "apiVersion: vto.dev/v1beta1\nkind: RetrainingPolicy\nmetadata:\n  name: data\n  namespace: " +
                        ns +
                        "\nspec:\n  template:\n    spec:\n      trainer:\n        container:\n"
                        "          imageUri: us-central1-docker.pkg.dev/test-project/train/model:1\n"
@@ -127,7 +126,6 @@ class NewDataTriggerTest : public ::testing::Test {
   vertex::CppRestTransport http;
   std::unique_ptr<vertex::GcsClient> gcs;
   std::unique_ptr<SimulatedClock> clock;
-  int metricsPort = freeLoopbackPort();
 };
 
 TEST_F(NewDataTriggerTest, ExistingDataDoesNotFireAndTheSecondOfTwoFiresOnce) {
@@ -162,7 +160,7 @@ TEST_F(NewDataTriggerTest, ExistingDataDoesNotFireAndTheSecondOfTwoFiresOnce) {
   nextPoll();
   nextPoll();
   EXPECT_EQ(runs().size(), 1u) << diagnose();
-  auto metrics = runShell("curl -sf http://127.0.0.1:" + std::to_string(metricsPort) + "/metrics").output;
+  auto metrics = runShell("curl -sf " + stack().metricsUrl()).output;
   EXPECT_NE(metrics.find("vto_retrainingpolicy_trigger_healthy{namespace=\"" + ns +
                          "\",policy=\"data\",trigger=\"newData\"} 1"),
             std::string::npos)
@@ -216,8 +214,7 @@ TEST_F(NewDataTriggerTest, TenThousandObjectsAreListedInPages) {
   FakeGcsServer large(stack().dir() + "/fake-gcs-10000.log", {},
                       {"-backend", "filesystem", "-filesystem-root", stack().dir() + "/gcs-10000", "-data", seed.string()});
   gcs = std::make_unique<vertex::RestGcsClient>(http, large.url(), nullptr);
-  stack().startOperator({"--clock-offset-file", stack().dir() + "/clock-offset", "--metrics-bind-address",
-                         "127.0.0.1:" + std::to_string(metricsPort), "--gcs-endpoint", large.url()});
+  stack().startOperator({"--clock-offset-file", stack().dir() + "/clock-offset", "--gcs-endpoint", large.url()});
   applyPolicy("minNewBytes: 3");
   firstPoll();
   EXPECT_EQ(status()["dataWatermark"]["name"], prefix() + "o-" + std::to_string(100000 + count - 1)) << diagnose();
@@ -319,7 +316,7 @@ class MetricTriggerTest : public NewDataTriggerTest {
         << "Prometheus does not see " << metric << " = " << value;
   }
   void applyMetricPolicy(const std::string& fields, const std::string& query = "", const std::string& url = "") {
-    std::string yaml = "apiVersion: vto.dev/v1alpha1\nkind: RetrainingPolicy\nmetadata:\n  name: metric\n  namespace: " +
+    std::string yaml = "apiVersion: vto.dev/v1beta1\nkind: RetrainingPolicy\nmetadata:\n  name: metric\n  namespace: " +
                        ns +
                        "\nspec:\n  template:\n    spec:\n      suspend: true\n      trainer:\n        container:\n"
                        "          imageUri: us-central1-docker.pkg.dev/test-project/train/model:1\n"

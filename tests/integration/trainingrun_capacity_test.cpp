@@ -27,13 +27,16 @@ const auto kStarted = std::chrono::steady_clock::now();
 
 // The tenancy scenario's namespace may use us-central1 only; the others anything.
 const char* kTenancyNamespace = "cap-tenancy";
+// The race scenario's namespace may hold 8 accelerators at once.
+const char* kRaceNamespace = "cap-race";
 const std::vector<std::string> kNamespaces = {"cap-stockout", "cap-waiting", "cap-giveup", "cap-quota",
                                               "cap-hold",     "cap-kill",    "cap-queued", "cap-flex",
-                                              "cap-spot",     kTenancyNamespace};
+                                              "cap-spot",     kTenancyNamespace, kRaceNamespace};
+const int kRacers = 3;
 
 std::string runYaml(const std::string& ns, const std::string& name, const std::string& location,
                     const std::string& resources, const std::string& capacity) {
-  return "apiVersion: vto.dev/v1alpha1\nkind: TrainingRun\nmetadata:\n  name: " + name + "\n  namespace: " + ns +
+  return "apiVersion: vto.dev/v1beta1\nkind: TrainingRun\nmetadata:\n  name: " + name + "\n  namespace: " + ns +
          "\nspec:\n  framework: pytorch\n  location: " + location +
          "\n  trainer:\n    container:\n      imageUri: us-central1-docker.pkg.dev/test-project/train/model:1\n"
          "  resources: " + resources + "\n  baseOutputDirectory: gs://" + kTestBucket + "/" + ns + "/" + name +
@@ -43,6 +46,7 @@ std::string runYaml(const std::string& ns, const std::string& name, const std::s
 const std::string kCpu = "{machineType: n1-standard-4}";
 const std::string kA100 = "{machineType: a2-highgpu-1g, acceleratorType: NVIDIA_TESLA_A100, acceleratorCount: 1}";
 const std::string kT4 = "{machineType: n1-standard-4, acceleratorType: NVIDIA_TESLA_T4, acceleratorCount: 1}";
+const std::string kA100x8 = "{machineType: a2-highgpu-8g, acceleratorType: NVIDIA_TESLA_A100, acceleratorCount: 8}";
 
 void applyYaml(OperatorStack& stack, const std::string& yaml) {
   std::string path = stack.dir() + "/manifest-" + std::to_string(std::hash<std::string>{}(yaml)) + ".yaml";
@@ -85,9 +89,10 @@ OperatorStack& stack() {
     std::string config = shared.dir() + "/vto-config.yaml";
     std::string others;
     for (const auto& ns : kNamespaces) {
-      if (ns != kTenancyNamespace) others += (others.empty() ? "" : ", ") + ns;
+      if (ns != kTenancyNamespace && ns != kRaceNamespace) others += (others.empty() ? "" : ", ") + ns;
     }
     std::ofstream(config) << "tenancy:\n  - namespaces: [" << kTenancyNamespace << "]\n    locations: [us-central1]\n"
+                          << "  - namespaces: [" << kRaceNamespace << "]\n    maxAccelerators: 8\n"
                           << "  - namespaces: [" << others << "]\n";
     // What each scenario's regions have, in force before any job.
     json entries = json::array({
@@ -107,6 +112,8 @@ OperatorStack& stack() {
         {{"location", "europe-west1"}, {"available", false}, {"mode", "hold"}},
         // SIGKILL: the primary fails every job
         {{"location", "northamerica-northeast1"}, {"available", false}, {"mode", "fail"}},
+        // the race: the CPU primary fails every job, so the racers fail over at the same moment
+        {{"location", "australia-southeast1"}, {"available", false}, {"mode", "fail"}},
     });
     setCapacity(shared, entries);
     for (const auto& ns : kNamespaces) shared.createNamespace(ns);
@@ -131,6 +138,10 @@ OperatorStack& stack() {
 
     applyYaml(shared, runYaml(kTenancyNamespace, "outside", "us-central1", kCpu,
                               "    fallbacks: [{location: us-east4}]\n"));
+    for (int i = 0; i < kRacers; ++i) {
+      applyYaml(shared, runYaml(kRaceNamespace, "racer-" + std::to_string(i), "australia-southeast1", kCpu,
+                                "    fallbacks: [{location: australia-southeast2, resources: " + kA100x8 + "}]\n    blockFor: 1h\n"));
+    }
     return true;
   }();
   (void)started;
@@ -183,10 +194,7 @@ json conditionOf(const json& run, const std::string& type) {
   return json::object();
 }
 
-std::string eventsOf(const std::string& ns, const std::string& name) {
-  return stack().cluster().kubectl("-n " + ns + " get events --field-selector involvedObject.name=" + name +
-                                   " -o jsonpath='{range .items[*]}{.reason}: {.message}{\"\\n\"}{end}'").output;
-}
+std::string eventsOf(const std::string& ns, const std::string& name) { return stack().eventsOf(ns, name); }
 
 int countOf(const std::string& text, const std::string& what) {
   int n = 0;
@@ -194,20 +202,8 @@ int countOf(const std::string& text, const std::string& what) {
   return n;
 }
 
-// The job the run's status names for `attempt`, once it does.
 std::string jobOfAttempt(const std::string& ns, const std::string& name, int attempt) {
-  std::string job;
-  waitFor(
-      [&] {
-        auto run = stack().getRun(ns, name);
-        if (!run.is_object() || !run.contains("status")) return false;
-        for (const auto& a : run["status"].value("attempts", json::array())) {
-          if (a.value("attempt", 0) == attempt) job = a.value("jobName", "");
-        }
-        return !job.empty();
-      },
-      seconds(120));
-  return job;
+  return stack().jobOfAttempt(ns, name, attempt);
 }
 
 std::string locationOfJob(const std::string& job) {
@@ -322,6 +318,34 @@ TEST(TrainingRunCapacity, GiveUpAfterFailsTheRunWithOneLinePerPlacement) {
   auto jobs = jobsOfRun(uidOf(ns, name), {"asia-northeast1", "asia-southeast1"});
   EXPECT_EQ(jobs.size(), 2u);
   expectOneJobPerAttempt(jobs, 2);
+}
+
+// CPU-only runs whose region runs out at the same moment each fail over to 8 x A100 under a cap of 8:
+// their admissions are decided at once on several workers, and the cap's room is reserved under one
+// lock, so no two of their A100 jobs are ever unfinished at the same time.
+TEST(TrainingRunCapacity, RunsFailingOverAtOnceNeverHoldMoreThanTheCap) {
+  struct Span {
+    std::string run;
+    Clock::time_point created, ended;
+  };
+  std::vector<Span> spans;
+  for (int i = 0; i < kRacers; ++i) {
+    std::string name = "racer-" + std::to_string(i);
+    ASSERT_TRUE(stack().waitForPhase(kRaceNamespace, name, "Succeeded", seconds(240)))
+        << stack().getRun(kRaceNamespace, name).dump(2);
+    auto jobs = jobsOfRun(uidOf(kRaceNamespace, name), {"australia-southeast2"});
+    ASSERT_EQ(jobs.size(), 1u) << name << ": one A100 job";
+    ASSERT_TRUE(jobs[0].createTime && jobs[0].endTime) << jobs[0].name;
+    spans.push_back({name, *jobs[0].createTime, *jobs[0].endTime});
+  }
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.created < b.created; });
+  for (size_t i = 1; i < spans.size(); ++i) {
+    EXPECT_GE(spans[i].created, spans[i - 1].ended)
+        << spans[i].run << "'s 8 A100s were created while " << spans[i - 1].run << "'s were still held: 16 under a cap of 8";
+  }
+  int waited = 0;
+  for (int i = 0; i < kRacers; ++i) waited += eventsOf(kRaceNamespace, "racer-" + std::to_string(i)).find("TenantQuotaExceeded") != std::string::npos;
+  EXPECT_GE(waited, kRacers - 1) << "every run but the first was told it waits for the cap";
 }
 
 TEST(TrainingRunCapacity, ACreateRefusedForAcceleratorQuotaGoesToTheFallbackInTheSamePass) {

@@ -16,8 +16,14 @@ OperatorStack::OperatorStack(std::vector<std::string> emulatorFlags)
   std::vector<std::string> flags = {"--gcs-endpoint", gcs_->url()};
   flags.insert(flags.end(), emulatorFlags.begin(), emulatorFlags.end());
   emulator_ = std::make_unique<EmulatorProcess>(flags, dir_ + "/emulator.log");
+  // As the chart deploys it: jobs signed with a key of the operator's own.
+  std::ofstream(dir_ + "/ownership.yaml") << "keys: [\"" << kTestOwnershipKey << "\"]\n"
+                                          << "trustUntaggedJobsCreatedBefore: \"2026-01-01T00:00:00Z\"\n";
 
-  auto crds = runShell("'" + binDir() + "/vto' crd | kubectl --kubeconfig='" + cluster_.kubeconfig() + "' apply -f -");
+  // Server-side: the TrainingRun CRD (two versions, each with the whole schema) is too large for
+  // client-side apply's last-applied-configuration annotation.
+  auto crds = runShell("'" + binDir() + "/vto' crd | kubectl --kubeconfig='" + cluster_.kubeconfig() +
+                       "' apply --server-side -f -");
   if (crds.exitCode != 0) throw std::runtime_error("applying the CRDs failed: " + crds.output);
   auto established = cluster_.kubectl(
       "wait --for=condition=Established crd/trainingruns.vto.dev crd/retrainingpolicies.vto.dev --timeout=60s");
@@ -48,7 +54,7 @@ void OperatorStack::useChartServiceAccount(const std::vector<std::string>& setVa
   std::string sets;
   for (const auto& value : setValues) sets += " --set '" + value + "'";
   auto install = runShell("'" + binDir() + "/helm' upgrade --install vto '" + chart + "' --kubeconfig '" +
-                          cluster_.kubeconfig() + "' --namespace vto-system --create-namespace --skip-crds"
+                          cluster_.kubeconfig() + "' --namespace vto-system --create-namespace --set crds.install=false"
                           " --set defaultProject=" + kTestProject + sets + " 2>&1 | grep -v 'symbolic link'");
   if (install.output.find("STATUS: deployed") == std::string::npos) {
     throw std::runtime_error("helm install failed: " + install.output);
@@ -80,6 +86,8 @@ void OperatorStack::routeApiServerThrough(const std::string& server) {
 }
 
 void OperatorStack::startOperator(std::vector<std::string> extraFlags) {
+  // What this operator logs comes after what the ones before it logged: its bound URLs are read there.
+  startedAtLogSize_ = operatorLog().size();
   operator_ = std::make_unique<Subprocess>(
       std::vector<std::string>{"sh", "-c", operatorCommand(operatorKubeconfig_, extraFlags, "operator.log")});
 }
@@ -100,7 +108,8 @@ std::string OperatorStack::operatorCommand(const std::string& kubeconfig, const 
                         " --gcs-endpoint " + gcs_->url() + " --default-project " + kTestProject +
                         " --default-location " + kTestLocation +
                         " --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0"
-                        " --vertex-fast-poll-interval 1 --vertex-poll-interval 1 --log-format text";
+                        " --vertex-fast-poll-interval 1 --vertex-poll-interval 1 --log-format text"
+                        " --ownership-key-file '" + dir_ + "/ownership.yaml'";
   for (const auto& flag : extraFlags) command += " '" + flag + "'";
   command += " >> '" + dir_ + "/" + logName + "' 2>&1";
   return command;
@@ -123,7 +132,7 @@ std::string OperatorStack::boundUrl(const std::string& what) {
       [&] {
         auto log = operatorLog();
         auto at = log.rfind(marker);  // the newest start of the operator
-        if (at == std::string::npos) return false;
+        if (at == std::string::npos || at < startedAtLogSize_) return false;
         at += marker.size();
         url = log.substr(at, log.find_first_of(" \"\n", at) - at);
         return true;
@@ -154,6 +163,27 @@ std::string OperatorStack::phaseOf(const std::string& ns, const std::string& nam
 bool OperatorStack::waitForPhase(const std::string& ns, const std::string& name, const std::string& phase,
                                  std::chrono::seconds timeout) {
   return waitFor([&] { return phaseOf(ns, name) == phase; }, timeout, std::chrono::milliseconds(250));
+}
+
+std::string OperatorStack::jobOfAttempt(const std::string& ns, const std::string& name, int attempt,
+                                        std::chrono::seconds timeout) {
+  std::string job;
+  waitFor(
+      [&] {
+        auto run = getRun(ns, name);
+        if (!run.is_object() || !run.contains("status")) return false;
+        for (const auto& a : run["status"].value("attempts", nlohmann::json::array())) {
+          if (a.value("attempt", 0) == attempt) job = a.value("jobName", "");
+        }
+        return !job.empty();
+      },
+      timeout, std::chrono::milliseconds(100));
+  return job;
+}
+
+std::string OperatorStack::eventsOf(const std::string& ns, const std::string& name) {
+  return cluster_.kubectl("-n " + ns + " get events --field-selector involvedObject.name=" + name +
+                          " -o jsonpath='{range .items[*]}{.reason}: {.message}{\"\\n\"}{end}'").output;
 }
 
 std::vector<vertex::Job> OperatorStack::jobsOfRun(const std::string& uid, vertex::JobKind kind) {
@@ -189,7 +219,7 @@ void OperatorStack::createNamespace(const std::string& ns) {
 }
 
 std::string simpleRunManifest(const std::string& ns, const std::string& name, const std::string& extraSpec) {
-  return "apiVersion: vto.dev/v1alpha1\nkind: TrainingRun\nmetadata:\n  name: " + name + "\n  namespace: " + ns +
+  return "apiVersion: vto.dev/v1beta1\nkind: TrainingRun\nmetadata:\n  name: " + name + "\n  namespace: " + ns +
          "\nspec:\n  framework: pytorch\n  trainer:\n    container:\n"
          "      imageUri: us-central1-docker.pkg.dev/test-project/train/model:1\n"
          "  resources:\n    machineType: n1-standard-4\n"

@@ -20,6 +20,8 @@ inline constexpr const char* kTestProject = "test-project";
 inline constexpr const char* kTestLocation = "us-central1";
 // The bucket simpleRunManifest() writes to; the stack creates it in fake-gcs-server.
 inline constexpr const char* kTestBucket = "test-bucket";
+// The key the stack's operator signs its jobs' ownership tag with (tests forge jobs without it).
+inline constexpr const char* kTestOwnershipKey = "test-ownership-key-0123456789abcdef0123456789";
 
 class OperatorStack {
  public:
@@ -64,6 +66,11 @@ class OperatorStack {
   // Waits until the run's phase is `phase`; false on the deadline.
   bool waitForPhase(const std::string& ns, const std::string& name, const std::string& phase,
                     std::chrono::seconds timeout = std::chrono::seconds(120));
+  // The job status names for the run's attempt `attempt`, once it does ("" on the deadline).
+  std::string jobOfAttempt(const std::string& ns, const std::string& name, int attempt,
+                           std::chrono::seconds timeout = std::chrono::seconds(120));
+  // The run's Events, one "Reason: message" a line.
+  std::string eventsOf(const std::string& ns, const std::string& name);
   // Every Vertex job (CustomJob or HyperparameterTuningJob) labelled with the run's uid.
   std::vector<vertex::Job> jobsOfRun(const std::string& uid, vertex::JobKind kind = vertex::JobKind::Custom);
   // Every job matching `filter`, all pages. The client fails fast, so a page the emulator answers
@@ -75,6 +82,7 @@ class OperatorStack {
 
  private:
   std::string boundUrl(const std::string& what);
+  size_t startedAtLogSize_ = 0;  // operator.log's size when the running operator was started
   std::string operatorCommand(const std::string& kubeconfig, const std::vector<std::string>& extraFlags,
                               const std::string& logName);
 

@@ -140,7 +140,7 @@ class GatedKubeClient final : public KubeClient {
 };
 
 json objectNamed(const std::string& name) {
-  return {{"apiVersion", "vto.dev/v1alpha1"},
+  return {{"apiVersion", "vto.dev/v1beta1"},
           {"kind", "TrainingRun"},
           {"metadata", {{"name", name}, {"namespace", "team"}, {"uid", "uid-" + name}}}};
 }

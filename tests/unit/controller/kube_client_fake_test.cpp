@@ -9,7 +9,7 @@ namespace {
 
 using nlohmann::json;
 
-const Resource kRuns{"vto.dev", "v1alpha1", "trainingruns", true};
+const Resource kRuns{"vto.dev", "v1beta1", "trainingruns", true};
 
 json created(KubeClient& kube) {
   return kube.create(kRuns, "ns", json{{"metadata", {{"name", "r"}}}, {"spec", {{"a", 1}}}, {"status", {{"phase", "Old"}}}});

@@ -8,7 +8,7 @@ namespace {
 
 using nlohmann::json;
 
-const char* kObject = R"({"apiVersion": "vto.dev/v1alpha1", "kind": "TrainingRun",
+const char* kObject = R"({"apiVersion": "vto.dev/v1beta1", "kind": "TrainingRun",
   "metadata": {"name": "r", "namespace": "ns", "resourceVersion": "7", "finalizers": ["vto.dev/job"],
                "managedFields": [{"manager": "vto", "operation": "Update", "subresource": "status",
                                   "fieldsV1": {"f:status": {"f:attempts": {}, ".": {}}}}],
@@ -68,7 +68,7 @@ TEST(ResourceVersionOf, ReadsOnlyTheRootsMetadata) {
   EXPECT_EQ(resourceVersionOf("not json"), "");
   // Sorted keys, as the API server writes a custom resource: managedFields first, with strings that
   // hold quotes, braces and the word itself.
-  EXPECT_EQ(resourceVersionOf(R"({"apiVersion":"vto.dev/v1alpha1","kind":"TrainingRun","metadata":{"annotations":)"
+  EXPECT_EQ(resourceVersionOf(R"({"apiVersion":"vto.dev/v1beta1","kind":"TrainingRun","metadata":{"annotations":)"
                               R"({"note":"a \"resourceVersion\":\"9\" {["},"managedFields":[{"fieldsV1":{"f:status":{}},)"
                               R"("manager":"vto"}],"name":"r","resourceVersion":"42","uid":"u"},"spec":{}})"),
             "42");

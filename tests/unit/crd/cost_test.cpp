@@ -25,7 +25,7 @@ locations:
 )";
 
 TrainingRun runWith(const std::string& spec) {
-  json object = {{"apiVersion", "vto.dev/v1alpha1"},
+  json object = {{"apiVersion", "vto.dev/v1beta1"},
                  {"kind", "TrainingRun"},
                  {"metadata", {{"name", "r"}, {"namespace", "ns"}, {"uid", "u"}}},
                  {"spec", json::parse(spec)}};

@@ -50,7 +50,7 @@ inline TrainingRun runFromYaml(const std::string& yaml) { return decodeTrainingR
 
 // A minimal valid run; tests change the part they are about.
 inline const char* kMinimalRun = R"(
-apiVersion: vto.dev/v1alpha1
+apiVersion: vto.dev/v1beta1
 kind: TrainingRun
 metadata: {name: demo, namespace: team-a, uid: 0b6c1f4e-1111-2222-3333-444455556666}
 spec:

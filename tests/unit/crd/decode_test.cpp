@@ -228,7 +228,7 @@ TEST(RetrainingPolicy, TemplateSpecErrorsNameTheTemplatePath) {
 
 TEST(RetrainingPolicy, AppliesTheContractsDefaults) {
   auto policy = decodeRetrainingPolicy(parseYamlDocuments(R"(
-apiVersion: vto.dev/v1alpha1
+apiVersion: vto.dev/v1beta1
 kind: RetrainingPolicy
 metadata: {name: p}
 spec:

@@ -10,7 +10,7 @@ namespace vto::crd {
 namespace {
 
 TrainingRun runWith(const std::string& capacity) {
-  auto object = json::parse(R"({"apiVersion": "vto.dev/v1alpha1", "kind": "TrainingRun",
+  auto object = json::parse(R"({"apiVersion": "vto.dev/v1beta1", "kind": "TrainingRun",
     "metadata": {"name": "r", "namespace": "ns"},
     "spec": {"framework": "pytorch", "location": "us-central1",
              "trainer": {"container": {"imageUri": "us-docker.pkg.dev/p/r/i:1"}},

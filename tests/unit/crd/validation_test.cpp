@@ -326,7 +326,7 @@ std::vector<std::string> pathsOf(const std::vector<Finding>& findings) {
 TEST(Lint, ReportsStructuralAndSemanticProblemsAtOnceInPathOrder) {
   // One structural mistake (workerCount: 0 fails to decode) and three semantic ones, as in issue 15:
   // `kubectl apply` names all four, so lint must too, in one pass.
-  auto docs = parseManifests(R"(apiVersion: vto.dev/v1alpha1
+  auto docs = parseManifests(R"(apiVersion: vto.dev/v1beta1
 kind: TrainingRun
 metadata: {name: four}
 spec:
@@ -348,19 +348,19 @@ spec:
 
 TEST(Lint, AFieldThatFailsToDecodeIsReportedOnce) {
   // The decode error says it; "required: the machine type" about the same field would only repeat it.
-  auto docs = parseManifests("apiVersion: vto.dev/v1alpha1\nkind: TrainingRun\nmetadata: {name: x}\nspec:\n"
+  auto docs = parseManifests("apiVersion: vto.dev/v1beta1\nkind: TrainingRun\nmetadata: {name: x}\nspec:\n"
                              "  trainer: {container: {imageUri: us-docker.pkg.dev/p/r/i:1}}\n"
                              "  resources: {machineType: 8}\n  baseOutputDirectory: gs://b/o\n");
   auto findings = lintDocument(docs.at(0));
   ASSERT_EQ(findings.size(), 1u) << describe(findings);
   EXPECT_EQ(findings[0].path, "spec.resources.machineType");
   EXPECT_EQ(findings[0].message.rfind("must be a string", 0), 0u) << findings[0].message;
-  auto wholeSpec = lintDocument(parseManifests("apiVersion: vto.dev/v1alpha1\nkind: TrainingRun\nmetadata: {name: x}\nspec: 3\n").at(0));
+  auto wholeSpec = lintDocument(parseManifests("apiVersion: vto.dev/v1beta1\nkind: TrainingRun\nmetadata: {name: x}\nspec: 3\n").at(0));
   EXPECT_EQ(pathsOf(wholeSpec), std::vector<std::string>{"spec"}) << describe(wholeSpec);
 }
 
 TEST(Lint, RetrainingPolicyTemplatesGetEveryProblemToo) {
-  auto docs = parseManifests(R"(apiVersion: vto.dev/v1alpha1
+  auto docs = parseManifests(R"(apiVersion: vto.dev/v1beta1
 kind: RetrainingPolicy
 metadata: {name: weekly}
 spec:
@@ -400,13 +400,13 @@ TEST(MachineCatalog, KnowsTheTableEntries) {
 }
 
 TEST(MachineCatalog, TheCrdCarriesTheCatalogRulesGeneratedFromIt) {
-  // One source: the CEL rules in helm/vto/crds/trainingruns.vto.dev.yaml are generated from the
+  // One source: the CEL rules in helm/vto/files/crds/trainingruns.vto.dev.yaml are generated from the
   // catalog `vto lint` uses. When this fails, rebuild vto and run
-  //   build/bin/vto crd --update-catalog-rules helm/vto/crds/trainingruns.vto.dev.yaml
+  //   build/bin/vto crd --update-catalog-rules helm/vto/files/crds/trainingruns.vto.dev.yaml
   std::string checkedIn = trainingRunCrdYaml();
   EXPECT_EQ(withCatalogRules(checkedIn, MachineCatalog::builtIn()), checkedIn)
       << "the TrainingRun CRD's machine catalog rules are out of date; regenerate them with "
-         "`vto crd --update-catalog-rules helm/vto/crds/trainingruns.vto.dev.yaml`";
+         "`vto crd --update-catalog-rules helm/vto/files/crds/trainingruns.vto.dev.yaml`";
   auto rules = MachineCatalog::builtIn().celRules();
   EXPECT_GE(rules.size(), 15u);
   EXPECT_NE(checkedIn.find("Accelerator \\\"NVIDIA_TESLA_A100\\\" is not supported"), std::string::npos);
@@ -440,7 +440,7 @@ namespace {
 TEST(Validation, APrometheusUrlWithPercentEncodedControlsIsRefused) {
   auto findingsFor = [](const std::string& url) {
     auto policy = decodeRetrainingPolicy(parseYamlDocuments(R"(
-apiVersion: vto.dev/v1alpha1
+apiVersion: vto.dev/v1beta1
 kind: RetrainingPolicy
 metadata: {name: p, namespace: ns}
 spec:

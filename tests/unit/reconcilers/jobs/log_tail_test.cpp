@@ -165,11 +165,19 @@ struct PollerFixture {
   LogTailPoller poller{&logging, clock, [this](const std::string& uid) { woken.push_back(uid); },
                        LogTailOptions{.limits = {.lines = 3, .maxBytes = 4096},
                                       .maxTries = 2,
-                                      .jobs = &jobs,
-                                      .defaults = {"test-project", "us-central1"}}};
+                                      .jobs = &jobs}};
 
-  crd::TrainingRun runWith(crd::Attempt attempt) {
+  // Run u-1 with `attempt`, whose job vto saw (the poll that found it failed) unless `seen` is false.
+  crd::TrainingRun runWith(crd::Attempt attempt, bool seen = true) {
     crd::TrainingRun run;
+    run.metadata.uid = "u-1";
+    if (seen && !attempt.jobName.empty()) {
+      vertex::Job job;
+      job.name = attempt.jobName;
+      job.state = vertex::JobState::Failed;
+      job.labels = {{crd::kRunUidLabel, "u-1"}};
+      jobs.put(job, T0);
+    }
     run.status.history.attempts = {std::move(attempt)};
     return run;
   }
@@ -229,7 +237,8 @@ TEST(LogTailPollerTest, APermissionDeniedIsToldAtOnceAndAnOutageAfterItsTries) {
   EXPECT_NE(tail.find("roles/logging.viewer"), std::string::npos) << tail;
 
   PollerFixture g;
-  g.poller.update("u-2", &run);
+  auto again = g.runWith(failed(crd::FailureClass::UserError));  // its job seen by g's operator
+  g.poller.update("u-2", &again);
   g.logging.failNextCall(vertex::ApiError(503, "UNAVAILABLE", "backend"));
   EXPECT_THROW(g.poller.poll("u-2/1"), RetryableError) << "retried with the source's backoff";
   EXPECT_TRUE(g.poller.tailsOf("u-2").empty());
@@ -280,7 +289,7 @@ TEST(LogTailPollerTest, AnEmptyLogSaysSo) {
 }
 
 // Status is writable by others and the log is read with vto's identity: a job name from status is
-// read only where it is the run's (its project and placements, or seen with its vto-run-uid label).
+// read only when vto saw it, made by this operator, with the run's vto-run-uid label.
 TEST(LogTailPollerTest, AJobThatIsNotTheRunsIsNeverRead) {
   auto refusedFor = [](const std::string& jobName, const std::string& label = "") {
     PollerFixture f;
@@ -294,8 +303,7 @@ TEST(LogTailPollerTest, AJobThatIsNotTheRunsIsNeverRead) {
     f.logging.add("7", "workerpool0-0", "2026-03-01T11:59:01Z", LogSeverity::Error, "another team's secret");
     auto attempt = failed(crd::FailureClass::UserError);
     attempt.jobName = jobName;
-    auto run = f.runWith(attempt);
-    run.metadata.uid = "u-1";
+    auto run = f.runWith(attempt, false);
     f.poller.update("u-1", &run);
     for (const auto& target : f.poller.targets()) f.poller.poll(target);
     auto tails = f.poller.tailsOf("u-1");
@@ -304,17 +312,14 @@ TEST(LogTailPollerTest, AJobThatIsNotTheRunsIsNeverRead) {
     EXPECT_EQ(read, tails.at(1).find("another team's secret") != std::string::npos) << jobName;
     return read ? std::string() : tails.at(1);
   };
-  EXPECT_EQ(refusedFor(kJob), "") << "the run's own project and location";
-  EXPECT_EQ(refusedFor("projects/other-project/locations/us-central1/customJobs/7"),
-            "(not read: status names a job outside the run's project and locations)");
-  EXPECT_EQ(refusedFor("projects/test-project/locations/europe-west4/customJobs/7"),
-            "(not read: status names a job outside the run's project and locations)");
-  EXPECT_EQ(refusedFor("projects/test-project/locations/us-central1/hyperparameterTuningJobs/7"),
-            "(not read: status names a job outside the run's project and locations)");
+  EXPECT_EQ(refusedFor(kJob, "u-1"), "") << "seen as the run's";
+  // In a project several teams share, the run's own project and location say nothing about whose job it is.
+  const std::string notSeen = "(not read: vto has not seen this job as one it made for this run)";
+  EXPECT_EQ(refusedFor(kJob), notSeen);
+  EXPECT_EQ(refusedFor("projects/other-project/locations/us-central1/customJobs/7"), notSeen);
+  EXPECT_EQ(refusedFor("projects/test-project/locations/us-central1/hyperparameterTuningJobs/7"), notSeen);
   EXPECT_EQ(refusedFor(kJob, "another-run"), "(not read: status names a job whose vto-run-uid label is another run's)");
-  // Vertex may name the project by number: such a name is read only where vto saw it as the run's.
-  EXPECT_EQ(refusedFor("projects/123456789/locations/us-central1/customJobs/7"),
-            "(not read: status names a job outside the run's project and locations)");
+  EXPECT_EQ(refusedFor("projects/123456789/locations/us-central1/customJobs/7"), notSeen);
   EXPECT_EQ(refusedFor("projects/123456789/locations/us-central1/customJobs/7", "u-1"), "");
 }
 

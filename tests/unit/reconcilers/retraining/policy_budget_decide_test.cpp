@@ -15,7 +15,7 @@ const Clock::time_point T0 = parseRfc3339("2026-12-10T12:00:00Z");
 constexpr const char* kUid = "5f0c9d7e-aaaa-bbbb-cccc-000000000003";
 
 json policy(const std::string& budget, json status, const std::string& request = "r1") {
-  json p = {{"apiVersion", "vto.dev/v1alpha1"},
+  json p = {{"apiVersion", "vto.dev/v1beta1"},
             {"kind", "RetrainingPolicy"},
             {"metadata", {{"name", "fraud"}, {"namespace", "risk"}, {"uid", kUid}, {"generation", 1},
                           {"creationTimestamp", "2026-11-01T00:00:00Z"},

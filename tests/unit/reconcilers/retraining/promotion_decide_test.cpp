@@ -17,7 +17,7 @@ constexpr const char* kUid = "5f0c9d7e-aaaa-bbbb-cccc-000000000003";
 constexpr const char* kModel = "projects/p-123456/locations/us-central1/models/fraud";
 
 json policy(const std::string& promotion, const std::string& status = "{}", json annotations = json::object()) {
-  json p = {{"apiVersion", "vto.dev/v1alpha1"},
+  json p = {{"apiVersion", "vto.dev/v1beta1"},
             {"kind", "RetrainingPolicy"},
             {"metadata",
              {{"name", "fraud"}, {"namespace", "risk"}, {"uid", kUid}, {"generation", 1},
@@ -41,13 +41,13 @@ json run(const std::string& name, const std::string& versionId, const json& metr
   json model = {{"name", kModel}, {"versionId", versionId}, {"artifactUri", "gs://bucket/fraud/" + name + "/model/"}};
   if (!metrics.empty()) model["metrics"] = metrics;
   if (!metricsError.empty()) model["metricsError"] = metricsError;
-  return {{"apiVersion", "vto.dev/v1alpha1"},
+  return {{"apiVersion", "vto.dev/v1beta1"},
           {"kind", "TrainingRun"},
           {"metadata",
            {{"name", name}, {"namespace", "risk"}, {"uid", "run-" + name}, {"creationTimestamp", rfc3339Exact(T0)},
             {"labels", {{"vto.dev/retraining-policy", "fraud"}}},
             {"annotations", {{"vto.dev/trigger-reason", "Manual"}, {"vto.dev/trigger-time", rfc3339Exact(T0)}}},
-            {"ownerReferences", json::array({{{"apiVersion", "vto.dev/v1alpha1"}, {"kind", "RetrainingPolicy"},
+            {"ownerReferences", json::array({{{"apiVersion", "vto.dev/v1beta1"}, {"kind", "RetrainingPolicy"},
                                               {"name", "fraud"}, {"uid", kUid}, {"controller", true}}})}}},
           {"spec", {{"baseOutputDirectory", "gs://bucket/fraud/" + name}, {"model", {{"model", "fraud"}}}}},
           {"status",

@@ -26,7 +26,7 @@ std::string nameAt(Clock::duration offset) { return "fraud-" + std::to_string(un
 
 // A policy created at T0 that runs every minute; `spec`/`status`/`annotations` are merged in.
 json policy(const std::string& spec = "{}", const std::string& status = "", json annotations = json::object()) {
-  json p = {{"apiVersion", "vto.dev/v1alpha1"},
+  json p = {{"apiVersion", "vto.dev/v1beta1"},
             {"kind", "RetrainingPolicy"},
             {"metadata",
              {{"name", "fraud"}, {"namespace", "risk"}, {"uid", kUid}, {"generation", 1},
@@ -46,14 +46,14 @@ json policy(const std::string& spec = "{}", const std::string& status = "", json
 // A run this policy created for `reason` at `trigger`, in `phase` ("" for no status yet).
 json child(const std::string& name, const std::string& reason, Clock::duration trigger, const std::string& phase = "",
            std::optional<Clock::duration> completed = std::nullopt) {
-  json run = {{"apiVersion", "vto.dev/v1alpha1"},
+  json run = {{"apiVersion", "vto.dev/v1beta1"},
               {"kind", "TrainingRun"},
               {"metadata",
                {{"name", name}, {"namespace", "risk"}, {"uid", "run-" + name},
                 {"creationTimestamp", at(trigger)},
                 {"labels", {{"vto.dev/retraining-policy", "fraud"}}},
                 {"annotations", {{"vto.dev/trigger-reason", reason}, {"vto.dev/trigger-time", at(trigger)}}},
-                {"ownerReferences", json::array({{{"apiVersion", "vto.dev/v1alpha1"}, {"kind", "RetrainingPolicy"},
+                {"ownerReferences", json::array({{{"apiVersion", "vto.dev/v1beta1"}, {"kind", "RetrainingPolicy"},
                                                   {"name", "fraud"}, {"uid", kUid}, {"controller", true}}})}}},
               {"spec", {{"baseOutputDirectory", "gs://bucket/fraud/" + name}}}};
   if (!phase.empty()) run["status"]["phase"] = phase;

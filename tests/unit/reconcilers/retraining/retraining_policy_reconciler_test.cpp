@@ -35,7 +35,7 @@ class PolicyReconcilerTest : public ::testing::Test {
         clock(T0),
         policyController(policies, runs, {kube, events, clock, {}, {}, nullptr, &runWrites}),
         reconciler(policyController.reconciler()) {
-    json policy = {{"apiVersion", "vto.dev/v1alpha1"},
+    json policy = {{"apiVersion", "vto.dev/v1beta1"},
                    {"kind", "RetrainingPolicy"},
                    {"metadata", {{"name", "fraud"}, {"namespace", "risk"}, {"uid", kUid}, {"generation", 1},
                                  {"creationTimestamp", rfc3339Exact(T0)}}},
@@ -105,7 +105,7 @@ TEST_F(PolicyReconcilerTest, ARunItOwnsAlreadyIsASuccess) {
 
 TEST_F(PolicyReconcilerTest, AForeignRunOfTheSameNameIsAWarningAndACondition) {
   kube.create(trainingRunResource(), "risk",
-              {{"apiVersion", "vto.dev/v1alpha1"}, {"kind", "TrainingRun"},
+              {{"apiVersion", "vto.dev/v1beta1"}, {"kind", "TrainingRun"},
                {"metadata", {{"name", "fraud-1796083260"}, {"namespace", "risk"}, {"uid", "someone-elses"}}}});
   clock.advance(seconds(61));
   EXPECT_NO_THROW(reconciler.reconcile({"risk", "fraud"}));
@@ -258,7 +258,7 @@ TEST_F(PolicyReconcilerTest, FourHangingNamespacesCannotDelayANeighboursMetricTr
   vertex::PrometheusClient prometheus(transport, false);
   RetrainingController triggers(policies, runs, {kube, events, clock, {nullptr, &prometheus}, {}, nullptr, &runWrites});
   auto metricPolicy = [&](const std::string& ns, const std::string& url) {
-    json policy = {{"apiVersion", "vto.dev/v1alpha1"},
+    json policy = {{"apiVersion", "vto.dev/v1beta1"},
                    {"kind", "RetrainingPolicy"},
                    {"metadata", {{"name", "watch"}, {"namespace", ns}, {"uid", "uid-" + ns}, {"generation", 1},
                                  {"creationTimestamp", rfc3339Exact(T0)}}},

@@ -20,7 +20,7 @@ constexpr const char* kUid = "5f0c9d7e-aaaa-bbbb-cccc-000000000002";
 std::string at(Clock::duration offset) { return rfc3339Exact(T0 + offset); }
 
 json policy(const std::string& triggers, const std::string& extraSpec = "{}", json status = json::object()) {
-  json p = {{"apiVersion", "vto.dev/v1alpha1"},
+  json p = {{"apiVersion", "vto.dev/v1beta1"},
             {"kind", "RetrainingPolicy"},
             {"metadata", {{"name", "fraud"}, {"namespace", "risk"}, {"uid", kUid}, {"generation", 1},
                           {"creationTimestamp", at({})}}},

@@ -75,7 +75,7 @@ TEST(PolicyStatusRebuilt, APassThatSeesNothingNewComputesTheStoredStatus) {
                      condition("TriggersHealthy", "True", "Healthy"), condition("Suspended", "False", "NotSuspended"),
                      condition("Reconciling", "False", "Reconciled"), condition("Stalled", "False", "NotStalled")},
   };
-  json policy = {{"apiVersion", "vto.dev/v1alpha1"},
+  json policy = {{"apiVersion", "vto.dev/v1beta1"},
                  {"kind", "RetrainingPolicy"},
                  {"metadata",
                   {{"name", "fraud"},

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "crd/render.h"
 #include "crd/yaml_json.h"
 #include "tests/unit/crd/crd_test_support.h"
@@ -273,6 +276,69 @@ TEST(LedgerSources, EveryPlaceACappedRuleAllowsWithTheDefaultsWhereItIsOpen) {
   }
   AcceleratorLedger ledger(rules(), {"dflt-project", "us-east1"});
   EXPECT_EQ(ledger.sources(), ledgerSources(rules(), {"dflt-project", "us-east1"}));
+}
+
+
+// Runs failing over at once each decided, unlocked, that the cap had room; act reserves under one
+// lock, so only as many as fit get room, whichever thread comes first, and the others see it held.
+TEST(AcceleratorLedger, ConcurrentReservationsNeverExceedTheCap) {
+  for (int round = 0; round < 20; ++round) {
+    AcceleratorLedger ledger(rules(), {});
+    std::vector<crd::TrainingRun> runs;
+    for (int i = 0; i < 6; ++i) runs.push_back(run("team-a", "failover-" + std::to_string(i), 0, i, "jobs/cpu-" + std::to_string(i), crd::Phase::Running));
+    for (auto& r : runs) ledger.update(r.metadata.uid, &r);  // CPU-only: nothing claimed yet
+    auto onFallback = run("team-a", "x", 8, 0);                 // what each asks for on its fallback
+    std::atomic<int> granted{0};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 6; ++i) {
+      threads.emplace_back([&, i] {
+        auto claim = crd::claimOf(onFallback, false);
+        claim.key = "team-a/failover-" + std::to_string(i);
+        claim.creationTimestamp = runs[i].metadata.creationTimestamp;
+        if (ledger.reserve(runs[i].metadata.uid, {"team-a", runs[i].metadata.name}, 2, 0, claim, {true, false, false}, labelled))
+          ++granted;
+      });
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(granted.load(), 1) << "round " << round << ": 8 A100s each under a cap of 8";
+    int64_t held = 0;
+    for (const auto& [rule, claim] : ledger.claimsOtherThan("nobody", labelled)) held += claim.accelerators;
+    EXPECT_EQ(held, 8) << "the reservation counts for every other admission";
+  }
+}
+
+// A reservation stands for the job it is about to create: it goes once that job is known, not when
+// another attempt's job of the same run changes, and a refused create gives it back.
+TEST(AcceleratorLedger, AReservationLastsUntilItsJobIsKnownOrItIsReleased) {
+  AcceleratorLedger ledger(rules(), {});
+  auto r = run("team-a", "mover", 8, 1, "jobs/attempt-1", crd::Phase::Running);
+  auto claim = crd::claimOf(r, false);
+  ASSERT_TRUE(ledger.reserve(r.metadata.uid, {"team-a", "mover"}, 2, 0, claim, {true, false, false}, labelled));
+  auto total = [&] {
+    int64_t held = 0;
+    for (const auto& [rule, c] : ledger.claimsOtherThan("nobody", labelled)) held += c.accelerators;
+    return held;
+  };
+  EXPECT_EQ(total(), 8);
+  CachedJob attempt1;
+  attempt1.name = "projects/acme-ml/locations/us-central1/customJobs/1";
+  attempt1.state = vertex::JobState::Failed;
+  attempt1.labels = {{crd::kRunUidLabel, r.metadata.uid}, {crd::kAttemptLabel, "1"}};
+  ledger.updateJob(attempt1.name, &attempt1);
+  EXPECT_EQ(total(), 8) << "attempt 1's job is not the one reserved for";
+  CachedJob attempt2 = attempt1;
+  attempt2.name = "projects/acme-ml/locations/us-central1/customJobs/2";
+  attempt2.state = vertex::JobState::Queued;
+  attempt2.labels = {{crd::kRunUidLabel, r.metadata.uid}, {crd::kAttemptLabel, "2"}, {crd::kNamespaceLabel, "team-a"},
+                     {crd::kAcceleratorsLabel, "8"}, {crd::kAcceleratorTypeLabel, "nvidia_tesla_t4"}};
+  ledger.updateJob(attempt2.name, &attempt2);
+  EXPECT_EQ(total(), 8) << "now counted as the job, not twice";
+  ASSERT_TRUE(ledger.reserve("uid-other", {"team-a", "other"}, 1, 0, claim, {true, false, false}, labelled) == false)
+      << "the job holds the room";
+  ledger.updateJob(attempt2.name, nullptr);
+  ASSERT_TRUE(ledger.reserve("uid-other", {"team-a", "other"}, 1, 0, claim, {true, false, false}, labelled));
+  ledger.release("uid-other");
+  EXPECT_EQ(total(), 0);
 }
 
 }  // namespace

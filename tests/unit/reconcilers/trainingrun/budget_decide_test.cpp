@@ -37,7 +37,7 @@ crd::TenancyRules rules(const std::string& onExceeded = "Hold") {
 
 // A new run (1.00/h: n1-standard-8 + 2 x T4, timeout 1 h) whose rule has spent `spent` this month.
 Observed fresh(const crd::TenancyRules& r, std::optional<double> spent, const std::string& extraSpec = "{}") {
-  json object = json::parse(R"({"apiVersion": "vto.dev/v1alpha1", "kind": "TrainingRun",
+  json object = json::parse(R"({"apiVersion": "vto.dev/v1beta1", "kind": "TrainingRun",
     "metadata": {"name": "r", "namespace": "ns", "uid": "u-1", "generation": 1, "resourceVersion": "5",
                  "creationTimestamp": "2026-12-10T11:00:00Z"},
     "spec": {"trainer": {"container": {"imageUri": "us-docker.pkg.dev/p/r/i:1"}},

@@ -30,7 +30,7 @@ constexpr const char* kCapacity = R"({
                "maxQueueTime": "30m", "blockFor": "30m", "giveUpAfter": "2h"}})";
 
 crd::TrainingRun runWith(const std::string& spec = kCapacity) {
-  json object = json::parse(R"({"apiVersion": "vto.dev/v1alpha1", "kind": "TrainingRun",
+  json object = json::parse(R"({"apiVersion": "vto.dev/v1beta1", "kind": "TrainingRun",
     "metadata": {"name": "r", "namespace": "ns", "uid": "u-1", "generation": 1},
     "spec": {"trainer": {"container": {"imageUri": "us-docker.pkg.dev/p/r/i:1"}},
              "baseOutputDirectory": "gs://bucket/r"}})");

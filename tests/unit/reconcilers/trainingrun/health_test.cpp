@@ -169,5 +169,42 @@ TEST(Progress, NoEtaOnceTheRunIsNotRunningAndPercentStopsAtOneHundred) {
   EXPECT_FALSE(p->eta.has_value());
 }
 
+// A checkpoint's step is whatever number a tenant's training code wrote into its name: at the
+// extremes the progress stays sane, and the status vto writes reads back as written.
+TEST(Progress, StepsAtTheExtremesStaySaneAndRoundTrip) {
+  struct Row {
+    std::string checkpoint;
+    std::optional<int64_t> totalSteps;
+    Clock::time_point written;
+    int32_t percent;
+    bool eta;
+  };
+  const int64_t huge = 999999999999999999;  // 18 digits, the most a step is read with
+  std::vector<Row> rows = {
+      {"ckpt-100000000000000000", 200000000000000000, T0 + seconds(60), 50, true},
+      {"ckpt-100000000000000000", 10, T0 + seconds(60), 100, false},
+      {"ckpt-999999999999999999", huge, T0 + seconds(60), 100, false},
+      {"ckpt-1", huge, T0 + seconds(86400), 0, false},  // 1 step a day: the ETA is no date
+      {"ckpt-99999999999999999999999", 10, T0 + seconds(60), 100, false},
+  };
+  for (const auto& row : rows) {
+    auto status = statusWith("gs://b/run/checkpoints/" + row.checkpoint, row.written, "");
+    auto p = progressOf(specWith(row.totalSteps), status);
+    ASSERT_TRUE(p.has_value()) << row.checkpoint;
+    ASSERT_TRUE(p->percent.has_value()) << row.checkpoint;
+    EXPECT_EQ(*p->percent, row.percent) << row.checkpoint;
+    EXPECT_GE(*p->percent, 0);
+    EXPECT_LE(*p->percent, 100);
+    EXPECT_EQ(p->eta.has_value(), row.eta) << row.checkpoint;
+    status.progress = p;
+    auto written = crd::encodeTrainingRunStatus(status);
+    crd::TrainingRunStatus read;
+    ASSERT_NO_THROW(read = crd::decodeTrainingRunStatus(written, "status")) << written.dump();
+    ASSERT_TRUE(read.progress.has_value());
+    EXPECT_EQ(read.progress->step, p->step);
+    EXPECT_EQ(read.progress->percent, p->percent);
+  }
+}
+
 }  // namespace
 }  // namespace vto::reconcilers

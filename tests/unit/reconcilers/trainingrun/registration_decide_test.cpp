@@ -22,7 +22,7 @@ const std::string kJob = "projects/test-project/locations/us-central1/customJobs
 const std::string kModel = "projects/test-project/locations/us-central1/models/fraud";
 
 crd::TrainingRun runWithModel(const std::string& model = "{}") {
-  json object = json::parse(R"({"apiVersion": "vto.dev/v1alpha1", "kind": "TrainingRun",
+  json object = json::parse(R"({"apiVersion": "vto.dev/v1beta1", "kind": "TrainingRun",
     "metadata": {"name": "r", "namespace": "ns", "uid": "u-1", "generation": 1, "resourceVersion": "5"},
     "spec": {"trainer": {"container": {"imageUri": "us-docker.pkg.dev/p/r/i:1"}},
              "resources": {"machineType": "n1-standard-4"},

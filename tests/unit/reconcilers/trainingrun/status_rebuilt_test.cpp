@@ -90,7 +90,7 @@ CachedJob jobIn(vertex::JobState state, std::optional<Clock::time_point> endTime
 Observed observing(crd::TrainingRunStatus status, const std::string& capacity = "") {
   Observed o;
   o.now = T0;
-  auto object = nlohmann::json::parse(R"({"apiVersion": "vto.dev/v1alpha1", "kind": "TrainingRun",
+  auto object = nlohmann::json::parse(R"({"apiVersion": "vto.dev/v1beta1", "kind": "TrainingRun",
     "metadata": {"name": "r", "namespace": "ns", "uid": "u-1", "generation": 1},
     "spec": {"trainer": {"container": {"imageUri": "us-docker.pkg.dev/p/r/i:1"}},
              "resources": {"machineType": "n1-standard-4"}, "baseOutputDirectory": "gs://bucket/r"}})");

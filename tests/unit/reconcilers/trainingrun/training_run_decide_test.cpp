@@ -22,7 +22,7 @@ const Clock::time_point T0 = parseRfc3339("2026-03-01T12:00:00Z");
 const std::string kJob = "projects/test-project/locations/us-central1/customJobs/7";
 
 crd::TrainingRun runWith(const std::string& extraSpec = "") {
-  json object = json::parse(R"({"apiVersion": "vto.dev/v1alpha1", "kind": "TrainingRun",
+  json object = json::parse(R"({"apiVersion": "vto.dev/v1beta1", "kind": "TrainingRun",
     "metadata": {"name": "r", "namespace": "ns", "uid": "u-1", "generation": 1, "resourceVersion": "5"},
     "spec": {"trainer": {"container": {"imageUri": "us-docker.pkg.dev/p/r/i:1"}},
              "resources": {"machineType": "n1-standard-4"},
@@ -636,9 +636,15 @@ TEST(DecideTest, TheAcceleratorCapQueuesRunsFirstCreatedFirstServed) {
       {"an older run waits for them: it goes first",
        [&] { return with({claim("2026-03-01T10:00:00Z", false)}); }, crd::Phase::Queued, {"TenantQuotaExceeded"},
        [](const Plan& p) { EXPECT_FALSE(p.createJob.has_value()); }},
-      {"a younger waiting run does not block it",
+      {"a younger waiting run does not block it; act reserves the room it was admitted to",
        [&] { return with({claim("2026-03-01T11:30:00Z", false)}); }, crd::Phase::Submitted, {},
-       [](const Plan& p) { EXPECT_TRUE(p.createJob.has_value()); }},
+       [](const Plan& p) {
+         EXPECT_TRUE(p.createJob.has_value());
+         ASSERT_TRUE(p.acceleratorReservation.has_value());
+         EXPECT_EQ(p.acceleratorReservation->rule, 0u);
+         EXPECT_EQ(p.acceleratorReservation->claim.accelerators, 4);
+         EXPECT_EQ(p.acceleratorReservation->attempt, 1);
+       }},
       {"a run under another rule does not count",
        [&] { return with({claim("2026-03-01T10:00:00Z", true, 1)}); }, crd::Phase::Submitted, {},
        [](const Plan& p) { EXPECT_TRUE(p.createJob.has_value()); }},
@@ -912,6 +918,27 @@ TEST(DecideLogTailTest, AResumedAttemptKeepsItsTailWithoutAnEvent) {
   EXPECT_EQ(plan.status->history.attempts[0].logTail, "InternalError: the backend went away");
   EXPECT_EQ(plan.status->history.attempts[1].logTail, "");
   for (const auto& e : plan.events) EXPECT_NE(e.reason, "Failed");
+}
+
+
+// A Vertex job that carries this run's labels without this operator's ownership tag is ignored
+// everywhere (the JobCache keeps it out); the run says once which it is, whatever else it does.
+TEST(DecideTest, AJobImitatingTheRunIsNamedInAWarningOnce) {
+  auto imitated = [] {
+    auto o = submitted(crd::Phase::Running);
+    o.vertex.job = jobIn(vertex::JobState::Running);
+    o.vertex.impostors = {"projects/test-project/locations/us-central1/customJobs/666"};
+    return o;
+  };
+  auto plan = decide(imitated());
+  ASSERT_EQ(reasons(plan), std::vector<std::string>{"ForeignJobIgnored"});
+  EXPECT_EQ(plan.events[0].type, controller::EventType::Warning);
+  EXPECT_NE(plan.events[0].message.find("customJobs/666"), std::string::npos) << plan.events[0].message;
+  EXPECT_EQ(plan.impostorsWarned, std::vector<std::string>{"projects/test-project/locations/us-central1/customJobs/666"});
+  EXPECT_FALSE(plan.cancelJob.has_value()) << "never cancelled";
+  auto o = imitated();
+  o.vertex.impostors.clear();  // reported: the cache no longer hands it over
+  EXPECT_TRUE(decide(o).events.empty());
 }
 
 }  // namespace

@@ -83,7 +83,7 @@ class ReconcilerTest : public ::testing::Test {
 
   // Creates the run in the fake API server and shows it to the "informer" cache.
   void apply(const std::string& extraSpec = "", const std::string& name = "r") {
-    json run = json::parse(R"({"apiVersion": "vto.dev/v1alpha1", "kind": "TrainingRun",
+    json run = json::parse(R"({"apiVersion": "vto.dev/v1beta1", "kind": "TrainingRun",
       "metadata": {"namespace": "ns", "generation": 1},
       "spec": {"trainer": {"container": {"imageUri": "us-docker.pkg.dev/p/r/i:1"}},
                "resources": {"machineType": "n1-standard-4"},
@@ -487,7 +487,7 @@ TEST_F(CappedReconcilerTest, AfterARestartAnOrphanedJobCountsBeforeAnyRunIsAdmit
   TrainingRunController restarted(cache, {kube, vertex, countingGcs, events, clock}, cappedOptions(), pollerOptions());
   std::set<std::string> restartedWoken;
   restarted.setEnqueue([&](const controller::ObjectKey& key) { restartedWoken.insert(key.name); });
-  json second = json::parse(R"({"apiVersion": "vto.dev/v1alpha1", "kind": "TrainingRun",
+  json second = json::parse(R"({"apiVersion": "vto.dev/v1beta1", "kind": "TrainingRun",
     "metadata": {"namespace": "ns", "name": "second", "uid": "uid-second", "generation": 1},
     "spec": {"trainer": {"container": {"imageUri": "us-docker.pkg.dev/p/r/i:1"}},
              "baseOutputDirectory": "gs://bucket/r"}})");
@@ -548,7 +548,7 @@ class RegistryReconcilerTest : public ReconcilerTest {
 
 TEST_F(RegistryReconcilerTest, AnUploadOperationInStatusIsReadOnlyUnderTheRunsOwnModel) {
   // Whoever may write status names an operation of another team's model, in another project and region.
-  json run = json::parse(R"({"apiVersion": "vto.dev/v1alpha1", "kind": "TrainingRun",
+  json run = json::parse(R"({"apiVersion": "vto.dev/v1beta1", "kind": "TrainingRun",
     "metadata": {"namespace": "ns", "name": "r", "uid": "uid-r", "generation": 1},
     "spec": {"trainer": {"container": {"imageUri": "us-docker.pkg.dev/p/r/i:1"}},
              "resources": {"machineType": "n1-standard-4"}, "baseOutputDirectory": "gs://bucket/r",

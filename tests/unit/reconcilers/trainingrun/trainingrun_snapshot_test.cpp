@@ -8,7 +8,7 @@ namespace {
 using nlohmann::json;
 
 json run(json spec, json status = json::object()) {
-  json object = {{"apiVersion", "vto.dev/v1alpha1"},
+  json object = {{"apiVersion", "vto.dev/v1beta1"},
                  {"kind", "TrainingRun"},
                  {"metadata",
                   {{"name", "resnet"}, {"namespace", "team-a"}, {"uid", "u1"}, {"creationTimestamp", "2026-01-01T00:00:00Z"}}},

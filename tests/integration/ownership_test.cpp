@@ -1,0 +1,135 @@
+// Which Vertex jobs are vto's, end to end (docs/security.md, "Jobs nobody else can pass off as vto's"):
+// anyone who may create a Vertex job in a project vto uses can copy vto's labels. Such jobs, made here
+// through the emulator's API as another tenant would, are never counted against a team's accelerator
+// cap or budget, never adopted as a run's attempt, and the run they imitate names them in a Warning.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "tests/support/operator_stack.h"
+#include "tests/support/wait.h"
+
+namespace vto::testing {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+
+const char* kNamespace = "own-a";
+
+// Jobs train 6 steps of 1 s after 1 s in the queue; europe-west1 holds every job pending (a job that
+// never starts still counts against a budget at its hourly price, and against a cap).
+OperatorStack& stack() {
+  static OperatorStack shared({"--queue-time", "1s", "--steps", "6", "--step-time", "1s", "--cancel-time", "300ms"});
+  static bool started = [] {
+    std::string config = shared.dir() + "/vto-config.yaml";
+    // One rule: 8 accelerators at once and $30 a month. The victim needs ~$13 (a T4 for 24 h).
+    std::ofstream(config) << "tenancy:\n  - namespaces: [" << kNamespace << "]\n    name: team-own\n"
+                          << "    projects: [" << kTestProject << "]\n    locations: [us-central1, europe-west1]\n"
+                          << "    maxAccelerators: 8\n    budget: {monthlyUsd: 30}\n";
+    auto hold = runShell("curl -sf -X POST -H 'Content-Type: application/json' --data-binary "
+                         "'[{\"location\": \"europe-west1\", \"available\": false, \"mode\": \"hold\"}]' " +
+                         shared.emulator().url() + "/emulator/v1/capacity");
+    if (hold.exitCode != 0) throw std::runtime_error("emulator capacity: " + hold.output);
+    shared.createNamespace(kNamespace);
+    shared.startOperator({"--config", config, "--budget-poll-interval", "1", "--checkpoint-poll-interval", "1"});
+    return true;
+  }();
+  (void)started;
+  return shared;
+}
+
+std::string clusterId() {
+  auto r = stack().cluster().kubectl("get namespace kube-system -o jsonpath={.metadata.uid}");
+  return r.output;
+}
+
+// A job another tenant creates with the labels it likes: 8 x A100 (about $30 an hour).
+vertex::Job foreignJob(const std::string& location, std::map<std::string, std::string> labels) {
+  json body = {{"displayName", "not-vto"},
+               {"labels", labels},
+               {"jobSpec",
+                {{"workerPoolSpecs",
+                  json::array({{{"machineSpec",
+                                 {{"machineType", "a2-highgpu-8g"}, {"acceleratorType", "NVIDIA_TESLA_A100"}, {"acceleratorCount", 8}}},
+                                {"replicaCount", "1"},
+                                {"containerSpec", {{"imageUri", "us-central1-docker.pkg.dev/test-project/train/other:1"}}}}})}}}};
+  return stack().vertex().createJob({kTestProject, location}, vertex::JobKind::Custom, body);
+}
+
+std::string eventsOf(const std::string& name) { return stack().eventsOf(kNamespace, name); }
+
+std::string jobOfAttempt(const std::string& name, int attempt) { return stack().jobOfAttempt(kNamespace, name, attempt, seconds(90)); }
+
+TEST(Ownership, JobsImitatingVtosAreNeverCountedAdoptedOrFollowed) {
+  auto cluster = clusterId();
+  ASSERT_FALSE(cluster.empty());
+  // What a neighbour in the same project can make: vto's labels for team-own, unsigned; our cluster's
+  // label with a made-up tag; and another cluster's job of the same namespace (legitimately not ours).
+  std::map<std::string, std::string> teamLabels = {{"managed-by", "vto"},         {"vto-team", "team-own"},
+                                                   {"vto-namespace", kNamespace}, {"vto-accelerators", "1000"},
+                                                   {"vto-accelerator-type", "nvidia_tesla_a100"}};
+  auto unsignedLabels = teamLabels;
+  auto badTag = teamLabels;
+  badTag["vto-cluster"] = cluster;
+  badTag["vto-owner"] = std::string(40, 'f');
+  auto otherCluster = teamLabels;
+  otherCluster["vto-cluster"] = "staging";
+  otherCluster["vto-owner"] = std::string(40, 'a');
+  std::vector<std::string> foreign;
+  for (const auto& labels : {unsignedLabels, badTag, otherCluster}) foreign.push_back(foreignJob("europe-west1", labels).name);
+
+  // The team's run (1 T4, ~$13 for its 24 h) starts: 3,000 accelerators and ~$90 an hour of jobs
+  // labelled as the team's are nobody's it knows.
+  std::string path = stack().dir() + "/victim.yaml";
+  std::ofstream(path) << "apiVersion: vto.dev/v1beta1\nkind: TrainingRun\nmetadata:\n  name: victim\n  namespace: " << kNamespace
+                      << "\nspec:\n  framework: pytorch\n  project: " << kTestProject << "\n  location: us-central1\n"
+                      << "  trainer:\n    container:\n      imageUri: us-central1-docker.pkg.dev/test-project/train/model:1\n"
+                      << "  resources: {machineType: n1-standard-4, acceleratorType: NVIDIA_TESLA_T4, acceleratorCount: 1}\n"
+                      << "  checkpointing: {resumeBackoff: 1s}\n"
+                      << "  baseOutputDirectory: gs://" << kTestBucket << "/" << kNamespace << "/victim\n";
+  stack().kubectlOk("apply -f '" + path + "'");
+  auto first = jobOfAttempt("victim", 1);
+  ASSERT_FALSE(first.empty()) << stack().getRun(kNamespace, "victim").dump(2) << "\n" << eventsOf("victim");
+  EXPECT_EQ(eventsOf("victim").find("BudgetExceeded"), std::string::npos) << eventsOf("victim");
+  EXPECT_EQ(eventsOf("victim").find("TenantQuotaExceeded"), std::string::npos) << eventsOf("victim");
+
+  // Its real job carries this cluster's identity and a tag.
+  auto real = stack().vertex().getJob(first);
+  EXPECT_EQ(real.labels["vto-cluster"], cluster);
+  EXPECT_EQ(real.labels["vto-owner"].size(), 40u);
+
+  // A job with the victim's uid and next attempt, made before the victim is preempted: the resume
+  // creates the victim's own attempt 2 and names the impostor in a Warning.
+  auto uid = stack().getRun(kNamespace, "victim")["metadata"]["uid"].get<std::string>();
+  auto impostorLabels = real.labels;
+  impostorLabels.erase("vto-owner");
+  impostorLabels["vto-attempt"] = "2";
+  auto impostor = foreignJob("us-central1", impostorLabels).name;
+  ASSERT_TRUE(waitFor([&] { return stack().vertex().getJob(first).state == vertex::JobState::Running; }, seconds(60)));
+  auto failed = runShell("curl -sf -X POST -d '{\"failureClass\":\"Preemption\"}' " + stack().emulator().url() +
+                         "/emulator/v1/" + first + ":fail");
+  ASSERT_EQ(failed.exitCode, 0) << failed.output;
+  auto second = jobOfAttempt("victim", 2);
+  ASSERT_FALSE(second.empty()) << stack().getRun(kNamespace, "victim").dump(2);
+  EXPECT_NE(second, impostor) << "the impostor was adopted as attempt 2";
+  ASSERT_TRUE(stack().waitForPhase(kNamespace, "victim", "Succeeded", seconds(120)))
+      << stack().getRun(kNamespace, "victim").dump(2) << "\n" << eventsOf("victim");
+  EXPECT_TRUE(waitFor([&] { return eventsOf("victim").find("ForeignJobIgnored") != std::string::npos; }, seconds(30)))
+      << eventsOf("victim");
+  auto events = eventsOf("victim");
+  EXPECT_NE(events.find(impostor), std::string::npos) << "the Warning names the impostor: " << events;
+  // Nothing vto did touched the foreign jobs: the held ones are still pending, none cancelled.
+  for (const auto& name : foreign) {
+    auto job = stack().vertex().getJob(name);
+    EXPECT_NE(job.state, vertex::JobState::Cancelled) << name;
+    EXPECT_NE(job.state, vertex::JobState::Cancelling) << name;
+  }
+  EXPECT_NE(stack().vertex().getJob(impostor).state, vertex::JobState::Cancelled);
+  // The operator says which cluster it is.
+  auto metrics = runShell("curl -sf " + stack().metricsUrl()).output;
+  EXPECT_NE(metrics.find("cluster_id=\"" + cluster + "\""), std::string::npos) << "vto_build_info names the cluster";
+}
+
+}  // namespace
+}  // namespace vto::testing
