@@ -118,6 +118,7 @@ reconcilers::TrainingRunReconcilerOptions trainingRunOptions(const Flags& flags,
   options.checkpointListsPerMinute = flags.getInt("checkpoint-lists-per-minute");
   // Vertex polling lists every target at once: just after a start, jobs come from those lists.
   options.awaitFirstPoll = std::chrono::minutes(1);
+  options.adoptNamesakes = true;
   options.tenancy = tenancy;
   options.uploadGracePeriod = std::chrono::seconds(std::max(1, flags.getInt("model-upload-grace-period")));
   return options;

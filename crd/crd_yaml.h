@@ -1,7 +1,7 @@
 #pragma once
 // The CustomResourceDefinitions of both kinds, from the checked-in files under helm/vto/files/crds/
-// (compiled in), as one multi-document YAML stream for `kubectl apply --server-side -f -` (two versions of the
-// schema make the TrainingRun CRD too large for client-side apply's annotation).
+// (compiled in), as one multi-document YAML stream for `kubectl apply -f -` (server-side or client-side:
+// the deprecated version carries no CEL rules, so the TrainingRun CRD fits client-side apply's annotation).
 #include <string>
 
 #include "crd/machine_catalog.h"

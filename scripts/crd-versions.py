@@ -2,9 +2,11 @@
 """Writes the deprecated v1alpha1 version of each CRD in helm/vto/files/crds/ from its v1beta1 version.
 
 Both versions have the same fields, so the CRDs convert with `strategy: None` and each version carries
-the same schema, subresources and printer columns. v1beta1 (the storage version) is the one edited by
-hand; this script copies its entry, line for line and comments included, into the v1alpha1 entry that
-follows it, with `storage: false`, `deprecated: true` and a deprecation warning naming v1beta1.
+the same structural schema, subresources and printer columns. v1beta1 (the storage version) is the one
+edited by hand; this script copies its entry, line for line and comments included, into the v1alpha1
+entry that follows it, with `storage: false`, `deprecated: true`, a deprecation warning naming v1beta1,
+and without the CEL rules (x-kubernetes-validations), which would make the TrainingRun CRD too large
+for client-side `kubectl apply`.
 
     python3 scripts/crd-versions.py           # rewrite the files (idempotent)
     python3 scripts/crd-versions.py --check   # exit 1 when a file is not what the script would write
@@ -47,6 +49,34 @@ def kind_of(text, path):
     return m.group(1)
 
 
+VALIDATIONS = re.compile(r"^( *)x-kubernetes-validations:\s*(#.*)?$")
+
+
+def without_validations(lines):
+    """`lines` less every x-kubernetes-validations block (the key and what is indented under it, or
+    listed at its indent). Two full copies of the TrainingRun schema, CEL rules included, make the
+    CRD too large for client-side `kubectl apply` (its last-applied annotation holds at most 256 KiB);
+    v1alpha1 keeps every field and type (so nothing is pruned and round trips stay lossless) and leaves
+    the CEL refusals to v1beta1, to `vto lint` and to the operator, which make the same checks."""
+    out, i = [], 0
+    while i < len(lines):
+        m = VALIDATIONS.match(lines[i])
+        if not m:
+            out.append(lines[i])
+            i += 1
+            continue
+        indent = len(m.group(1))
+        i += 1
+        while i < len(lines):
+            line, body = lines[i], lines[i].strip()
+            at = len(line) - len(line.lstrip(" "))
+            if not body or at > indent or (at == indent and (body.startswith("-") or body.startswith("#"))):
+                i += 1
+                continue
+            break
+    return out
+
+
 def generated(text, path):
     """The file's text with its v1alpha1 entry regenerated from its v1beta1 entry."""
     lines = text.splitlines(keepends=True)
@@ -79,7 +109,7 @@ def generated(text, path):
     for key in ("served: true", "storage: true"):
         if f"      {key}\n" not in source:
             raise CrdError(f"{path}: the {SOURCE} entry must say '{key}' (it is the storage version)")
-    shared = [line for line in source[1:] if not OWN_KEYS.match(line)]
+    shared = without_validations([line for line in source[1:] if not OWN_KEYS.match(line)])
     # YAML anchors (`env: &env` ... `env: *env`) get a suffix in the copy: a document that defines an
     # anchor twice is refused by some parsers (PyYAML), and the copy must not refer to v1beta1's nodes.
     anchors = {m.group(1) for line in shared for m in [ANCHOR.search(line)] if m}
@@ -121,9 +151,23 @@ def check_parsed(text, path):
     if not all(v.get("served") for v in spec["versions"]):
         problems.append("every version must be served")
     old, new = versions.get(COPY, {}), versions.get(SOURCE, {})
-    for key in ("schema", "subresources", "additionalPrinterColumns", "selectableFields"):
+
+    def structural(o):
+        if isinstance(o, dict):
+            return {k: structural(v) for k, v in o.items() if k != "x-kubernetes-validations"}
+        if isinstance(o, list):
+            return [structural(v) for v in o]
+        return o
+
+    if structural(old.get("schema")) != structural(new.get("schema")):
+        problems.append(f"{COPY}.schema differs from {SOURCE}.schema beyond its CEL rules")
+    for key in ("subresources", "additionalPrinterColumns", "selectableFields"):
         if old.get(key) != new.get(key):
             problems.append(f"{COPY}.{key} differs from {SOURCE}.{key}")
+    import json
+    size = len(json.dumps(crd, separators=(",", ":")))
+    if size > 250 * 1024:
+        problems.append(f"{size} bytes as JSON: client-side kubectl apply refuses more than 256 KiB; keep a margin")
     if not old.get("deprecated") or SOURCE not in old.get("deprecationWarning", ""):
         problems.append(f"{COPY} must be deprecated with a warning naming {SOURCE}")
     if spec.get("conversion", {"strategy": "None"}).get("strategy") != "None":

@@ -2,6 +2,7 @@
 
 #include "base/utf8.h"
 #include "base/rfc3339.h"
+#include "crd/labels.h"
 #include "crd/render.h"
 
 namespace vto::reconcilers {
@@ -117,7 +118,7 @@ bool JobCache::put(const vertex::Job& job, Clock::time_point readAt) {
       held = cachedJobOf(job, readAt);
       if (!changed) return false;
     }
-    countUnfinished(job.name, wasUnfinished, !vertex::isTerminal(job.state));
+    countUnfinished(it->second, wasUnfinished, !vertex::isTerminal(job.state));
     if (listener_) changedTo = it->second;
   }
   if (changedTo) listener_(job.name, &*changedTo);
@@ -130,7 +131,7 @@ void JobCache::erase(const std::string& jobName) {
     std::lock_guard lock(mutex_);
     auto found = jobs_.find(jobName);
     if (found != jobs_.end()) {
-      countUnfinished(jobName, !vertex::isTerminal(found->second.state), false);
+      countUnfinished(found->second, !vertex::isTerminal(found->second.state), false);
       jobs_.erase(found);
       erased = true;
     }
@@ -138,14 +139,42 @@ void JobCache::erase(const std::string& jobName) {
   if (erased && listener_) listener_(jobName, nullptr);
 }
 
-void JobCache::countUnfinished(const std::string& name, bool before, bool after) {
+namespace {
+// The run a job was made for, by namespace and name (its labels), whatever its uid was.
+std::string namesakeKey(const std::map<std::string, std::string>& labels) {
+  auto ns = labels.find(crd::kNamespaceLabel);
+  auto name = labels.find(crd::kNameLabel);
+  if (ns == labels.end() || name == labels.end()) return "";
+  return ns->second + "/" + name->second;
+}
+}  // namespace
+
+void JobCache::countUnfinished(const CachedJob& job, bool before, bool after) {
   if (before == after) return;
+  const auto& name = job.name;
   auto prefix = name.substr(0, name.rfind('/') + 1);
+  auto namesake = namesakeKey(job.labels);
   if (after) {
     ++unfinishedByPrefix_[prefix];
-  } else if (--unfinishedByPrefix_[prefix] <= 0) {
-    unfinishedByPrefix_.erase(prefix);
+    if (!namesake.empty()) unfinishedByNamesake_[namesake].insert(name);
+  } else {
+    if (--unfinishedByPrefix_[prefix] <= 0) unfinishedByPrefix_.erase(prefix);
+    if (auto found = unfinishedByNamesake_.find(namesake); found != unfinishedByNamesake_.end()) {
+      found->second.erase(name);
+      if (found->second.empty()) unfinishedByNamesake_.erase(found);
+    }
   }
+}
+
+std::vector<CachedJob> JobCache::unfinishedNamesakes(const std::string& ns, const std::string& name) const {
+  std::lock_guard lock(mutex_);
+  std::vector<CachedJob> out;
+  auto found = unfinishedByNamesake_.find(crd::sanitizeLabelValue(ns) + "/" + crd::sanitizeLabelValue(name));
+  if (found == unfinishedByNamesake_.end()) return out;
+  for (const auto& jobName : found->second) {
+    if (auto job = jobs_.find(jobName); job != jobs_.end()) out.push_back(job->second);
+  }
+  return out;
 }
 
 std::vector<std::string> JobCache::unfinishedPrefixes() const {

@@ -66,6 +66,10 @@ class JobCache {
   std::vector<std::string> unfinishedPrefixes() const;
 
   std::optional<CachedJob> get(const std::string& jobName) const;
+  // The unfinished jobs made for a run of this namespace and name, whatever its uid: what a run
+  // re-created under that name (a GitOps re-apply into a rebuilt cluster, a restore without status)
+  // adopts instead of starting a second job. Only places listed since the start are known.
+  std::vector<CachedJob> unfinishedNamesakes(const std::string& ns, const std::string& name) const;
   // Stores `job` (one this operator made: else nothing, see setOwnership) as read at `readAt` unless the cache holds a read that started later (a GET that
   // raced with a newer list must not move the job back in time); returns whether it changed (state
   // or update time). A read of the same update still refreshes readAt.
@@ -87,7 +91,7 @@ class JobCache {
 
  private:
   // Keeps unfinishedByPrefix_ as a job goes from unfinished (`before`) to `after`; with mutex_ held.
-  void countUnfinished(const std::string& name, bool before, bool after);
+  void countUnfinished(const CachedJob& job, bool before, bool after);
   // Remembers an untrusted job that imitates a run; returns the run's uid when it is new.
   std::optional<std::string> recordImpostor(const vertex::Job& job);
   Listener listener_;
@@ -101,6 +105,7 @@ class JobCache {
   std::map<std::string, Impostor> impostors_;  // by job name; bounded
   std::map<std::string, CachedJob> jobs_;
   std::map<std::string, int> unfinishedByPrefix_;  // kept with jobs_, so listing prefixes never walks the jobs
+  std::map<std::string, std::set<std::string>> unfinishedByNamesake_;  // "vto-namespace/vto-name" -> job names
   std::map<std::string, VertexFailure> pollFailures_;
   std::set<std::string> listed_;
 };

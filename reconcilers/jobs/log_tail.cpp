@@ -171,8 +171,7 @@ std::string logTailRefusal(const crd::TrainingRun& run, const std::string& jobNa
   // own project is not enough, another team's may run there too.
   auto seen = jobs->get(jobName);
   if (!seen) return "(not read: vto has not seen this job as one it made for this run)";
-  auto owner = seen->labels.find(crd::kRunUidLabel);
-  if (owner != seen->labels.end() && owner->second == crd::sanitizeLabelValue(run.metadata.uid)) return "";
+  if (isTheRunsJob(seen->labels, run.metadata.namespace_, run.metadata.name, run.metadata.uid)) return "";
   return "(not read: status names a job whose vto-run-uid label is another run's)";
 }
 

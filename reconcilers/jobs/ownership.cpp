@@ -8,6 +8,7 @@
 
 #include "base/gcp_names.h"
 #include "base/rfc3339.h"
+#include "crd/labels.h"
 #include "crd/render.h"
 #include "crd/yaml_json.h"
 
@@ -38,6 +39,14 @@ std::string_view describe(JobOwner owner) {
     case JobOwner::Forged: return "not made by this operator (its ownership tag does not verify)";
   }
   return "unknown";
+}
+
+bool isTheRunsJob(const std::map<std::string, std::string>& labels, const std::string& ns, const std::string& name,
+                  const std::string& uid) {
+  if (labelOr(labels, crd::kRunUidLabel) == crd::sanitizeLabelValue(uid)) return true;
+  auto jobNamespace = labelOr(labels, crd::kNamespaceLabel), jobName = labelOr(labels, crd::kNameLabel);
+  return !jobNamespace.empty() && !jobName.empty() && jobNamespace == crd::sanitizeLabelValue(ns) &&
+         jobName == crd::sanitizeLabelValue(name);
 }
 
 OwnershipKeys parseOwnershipKeys(const std::string& yaml) {

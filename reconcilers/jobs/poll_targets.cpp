@@ -33,6 +33,18 @@ std::string followedJobOf(const crd::TrainingRunStatus& status) {
   return attempts.back().jobName;
 }
 
+namespace {
+// A run that may still create its first job: alive, valid, not suspended, with no job recorded.
+bool awaitsItsFirstJob(const crd::TrainingRun& run) {
+  const auto& status = run.status;
+  if (crd::isFinished(status.phase) || status.phase == crd::Phase::Invalid || run.spec.suspend ||
+      !run.metadata.deletionTimestamp.empty())
+    return false;
+  const auto& attempts = status.history.attempts;
+  return attempts.empty() || (attempts.size() == 1 && attempts.front().jobName.empty());
+}
+}  // namespace
+
 void PollTargets::update(const controller::ObjectKey& key, const crd::TrainingRun* decoded) {
   std::optional<PollTarget> target;
   if (decoded != nullptr) {
@@ -40,6 +52,12 @@ void PollTargets::update(const controller::ObjectKey& key, const crd::TrainingRu
     target = pollTargetOfJob(job);
     if (target && !isProjectNumber(target->where.project) && !isInTheRunsPlace(decoded->spec, defaults_, job)) {
       target.reset();  // status is writable by others: it steers no listing elsewhere
+    }
+    // A run that has no job yet: where its first job goes, so that what a run of the same name left
+    // there is known before it creates one.
+    if (job.empty() && !target && awaitsItsFirstJob(*decoded)) {
+      auto where = crd::locationOf(decoded->spec, defaults_);
+      if (isProjectId(where.project) && isVertexRegion(where.location)) target = PollTarget{where, crd::jobKindOf(decoded->spec)};
     }
   }
   std::lock_guard lock(mutex_);
@@ -53,6 +71,15 @@ void PollTargets::update(const controller::ObjectKey& key, const crd::TrainingRu
     byRun_[key] = *target;
     ++runs_[*target];
   }
+}
+
+std::vector<controller::ObjectKey> PollTargets::runsAt(const std::string& prefix) const {
+  std::lock_guard lock(mutex_);
+  std::vector<controller::ObjectKey> keys;
+  for (const auto& [key, target] : byRun_) {
+    if (target.jobPrefix() == prefix) keys.push_back(key);
+  }
+  return keys;
 }
 
 std::map<std::string, PollTarget> PollTargets::current() const {

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "base/gcp_names.h"
 #include "controller/object_key.h"
@@ -50,6 +51,8 @@ class PollTargets {
   void update(const controller::ObjectKey& key, const crd::TrainingRun* decoded);
   // Targets by key (their job-name prefix).
   std::map<std::string, PollTarget> current() const;
+  // The runs whose job (or first job) is at `prefix`: woken when it is first listed after a start.
+  std::vector<controller::ObjectKey> runsAt(const std::string& prefix) const;
 
  private:
   Location defaults_;

@@ -149,6 +149,26 @@ std::optional<std::string> overAcceleratorCap(Draft& d, const crd::TrainingRun& 
   return admitted.message;
 }
 
+// A run of the same namespace and name left this job unfinished (the run was re-applied into a
+// rebuilt cluster, restored without its status, or deleted with deletionPolicy Orphan and applied
+// again): this run follows it as its first attempt instead of paying for a second.
+Plan adoptNamesake(Draft& d, const CachedJob& job) {
+  auto& attempt = d.current();
+  if (!attempt.startTime) attempt.startTime = d.now();
+  auto uid = job.labels.find(crd::kRunUidLabel);
+  auto attemptLabel = job.labels.find(crd::kAttemptLabel);
+  d.plan.events.push_back(normalEvent(
+      "JobAdopted", "adopted " + std::string(vertex::kindName(vertex::jobKindOf(job.name))) + " " + job.name +
+                        ", still " + std::string(vertex::jobStateName(job.state)) + ", which a run of the same name (uid " +
+                        (uid == job.labels.end() ? std::string("unknown") : uid->second) + ", attempt " +
+                        (attemptLabel == job.labels.end() ? std::string("?") : attemptLabel->second) +
+                        ") started: followed as attempt 1, no second job"));
+  applyJobState(d, job);
+  d.told = Told::ByOwnEvent;
+  d.plan.requeueAfter = d.options.resyncPeriod;
+  return finish(d);
+}
+
 // Vertex refused the job itself (a bad argument, a missing permission): retrying cannot help.
 Plan createRejected(Draft& d, const VertexFailure& rejected) {
   std::string advice =
@@ -504,6 +524,19 @@ Plan decide(const Observed& o, const DecideOptions& options) {
   if (jobUnseen) {
     d.plan.requeueAfter = o.vertex.awaitingFirstPoll ? options.firstPollWait : options.resyncPeriod;
     return finish(d);
+  }
+  if (!o.vertex.job && !recorded && d.current().attempt == 1) {
+    if (o.vertex.namesake) return adoptNamesake(d, *o.vertex.namesake);
+    if (o.vertex.placeUnlisted) {
+      // The first list of the place since the start wakes it; a failing list is said in status.
+      if (o.vertex.unavailable) {
+        d.plan.requeueAfter = options.firstPollWait;
+        return finish(d);
+      }
+      Plan wait;  // nothing written: a fresh run's first pass after a start costs no extra write
+      wait.requeueAfter = options.firstPollWait;
+      return wait;
+    }
   }
   if (!o.vertex.job) return create(d, options);
   if (isSuspensionCancel(*o.vertex.job, d.current())) return unsuspend(d, *o.vertex.job, options);

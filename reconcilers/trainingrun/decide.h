@@ -62,6 +62,13 @@ struct VertexReading {
   // The job status names was not created for this run (its vto-run-uid label is another's): status
   // was written by someone else. vto neither follows nor cancels it.
   bool notOwned = false;
+  // A fresh run (no job recorded, attempt 1): the unfinished job an earlier run of the same namespace
+  // and name left (a re-apply into a rebuilt cluster, a restore without status, a delete with
+  // deletionPolicy Orphan): adopted instead of starting a second one.
+  std::optional<CachedJob> namesake;
+  // A fresh run's place has not been listed since the operator started: such a namesake would not
+  // be known yet, so no job is created until it is (its job-name prefix).
+  std::optional<std::string> placeUnlisted;
   // Vertex jobs that carry this run's labels but were not made by this operator (their ownership
   // tag does not verify), not yet warned about: ignored everywhere, named in a Warning.
   std::vector<std::string> impostors;

@@ -134,13 +134,14 @@ Observed TrainingRunReconciler::observe(const nlohmann::json& object) {
     bool mayRead = jobs_.get(attempt->jobName) || isInTheRunsPlace(o.run->spec, o.defaults, attempt->jobName) ||
                    (target && isProjectNumber(target->where.project));
     if (mayRead) o.vertex.job = readJob(attempt->jobName, target, o);
-    // Status is writable by others: only a job vto labelled with this run's uid is followed or cancelled.
-    auto owner = o.vertex.job ? o.vertex.job->labels.find(crd::kRunUidLabel) : decltype(o.vertex.job->labels.end()){};
-    if (!mayRead ||
-        (o.vertex.job && (owner == o.vertex.job->labels.end() || owner->second != crd::sanitizeLabelValue(o.metadata.uid)))) {
+    // Status is writable by others: only a job vto made for this run (or for the namesake it took
+    // over) is followed or cancelled.
+    if (!mayRead || (o.vertex.job && !isTheRunsJob(o.vertex.job->labels, o.metadata.namespace_, o.metadata.name, o.metadata.uid))) {
       o.vertex.job.reset();
       o.vertex.notOwned = true;
     }
+  } else if (options_.adoptNamesakes && !deleting && !o.run->spec.suspend && (attempt == nullptr || attempt->attempt == 1)) {
+    observeNamesake(o);
   } else if (deleting || o.run->spec.suspend) {
     // Not in status: a crash may have come between create and the status write. Cancel what exists,
     // where the job would have been created.
@@ -505,6 +506,27 @@ std::optional<vertex::Job> TrainingRunReconciler::findByLabels(const Observed& o
   });
   jobs_.put(*oldest, o.now);
   return *oldest;
+}
+
+void TrainingRunReconciler::observeNamesake(Observed& o) {
+  // Only once the run's place has been listed since the start is the cache's word final: a job left
+  // by a run of the same name (before a rebuild, or deleted with deletionPolicy: Orphan) is there.
+  auto where = crd::locationOf(o.run->spec, o.defaults);
+  if (where.project.empty() || where.location.empty()) return;  // decide says what is missing
+  PollTarget place{where, crd::jobKindOf(o.run->spec)};
+  auto prefix = place.jobPrefix();
+  if (!jobs_.listed(prefix)) {
+    if (auto failure = jobs_.pollFailure(prefix)) o.vertex.unavailable = failure;
+    o.vertex.placeUnlisted = prefix;
+    return;
+  }
+  for (auto& job : jobs_.unfinishedNamesakes(o.metadata.namespace_, o.metadata.name)) {
+    // Another live run's job (a name that sanitises alike) is never taken over.
+    auto uid = job.labels.find(crd::kRunUidLabel);
+    if (uid != job.labels.end() && uid->second != crd::sanitizeLabelValue(o.metadata.uid) && runs_.keyByUid(uid->second))
+      continue;
+    if (!o.vertex.namesake || job.createTime < o.vertex.namesake->createTime) o.vertex.namesake = std::move(job);
+  }
 }
 
 void TrainingRunReconciler::observeCheckpoint(Observed& o) {

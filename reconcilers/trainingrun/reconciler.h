@@ -70,6 +70,10 @@ struct TrainingRunReconcilerOptions {
   // Where the resourceVersions of this reconciler's own writes go, so that their watch events
   // enqueue nothing (controller::enqueueUnlessOwnWrite); null: every event reconciles.
   controller::OwnWrites* ownWrites = nullptr;
+  // A fresh run takes over the unfinished job a run of the same namespace and name left (a re-apply
+  // into a rebuilt cluster, a restore without status): vto run, whose poller lists every fresh run's
+  // place once after the start (the run waits for that list). Off: every fresh run creates its job.
+  bool adoptNamesakes = false;
   // Which Vertex jobs this operator made (cluster identity and ownership tag): only those are cached,
   // so followed, adopted, counted, read and cancelled; null: every job with vto's labels (unit tests).
   const JobOwnership* ownership = nullptr;
@@ -121,6 +125,8 @@ class TrainingRunReconciler final : public controller::Reconciler {
   // pass adopts the same one should two ever exist).
   std::optional<vertex::Job> findByLabels(const Observed& observed, const PollTarget& target, int attempt);
   void observeCheckpoint(Observed& observed);
+  // A fresh run's namesake: the unfinished job a run of the same namespace and name left.
+  void observeNamesake(Observed& observed);
   // act's create: adopts the attempt's job if one exists, else creates it (moving on to the next
   // placement when Vertex refuses a capped accelerator quota), and records it in the plan's status.
   Plan createPlannedJob(const Observed& observed, Plan plan);

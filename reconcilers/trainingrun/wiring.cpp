@@ -81,9 +81,11 @@ TrainingRunController::TrainingRunController(const controller::ObjectCache& runs
             if (!target) return pollerOptions_.interval;
             bool first = !jobs_.listed(key);
             auto next = poller_.poll(*target);
-            // A cap's count may now be whole: the runs that waited for it look again.
+            // A cap's count may now be whole, and what runs of the same name left there is known:
+            // the runs that waited for either look again.
             if (first && jobs_.listed(key)) {
               for (const auto& waiting : reconciler_->accelerators().waiting()) enqueue_(waiting);
+              for (const auto& fresh : targets_.runsAt(key)) enqueue_(fresh);
             }
             return next;
           }) {

@@ -4,6 +4,8 @@
 // cap or budget, never adopted as a run's attempt, and the run they imitate names them in a Warning.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <fstream>
 
 #include "tests/support/operator_stack.h"
@@ -16,6 +18,10 @@ using nlohmann::json;
 using std::chrono::seconds;
 
 const char* kNamespace = "own-a";
+
+std::vector<std::string> operatorFlags(OperatorStack& stack) {
+  return {"--config", stack.dir() + "/vto-config.yaml", "--budget-poll-interval", "1", "--checkpoint-poll-interval", "1"};
+}
 
 // Jobs train 6 steps of 1 s after 1 s in the queue; europe-west1 holds every job pending (a job that
 // never starts still counts against a budget at its hourly price, and against a cap).
@@ -32,7 +38,7 @@ OperatorStack& stack() {
                          shared.emulator().url() + "/emulator/v1/capacity");
     if (hold.exitCode != 0) throw std::runtime_error("emulator capacity: " + hold.output);
     shared.createNamespace(kNamespace);
-    shared.startOperator({"--config", config, "--budget-poll-interval", "1", "--checkpoint-poll-interval", "1"});
+    shared.startOperator(operatorFlags(shared));
     return true;
   }();
   (void)started;
@@ -129,6 +135,48 @@ TEST(Ownership, JobsImitatingVtosAreNeverCountedAdoptedOrFollowed) {
   // The operator says which cluster it is.
   auto metrics = runShell("curl -sf " + stack().metricsUrl()).output;
   EXPECT_NE(metrics.find("cluster_id=\"" + cluster + "\""), std::string::npos) << "vto_build_info names the cluster";
+}
+
+
+// A run deleted with deletionPolicy Orphan while its job waits for capacity, the operator restarted
+// (as a rebuilt cluster's starts with nothing cached), and the same manifest applied again: the new run
+// (a new uid, no status) takes the job over instead of paying for a second.
+TEST(Ownership, ARunAppliedAgainWhileItsJobIsUnfinishedAdoptsItInsteadOfPayingTwice) {
+  // Every job in us-central1 now waits for capacity: the job stays unfinished however long this takes.
+  auto hold = runShell("curl -sf -X POST -H 'Content-Type: application/json' --data-binary "
+                       "'[{\"location\": \"us-central1\", \"available\": false, \"mode\": \"hold\"}, "
+                       "{\"location\": \"europe-west1\", \"available\": false, \"mode\": \"hold\"}]' " +
+                       stack().emulator().url() + "/emulator/v1/capacity");
+  ASSERT_EQ(hold.exitCode, 0) << hold.output;
+  std::string path = stack().dir() + "/phoenix.yaml";
+  std::ofstream(path) << "apiVersion: vto.dev/v1beta1\nkind: TrainingRun\nmetadata:\n  name: phoenix\n  namespace: " << kNamespace
+                      << "\nspec:\n  framework: pytorch\n  project: " << kTestProject << "\n  location: us-central1\n"
+                      << "  deletionPolicy: Orphan\n"
+                      << "  trainer:\n    container:\n      imageUri: us-central1-docker.pkg.dev/test-project/train/model:1\n"
+                      << "  resources: {machineType: n1-standard-4}\n"
+                      << "  baseOutputDirectory: gs://" << kTestBucket << "/" << kNamespace << "/phoenix\n";
+  stack().kubectlOk("apply -f '" + path + "'");
+  auto job = jobOfAttempt("phoenix", 1);
+  ASSERT_FALSE(job.empty()) << stack().getRun(kNamespace, "phoenix").dump(2) << eventsOf("phoenix");
+  auto firstUid = stack().getRun(kNamespace, "phoenix")["metadata"]["uid"].get<std::string>();
+  stack().kubectlOk(std::string("-n ") + kNamespace + " delete trun phoenix --wait=true --timeout=60s");
+  stack().stopOperator(SIGTERM);
+  stack().startOperator(operatorFlags(stack()));
+  stack().kubectlOk("apply -f '" + path + "'");
+  ASSERT_TRUE(waitFor([&] { return eventsOf("phoenix").find("JobAdopted") != std::string::npos; }, seconds(60)))
+      << stack().getRun(kNamespace, "phoenix").dump(2) << eventsOf("phoenix") << stack().operatorLog();
+  auto run = stack().getRun(kNamespace, "phoenix");
+  EXPECT_NE(run["metadata"]["uid"].get<std::string>(), firstUid);
+  EXPECT_EQ(jobOfAttempt("phoenix", 1), job) << run.dump(2);
+  EXPECT_NE(eventsOf("phoenix").find(firstUid), std::string::npos) << "the Event names the run that started it";
+  // Still one job for the name, some passes later.
+  ASSERT_TRUE(waitFor([&] { return stack().getRun(kNamespace, "phoenix")["status"].value("phase", "") == "Queued"; }, seconds(30)))
+      << stack().getRun(kNamespace, "phoenix").dump(2);
+  EXPECT_EQ(stack().listJobs("labels.vto-name=\"phoenix\"").size(), 1u);
+  auto events = eventsOf("phoenix");  // both runs' (Events name the object by name)
+  auto created = events.find("JobCreated");
+  EXPECT_NE(created, std::string::npos) << events;
+  EXPECT_EQ(events.find("JobCreated", created + 1), std::string::npos) << "one job created, by the first run: " << events;
 }
 
 }  // namespace

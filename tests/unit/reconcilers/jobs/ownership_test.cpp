@@ -145,5 +145,16 @@ TEST(JobOwnership, TheJobCacheKeepsOutJobsItDidNotMakeAndRemembersImpostors) {
   EXPECT_FALSE(cache.get(real.name));
 }
 
+
+// A job is the run's when made for it, or for the earlier run of its namespace and name it took over.
+TEST(JobOwnership, AJobIsTheRunsByItsUidOrAsItsNamesake) {
+  std::map<std::string, std::string> labels = {{crd::kRunUidLabel, "old-uid"}, {crd::kNamespaceLabel, "team-a"}, {crd::kNameLabel, "train"}};
+  EXPECT_TRUE(isTheRunsJob(labels, "team-a", "train", "old-uid"));
+  EXPECT_TRUE(isTheRunsJob(labels, "team-a", "train", "new-uid")) << "re-created under the same name";
+  EXPECT_FALSE(isTheRunsJob(labels, "team-a", "other", "new-uid"));
+  EXPECT_FALSE(isTheRunsJob(labels, "team-b", "train", "new-uid"));
+  EXPECT_FALSE(isTheRunsJob({{crd::kRunUidLabel, "old-uid"}}, "", "", "new-uid")) << "no namesake labels: the uid alone decides";
+}
+
 }  // namespace
 }  // namespace vto::reconcilers

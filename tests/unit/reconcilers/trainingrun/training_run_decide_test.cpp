@@ -941,5 +941,60 @@ TEST(DecideTest, AJobImitatingTheRunIsNamedInAWarningOnce) {
   EXPECT_TRUE(decide(o).events.empty());
 }
 
+
+// A run created anew under a name whose earlier run left its job unfinished (a GitOps re-apply into a
+// rebuilt cluster, a restore without status, a delete with deletionPolicy Orphan and a re-apply):
+// that job becomes its attempt 1, never a second paid one.
+TEST(DecideTest, AFreshRunAdoptsTheUnfinishedJobItsNamesakeLeft) {
+  auto namesake = [] {
+    auto job = jobIn(JobState::Running);
+    job.name = "projects/test-project/locations/us-central1/customJobs/41";
+    job.labels = {{"vto-run-uid", "the-old-uid"}, {"vto-attempt", "2"}, {"vto-namespace", "ns"}, {"vto-name", "run"}};
+    return job;
+  };
+  runTable({
+      {"an unfinished namesake: adopted as attempt 1, one JobAdopted Event, no create",
+       [&] {
+         auto o = fresh();
+         o.vertex.namesake = namesake();
+         return o;
+       },
+       crd::Phase::Running, {"JobAdopted"},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.createJob.has_value());
+         EXPECT_TRUE(p.addFinalizer);
+         ASSERT_EQ(p.status->history.attempts.size(), 1u);
+         EXPECT_EQ(p.status->history.attempts[0].jobName, "projects/test-project/locations/us-central1/customJobs/41");
+         EXPECT_NE(p.events[0].message.find("the-old-uid, attempt 2"), std::string::npos) << p.events[0].message;
+       }},
+      {"its place not listed since the start: nothing written, it looks again once listed",
+       [&] {
+         auto o = fresh();
+         o.vertex.placeUnlisted = "projects/test-project/locations/us-central1/customJobs/";
+         return o;
+       },
+       std::nullopt, {},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.createJob.has_value());
+         EXPECT_FALSE(p.addFinalizer) << "no write while it waits";
+         EXPECT_EQ(p.requeueAfter, seconds(5));
+       }},
+      {"its place cannot be listed: said in status, no job",
+       [&] {
+         auto o = fresh();
+         o.vertex.placeUnlisted = "projects/test-project/locations/us-central1/customJobs/";
+         o.vertex.unavailable = VertexFailure{503, "polling Vertex AI jobs in projects/test-project/locations/us-central1: 503"};
+         return o;
+       },
+       crd::Phase::Pending, {},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.createJob.has_value());
+         EXPECT_EQ(conditionReason(*p.status, "Ready"), "False/VertexError");
+       }},
+      {"no namesake: its own job is created", [] { return fresh(); }, crd::Phase::Submitted, {},
+       [](const Plan& p) { EXPECT_TRUE(p.createJob.has_value()); }},
+  });
+}
+
 }  // namespace
 }  // namespace vto::reconcilers
