@@ -3,7 +3,11 @@
 // this is the one-off for a platform team that wants it done (and checked) before an upgrade.
 #include "cmd/migrate.h"
 
+#include <spdlog/spdlog.h>
+
+#include <condition_variable>
 #include <iostream>
+#include <mutex>
 
 #include "cmd/commands.h"
 #include "cmd/flags.h"
@@ -19,6 +23,32 @@ void migrateStoredObjects(controller::KubeClient& kube,
                                       std::pair{"retrainingpolicies.vto.dev", reconcilers::retrainingPolicyResource()}}) {
     report(crd, controller::migrateStorage(kube, crd, resource));
   }
+}
+
+void addStorageMigration(controller::Manager& manager, controller::KubeClient& kube, bool watchesAllNamespaces) {
+  if (!watchesAllNamespaces) {
+    spdlog::info("watching some namespaces only: run `vto migrate` as a cluster admin after an upgrade that changes the "
+                 "storage version (docs/upgrading.md)");
+    return;
+  }
+  manager.addLoop([&kube](std::stop_token stop) {
+    std::mutex mutex;
+    std::condition_variable_any wake;
+    std::unique_lock lock(mutex);
+    while (!stop.stop_requested()) {
+      try {
+        migrateStoredObjects(kube, [](const std::string& crd, const controller::StorageMigration& m) {
+          if (m.needed)
+            spdlog::info("{}: rewrote {} objects stored at an older version ({} written meanwhile); storedVersions recorded",
+                         crd, m.rewritten, m.alreadyNewer);
+        });
+        return;
+      } catch (const std::exception& e) {
+        spdlog::warn("migrating stored objects to the storage version: {}; trying again in 60 s", e.what());
+      }
+      wake.wait_for(lock, stop, std::chrono::seconds(60), [] { return false; });
+    }
+  });
 }
 
 namespace {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "controller/kube_client.h"
+#include "controller/manager.h"
 #include "controller/storage_migration.h"
 
 namespace vto::cmd {
@@ -13,5 +14,10 @@ namespace vto::cmd {
 // the first failure (run it again: objects already written are written again, cheaply).
 void migrateStoredObjects(controller::KubeClient& kube,
                           const std::function<void(const std::string& crd, const controller::StorageMigration&)>& report);
+
+// `vto run`: the same once on the leader, tried again every minute until it succeeds (RBAC, CRDs not
+// upgraded yet). An operator that watches some namespaces only cannot see every object: it says that
+// `vto migrate` is for an admin to run instead.
+void addStorageMigration(controller::Manager& manager, controller::KubeClient& kube, bool watchesAllNamespaces);
 
 }  // namespace vto::cmd

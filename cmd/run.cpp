@@ -237,29 +237,7 @@ int run(const Args& args) {
       }
     });
   }
-  // Objects stored at an older API version are rewritten once, on the leader, so a later release can
-  // stop serving that version; a failure (RBAC, the CRDs not upgraded yet) is said and tried again.
-  // An operator that watches some namespaces only cannot see every object: `vto migrate` does it.
-  if (!flags.getAll("namespace").empty()) {
-    spdlog::info("watching some namespaces only: run `vto migrate` as a cluster admin after an upgrade that changes the "
-                 "storage version (docs/upgrading.md)");
-  } else manager.addLoop([&kube](std::stop_token stop) {
-    std::mutex mutex;
-    std::condition_variable_any wake;
-    std::unique_lock lock(mutex);
-    while (!stop.stop_requested()) {
-      try {
-        migrateStoredObjects(kube, [](const std::string& crd, const controller::StorageMigration& m) {
-          if (m.needed) spdlog::info("{}: rewrote {} objects stored at an older version ({} written meanwhile); storedVersions recorded",
-                                     crd, m.rewritten, m.alreadyNewer);
-        });
-        return;
-      } catch (const std::exception& e) {
-        spdlog::warn("migrating stored objects to the storage version: {}; trying again in 60 s", e.what());
-      }
-      wake.wait_for(lock, stop, std::chrono::seconds(60), [] { return false; });
-    }
-  });
+  addStorageMigration(manager, kube, flags.getAll("namespace").empty());
   reconcilers::TrainingRunController trainingRuns(
       runs.cache(), {kube, clients.vertex(), clients.gcs(), events, clock, &trainingRunMetrics, observer.get(), clients.logging()},
       runOptions, jobPollerOptions(flags), logTailOptions(flags));

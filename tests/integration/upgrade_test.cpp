@@ -106,9 +106,18 @@ TEST(Upgrade, ObjectsStoredAsV1alpha1AreMigratedOnceAndTheNewOperatorFollowsThem
   EXPECT_EQ(clientSide.exitCode, 0) << clientSide.output;
   EXPECT_NE(again.output.find("nothing to migrate"), std::string::npos) << again.output;
 
+  // The operator does the same at start, on its own: told again that v1alpha1 objects are stored, it
+  // rewrites them and records v1beta1 alone.
+  auto reset = cluster.kubectl("patch crd trainingruns.vto.dev --subresource=status --type=merge "
+                               "-p '{\"status\":{\"storedVersions\":[\"v1alpha1\",\"v1beta1\"]}}'");
+  ASSERT_EQ(reset.exitCode, 0) << reset.output;
   // The new operator follows what the old API created: one job per run, each to its end; the
   // suspended policy stays suspended and creates nothing.
   stack.startOperator();
+  EXPECT_TRUE(waitFor([&] { return storedVersions(cluster, "trainingruns.vto.dev") == "[\"v1beta1\"]"; }, seconds(60)))
+      << stack.operatorLog();
+  EXPECT_NE(stack.operatorLog().find("trainingruns.vto.dev: rewrote " + std::to_string(runs) + " objects"), std::string::npos)
+      << stack.operatorLog();
   for (int i = 0; i < std::min(runs, 20); ++i) {
     std::string name = "before-" + std::to_string(i);
     ASSERT_TRUE(stack.waitForPhase(kNamespace, name, "Succeeded", seconds(180))) << stack.getRun(kNamespace, name).dump(2);
