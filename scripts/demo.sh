@@ -117,8 +117,8 @@ if "$BIN/vto" run --help >/dev/null 2>&1; then
   # Budgets: team-small may spend $0.50 a month (config/demo/tenancy.yaml): one run at a time fits.
   kubectl create namespace team-small >/dev/null
   kubectl apply -f config/demo/team-budget.yaml >/dev/null
-  say "team-small's churn-b waits for its budget (BudgetExceeded) until churn-a has ended:"
-  say "  kubectl -n team-small get trun -o wide   # PHASE, COST, and why churn-b is Queued"
+  say "one of team-small's two runs waits for its budget (BudgetExceeded) while the other runs:"
+  say "  kubectl -n team-small get trun -o wide   # PHASE, COST, and why one is Queued"
   # Retraining: config/samples/retrainingpolicy_every_minute.yaml retrains every minute with warm start.
   say "RetrainingPolicy mnist-every-minute retrains each minute from the last good model; in another terminal:"
   say "  kubectl get rtp -w"
