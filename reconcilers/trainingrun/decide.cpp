@@ -530,6 +530,9 @@ Plan decide(const Observed& o, const DecideOptions& options) {
     if (o.vertex.placeUnlisted) {
       // The first list of the place since the start wakes it; a failing list is said in status.
       if (o.vertex.unavailable) {
+        d.phase(Phase::Pending, "waiting for the first list of " + *o.vertex.placeUnlisted +
+                                    " since the operator started (a job a run of this name left there would be "
+                                    "adopted): " + o.vertex.unavailable->message);
         d.plan.requeueAfter = options.firstPollWait;
         return finish(d);
       }

@@ -99,6 +99,7 @@ void runTable(const std::vector<Row>& rows) {
     auto plan = decide(o);
     if (row.phase) {
       ASSERT_TRUE(plan.status.has_value());
+      ASSERT_TRUE(plan.status->phase.has_value()) << "a status without a phase";
       EXPECT_EQ(crd::enumName(*plan.status->phase, crd::phaseNames()), crd::enumName(*row.phase, crd::phaseNames()))
           << plan.status->message;
     } else {
@@ -990,6 +991,8 @@ TEST(DecideTest, AFreshRunAdoptsTheUnfinishedJobItsNamesakeLeft) {
        [](const Plan& p) {
          EXPECT_FALSE(p.createJob.has_value());
          EXPECT_EQ(conditionReason(*p.status, "Ready"), "False/VertexError");
+         EXPECT_NE(p.status->message.find("waiting for the first list of projects/test-project"), std::string::npos)
+             << p.status->message;
        }},
       {"no namesake: its own job is created", [] { return fresh(); }, crd::Phase::Submitted, {},
        [](const Plan& p) { EXPECT_TRUE(p.createJob.has_value()); }},
