@@ -69,14 +69,14 @@ bool JobCache::trusts(const vertex::Job& job) const {
 std::optional<std::string> JobCache::recordImpostor(const vertex::Job& job) {
   // Another cluster's jobs are legitimately there: not impostors, just not ours.
   if (ownership_ == nullptr || ownership_->ownerOf(job.labels, job.createTime) != JobOwner::Forged) return std::nullopt;
-  auto uid = job.labels.find(crd::kRunUidLabel);
-  if (uid == job.labels.end() || uid->second.empty()) return std::nullopt;
+  auto uid = labelOf(job.labels, crd::kRunUidLabel);
+  if (uid.empty()) return std::nullopt;
   std::lock_guard lock(mutex_);
   if (impostors_.count(job.name)) return std::nullopt;
   // Bounded whatever others create: past the bound a new impostor is still ignored, only not warned about.
   if (impostors_.size() >= kMaxImpostors) return std::nullopt;
-  impostors_.emplace(job.name, Impostor{uid->second, false});
-  return uid->second;
+  impostors_.emplace(job.name, Impostor{uid, false});
+  return uid;
 }
 
 std::vector<std::string> JobCache::impostorsOf(const std::string& uid) const {
@@ -142,10 +142,8 @@ void JobCache::erase(const std::string& jobName) {
 namespace {
 // The run a job was made for, by namespace and name (its labels), whatever its uid was.
 std::string namesakeKey(const std::map<std::string, std::string>& labels) {
-  auto ns = labels.find(crd::kNamespaceLabel);
-  auto name = labels.find(crd::kNameLabel);
-  if (ns == labels.end() || name == labels.end()) return "";
-  return ns->second + "/" + name->second;
+  auto ns = labelOf(labels, crd::kNamespaceLabel), name = labelOf(labels, crd::kNameLabel);
+  return ns.empty() || name.empty() ? "" : ns + "/" + name;
 }
 }  // namespace
 

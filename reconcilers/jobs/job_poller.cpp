@@ -23,10 +23,7 @@ std::string unfinishedFilter() {
   return filter;
 }
 
-std::string runUidOf(const std::map<std::string, std::string>& labels) {
-  auto uid = labels.find(crd::kRunUidLabel);
-  return uid == labels.end() ? "" : uid->second;
-}
+std::string runUidOf(const std::map<std::string, std::string>& labels) { return labelOf(labels, crd::kRunUidLabel); }
 }  // namespace
 
 JobPoller::JobPoller(vertex::VertexClient& vertex, JobCache& jobs, const Clock& clock, Wake wake, JobPollerOptions options)

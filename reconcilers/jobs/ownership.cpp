@@ -21,15 +21,15 @@ constexpr size_t kMinKeyBytes = 32;
 constexpr size_t kMaxKeys = 8;
 constexpr size_t kMaxKeyFileBytes = 64 * 1024;
 
-std::string labelOr(const std::map<std::string, std::string>& labels, const char* key) {
-  auto found = labels.find(key);
-  return found == labels.end() ? "" : found->second;
-}
-
 bool equalInConstantTime(const std::string& a, const std::string& b) {
   return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 }  // namespace
+
+std::string labelOf(const std::map<std::string, std::string>& labels, const char* key) {
+  auto found = labels.find(key);
+  return found == labels.end() ? "" : found->second;
+}
 
 std::string_view describe(JobOwner owner) {
   switch (owner) {
@@ -43,8 +43,8 @@ std::string_view describe(JobOwner owner) {
 
 bool isTheRunsJob(const std::map<std::string, std::string>& labels, const std::string& ns, const std::string& name,
                   const std::string& uid) {
-  if (labelOr(labels, crd::kRunUidLabel) == crd::sanitizeLabelValue(uid)) return true;
-  auto jobNamespace = labelOr(labels, crd::kNamespaceLabel), jobName = labelOr(labels, crd::kNameLabel);
+  if (labelOf(labels, crd::kRunUidLabel) == crd::sanitizeLabelValue(uid)) return true;
+  auto jobNamespace = labelOf(labels, crd::kNamespaceLabel), jobName = labelOf(labels, crd::kNameLabel);
   return !jobNamespace.empty() && !jobName.empty() && jobNamespace == crd::sanitizeLabelValue(ns) &&
          jobName == crd::sanitizeLabelValue(name);
 }
@@ -90,7 +90,7 @@ std::string JobOwnership::tagOf(const std::string& key, const std::map<std::stri
   for (const char* field : {crd::kRunUidLabel, crd::kAttemptLabel, crd::kNamespaceLabel, crd::kNameLabel, crd::kTeamLabel,
                             crd::kAcceleratorsLabel, crd::kAcceleratorTypeLabel}) {
     message += '\n';
-    message += labelOr(labels, field);
+    message += labelOf(labels, field);
   }
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;

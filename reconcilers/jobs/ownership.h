@@ -48,6 +48,9 @@ struct OwnershipKeys {
 // Throws std::invalid_argument naming what is wrong (a key shorter than 32 bytes, no keys, a bad time).
 OwnershipKeys parseOwnershipKeys(const std::string& yaml);
 
+// A job's label `key`, or "" when it has none: the one way jobs/ and tenancy/ read a job's labels.
+std::string labelOf(const std::map<std::string, std::string>& labels, const char* key);
+
 // Whether a job this operator made is the run's (namespace, name, uid): made for it (its vto-run-uid),
 // or for an earlier run of the same namespace and name, which this one took over (a re-apply into a
 // rebuilt cluster, a restore without status; the run's status records the adopted job).

@@ -22,10 +22,6 @@ bool listedOrAny(const std::vector<std::string>& allowed, const std::string& val
   });
 }
 
-std::string labelOf(const CachedJob& job, const char* key) {
-  auto found = job.labels.find(key);
-  return found == job.labels.end() ? "" : found->second;
-}
 }  // namespace
 
 namespace {
@@ -57,7 +53,7 @@ std::optional<crd::AcceleratorClaim> claimAt(const crd::TrainingRun& run, const 
 std::optional<crd::AcceleratorClaim> acceleratorClaimOf(const crd::TrainingRun& run) { return claimAt(run, placed(run)); }
 
 std::optional<int64_t> acceleratorsOfJob(const CachedJob& job) {
-  auto text = labelOf(job, crd::kAcceleratorsLabel);
+  auto text = labelOf(job.labels, crd::kAcceleratorsLabel);
   if (text.empty() || text.size() > 12 || !std::all_of(text.begin(), text.end(), ::isdigit)) return std::nullopt;
   return std::stoll(text);
 }
@@ -171,7 +167,7 @@ std::vector<controller::ObjectKey> AcceleratorLedger::updateJob(const std::strin
   if (!capped_) return {};
   std::optional<Entry> now;
   if (job != nullptr && !vertex::isTerminal(job->state)) {
-    auto ns = labelOf(*job, crd::kNamespaceLabel);
+    auto ns = labelOf(job->labels, crd::kNamespaceLabel);
     auto accelerators = acceleratorsOfJob(*job);
     std::optional<Location> where;
     try {
@@ -181,7 +177,7 @@ std::vector<controller::ObjectKey> AcceleratorLedger::updateJob(const std::strin
     if (!ns.empty() && accelerators && *accelerators > 0 && where) {
       // A job counts under a rule that allows where it runs and on what (its namespace is checked
       // with the rule's selector when claims are read).
-      auto type = labelOf(*job, crd::kAcceleratorTypeLabel);
+      auto type = labelOf(job->labels, crd::kAcceleratorTypeLabel);
       std::vector<bool> allowedBy;
       for (const auto& rule : rules_) {
         allowedBy.push_back(listedOrAny(rule.projects, where->project) && listedOrAny(rule.locations, where->location) &&
@@ -194,8 +190,8 @@ std::vector<controller::ObjectKey> AcceleratorLedger::updateJob(const std::strin
   std::lock_guard lock(mutex_);
   // The job a reservation stood for is known now (running, counted above, or already ended).
   if (job != nullptr) {
-    auto reserved = reservations_.find(labelOf(*job, crd::kRunUidLabel));
-    if (reserved != reservations_.end() && labelOf(*job, crd::kAttemptLabel) == std::to_string(reserved->second.attempt))
+    auto reserved = reservations_.find(labelOf(job->labels, crd::kRunUidLabel));
+    if (reserved != reservations_.end() && labelOf(job->labels, crd::kAttemptLabel) == std::to_string(reserved->second.attempt))
       reservations_.erase(reserved);
   }
   auto found = jobs_.find(name);

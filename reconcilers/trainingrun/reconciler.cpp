@@ -71,6 +71,14 @@ Result TrainingRunReconciler::reconcile(const controller::ObjectKey& key) {
 
 namespace {
 // A member of the cached object, read in place (an absent one reads as {}): no copy per reconcile.
+// A pass that decided on figures another run changed before act could take them (a budget's room,
+// the accelerator cap's): nothing of it is written, and the run is decided again shortly.
+Plan decideAgainSoon() {
+  Plan again;
+  again.requeueAfter = std::chrono::milliseconds(200);
+  return again;
+}
+
 // The job's labels as Vertex gets them: the rendered ones, the budget rule's team, then this
 // operator's cluster and its ownership tag over all of them.
 std::map<std::string, std::string> signedLabels(const Observed& o, const nlohmann::json& rendered, const JobOwnership* ownership) {
@@ -397,9 +405,7 @@ Plan TrainingRunReconciler::createPlannedJob(const Observed& o, Plan plan) {
   if (const auto& reserved = plan.budgetReservation; reserved && options_.budgets != nullptr && plan.createJob) {
     if (!options_.budgets->reserve(reserved->rule, reserved->seenGeneration, o.metadata.uid, reserved->usd,
                                    reserved->hourlyUsd, reserved->unconditionally)) {
-      Plan again;  // nothing of this pass is written: it decided on figures that no longer hold
-      again.requeueAfter = std::chrono::milliseconds(200);
-      return again;
+      return decideAgainSoon();
     }
     held = reserved;
   }
@@ -422,9 +428,7 @@ Plan TrainingRunReconciler::createPlannedJob(const Observed& o, Plan plan) {
       };
       if (!accelerators_.reserve(o.metadata.uid, controller::ObjectKey{o.metadata.namespace_, o.metadata.name},
                                  create.attempt, room->rule, room->claim, room->allowedBy, namespaceInfo)) {
-        Plan again;
-        again.requeueAfter = std::chrono::milliseconds(200);
-        return again;
+        return decideAgainSoon();
       }
     }
     // Exactly once: a job for this run and attempt that already exists (a crash came between its
