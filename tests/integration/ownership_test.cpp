@@ -63,6 +63,18 @@ vertex::Job foreignJob(const std::string& location, std::map<std::string, std::s
   return stack().vertex().createJob({kTestProject, location}, vertex::JobKind::Custom, body);
 }
 
+// Applies run `name` in us-central1 of the test project with `resources` and `extraSpec`; returns its file.
+std::string applyRun(const std::string& name, const std::string& resources, const std::string& extraSpec) {
+  std::string path = stack().dir() + "/" + name + ".yaml";
+  std::ofstream(path) << "apiVersion: vto.dev/v1beta1\nkind: TrainingRun\nmetadata:\n  name: " << name << "\n  namespace: " << kNamespace
+                      << "\nspec:\n  framework: pytorch\n  project: " << kTestProject << "\n  location: us-central1\n"
+                      << "  trainer:\n    container:\n      imageUri: us-central1-docker.pkg.dev/test-project/train/model:1\n"
+                      << "  resources: " << resources << "\n" << extraSpec
+                      << "  baseOutputDirectory: gs://" << kTestBucket << "/" << kNamespace << "/" << name << "\n";
+  stack().kubectlOk("apply -f '" + path + "'");
+  return path;
+}
+
 std::string eventsOf(const std::string& name) { return stack().eventsOf(kNamespace, name); }
 
 std::string jobOfAttempt(const std::string& name, int attempt) { return stack().jobOfAttempt(kNamespace, name, attempt, seconds(90)); }
@@ -87,14 +99,8 @@ TEST(Ownership, JobsImitatingVtosAreNeverCountedAdoptedOrFollowed) {
 
   // The team's run (1 T4, ~$13 for its 24 h) starts: 3,000 accelerators and ~$90 an hour of jobs
   // labelled as the team's are nobody's it knows.
-  std::string path = stack().dir() + "/victim.yaml";
-  std::ofstream(path) << "apiVersion: vto.dev/v1beta1\nkind: TrainingRun\nmetadata:\n  name: victim\n  namespace: " << kNamespace
-                      << "\nspec:\n  framework: pytorch\n  project: " << kTestProject << "\n  location: us-central1\n"
-                      << "  trainer:\n    container:\n      imageUri: us-central1-docker.pkg.dev/test-project/train/model:1\n"
-                      << "  resources: {machineType: n1-standard-4, acceleratorType: NVIDIA_TESLA_T4, acceleratorCount: 1}\n"
-                      << "  checkpointing: {resumeBackoff: 1s}\n"
-                      << "  baseOutputDirectory: gs://" << kTestBucket << "/" << kNamespace << "/victim\n";
-  stack().kubectlOk("apply -f '" + path + "'");
+  applyRun("victim", "{machineType: n1-standard-4, acceleratorType: NVIDIA_TESLA_T4, acceleratorCount: 1}",
+           "  checkpointing: {resumeBackoff: 1s}\n");
   auto first = jobOfAttempt("victim", 1);
   ASSERT_FALSE(first.empty()) << stack().getRun(kNamespace, "victim").dump(2) << "\n" << eventsOf("victim");
   EXPECT_EQ(eventsOf("victim").find("BudgetExceeded"), std::string::npos) << eventsOf("victim");
@@ -148,14 +154,7 @@ TEST(Ownership, ARunAppliedAgainWhileItsJobIsUnfinishedAdoptsItInsteadOfPayingTw
                        "{\"location\": \"europe-west1\", \"available\": false, \"mode\": \"hold\"}]' " +
                        stack().emulator().url() + "/emulator/v1/capacity");
   ASSERT_EQ(hold.exitCode, 0) << hold.output;
-  std::string path = stack().dir() + "/phoenix.yaml";
-  std::ofstream(path) << "apiVersion: vto.dev/v1beta1\nkind: TrainingRun\nmetadata:\n  name: phoenix\n  namespace: " << kNamespace
-                      << "\nspec:\n  framework: pytorch\n  project: " << kTestProject << "\n  location: us-central1\n"
-                      << "  deletionPolicy: Orphan\n"
-                      << "  trainer:\n    container:\n      imageUri: us-central1-docker.pkg.dev/test-project/train/model:1\n"
-                      << "  resources: {machineType: n1-standard-4}\n"
-                      << "  baseOutputDirectory: gs://" << kTestBucket << "/" << kNamespace << "/phoenix\n";
-  stack().kubectlOk("apply -f '" + path + "'");
+  auto path = applyRun("phoenix", "{machineType: n1-standard-4}", "  deletionPolicy: Orphan\n");
   auto job = jobOfAttempt("phoenix", 1);
   ASSERT_FALSE(job.empty()) << stack().getRun(kNamespace, "phoenix").dump(2) << eventsOf("phoenix");
   auto firstUid = stack().getRun(kNamespace, "phoenix")["metadata"]["uid"].get<std::string>();
