@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -124,24 +125,24 @@ std::vector<std::string> systemResolve(const std::string& host, const std::strin
 // counted, the count capped (HttpTransportOptions::maxPendingLookups).
 class DeadlineResolver {
  public:
-  DeadlineResolver(HostResolver resolve, size_t maxPending)
-      : resolve_(resolve ? std::move(resolve) : HostResolver(systemResolve)), maxPending_(std::max<size_t>(maxPending, 1)) {}
+  DeadlineResolver(HostResolver resolve, size_t maxPending, size_t maxPendingPerKey)
+      : resolve_(resolve ? std::move(resolve) : HostResolver(systemResolve)),
+        maxPending_(std::max<size_t>(maxPending, 1)),
+        maxPendingPerKey_(maxPendingPerKey) {}
 
   std::vector<asio::ip::tcp::endpoint> resolve(const std::string& host, const std::string& port,
-                                               SteadyClock::time_point deadline, const std::stop_token& stop) {
+                                               SteadyClock::time_point deadline, const std::stop_token& stop,
+                                               const std::string& budgetKey) {
     const auto portNumber = static_cast<unsigned short>(std::stoi(port));
     beast::error_code notAnAddress;
     auto literal = asio::ip::make_address(host, notAnAddress);
     if (!notAnAddress) return {asio::ip::tcp::endpoint(literal, portNumber)};
 
-    if (pending_->fetch_add(1) >= maxPending_) {
-      --*pending_;
-      throw TransportError("cannot resolve " + host + ": " + std::to_string(maxPending_) +
-                           " earlier lookups are still waiting for the DNS resolver");
-    }
+    const std::string key = maxPendingPerKey_ > 0 ? budgetKey : "";
+    if (auto refused = pending_->admit(key, maxPending_, maxPendingPerKey_)) throw TransportError("cannot resolve " + host + ": " + *refused);
     auto lookup = std::make_shared<Lookup>();
     try {
-      std::thread([lookup, pending = pending_, resolve = resolve_, host, port] {
+      std::thread([lookup, pending = pending_, resolve = resolve_, host, port, key] {
         std::vector<std::string> addresses;
         std::string error;
         try {
@@ -156,10 +157,10 @@ class DeadlineResolver {
           lookup->finished = true;
         }
         lookup->done.notify_all();
-        --*pending;
+        pending->finish(key);
       }).detach();
     } catch (const std::system_error& error) {
-      --*pending_;
+      pending_->finish(key);
       throw TransportError("cannot resolve " + host + ": " + error.what());
     }
     std::unique_lock lock(lookup->mutex);
@@ -186,9 +187,32 @@ class DeadlineResolver {
     std::vector<std::string> addresses;
     std::string error;
   };
+  // Lookups still running, in all and per budget key; shared with the threads that run them.
+  struct Pending {
+    std::mutex mutex;
+    size_t total = 0;
+    std::map<std::string, size_t> byKey;  // only keys with lookups running: bounded by maxPending
+    std::optional<std::string> admit(const std::string& key, size_t max, size_t maxPerKey) {
+      std::lock_guard lock(mutex);
+      if (total >= max) return std::to_string(max) + " earlier lookups are still waiting for the DNS resolver";
+      if (!key.empty() && byKey[key] >= maxPerKey) {
+        if (byKey[key] == 0) byKey.erase(key);
+        return std::to_string(maxPerKey) + " earlier lookups of " + key + " are still waiting for the DNS resolver";
+      }
+      ++total;
+      if (!key.empty()) ++byKey[key];
+      return std::nullopt;
+    }
+    void finish(const std::string& key) {
+      std::lock_guard lock(mutex);
+      --total;
+      if (!key.empty() && --byKey[key] == 0) byKey.erase(key);
+    }
+  };
   HostResolver resolve_;
   size_t maxPending_;
-  std::shared_ptr<std::atomic<size_t>> pending_ = std::make_shared<std::atomic<size_t>>(0);
+  size_t maxPendingPerKey_;
+  std::shared_ptr<Pending> pending_ = std::make_shared<Pending>();
 };
 
 struct KeepAlive {
@@ -359,7 +383,7 @@ struct PooledHttpTransport::Pool {
         keepAlive{static_cast<int>(std::max<long long>(options.keepAliveIdle.count(), 1)),
                   static_cast<int>(std::max<long long>(options.keepAliveInterval.count(), 1)),
                   std::max(options.keepAliveProbes, 1)},
-        resolver(options.resolve, options.maxPendingLookups) {}
+        resolver(options.resolve, options.maxPendingLookups, options.maxPendingLookupsPerKey) {}
 
   HttpTransportOptions options;
   KeepAlive keepAlive;
@@ -443,8 +467,8 @@ namespace {
 
 // Resolves (DeadlineResolver), connects and, for https, shakes hands, all by the connection's deadline.
 void connect(Connection& connection, const Url& url, bool verifyPeer, const KeepAlive& keepAlive,
-             DeadlineResolver& resolver, const std::stop_token& stop = {}) {
-  auto addresses = resolver.resolve(url.host, url.port, connection.raw().deadline, stop);
+             DeadlineResolver& resolver, const std::string& lookupBudgetKey, const std::stop_token& stop = {}) {
+  auto addresses = resolver.resolve(url.host, url.port, connection.raw().deadline, stop, lookupBudgetKey);
   beast::error_code error;
   connection.raw().connect(addresses, error);
   if (error == beast::error::timeout) throw TimeoutError("cannot connect to " + url.host + ":" + url.port + ": timed out");
@@ -569,7 +593,8 @@ HttpResponse PooledHttpTransport::send(const HttpRequest& request) {
     try {
       // One deadline for everything this request does on the connection.
       connection->raw().deadline = deadline;
-      if (!connection->connected) connect(*connection, url, pool_->options.verifyPeer, pool_->keepAlive, pool_->resolver);
+      if (!connection->connected)
+        connect(*connection, url, pool_->options.verifyPeer, pool_->keepAlive, pool_->resolver, request.lookupBudgetKey);
       result = connection->secure ? exchange(*connection->secure, *connection, message, maxBody)
                                   : exchange(*connection->plain, *connection, message, maxBody);
     } catch (const TimeoutError& error) {
@@ -716,7 +741,7 @@ HttpResponse PooledHttpTransport::streamLines(const HttpRequest& request,
   std::stop_callback onStop(stop, [&stopSignal] { stopSignal.raise(); });
   connection->raw().deadline = SteadyClock::now() + timeout;
   try {
-    connect(*connection, url, pool_->options.verifyPeer, pool_->keepAlive, pool_->resolver, stop);
+    connect(*connection, url, pool_->options.verifyPeer, pool_->keepAlive, pool_->resolver, request.lookupBudgetKey, stop);
   } catch (const TimeoutError& error) {
     if (stop.stop_requested()) return {};
     throw TimeoutError(what + ": " + error.what());

@@ -53,6 +53,9 @@ struct HttpRequest {
   std::chrono::milliseconds timeout{30000};
   // 0: any size. Else an answer whose Content-Length, or body, is larger is a TransportError.
   std::size_t maxBodyBytes = 0;
+  // Whose request this is (a tenant's namespace): its DNS lookups count against this key's budget
+  // (HttpTransportOptions::maxPendingLookupsPerKey) as well as the transport's. "": the transport's only.
+  std::string lookupBudgetKey;
 };
 
 struct HttpResponse {
@@ -90,6 +93,9 @@ struct HttpTransportOptions {
   // refused at once (a resolver that never answers costs threads, not hangs). IP literals are
   // never looked up. `resolve` replaces getaddrinfo (tests inject a slow one).
   size_t maxPendingLookups = 8;
+  // Of those, at most this many for one HttpRequest::lookupBudgetKey (0: no limit per key), so that
+  // one tenant's resolver that never answers cannot take every other tenant's lookups.
+  size_t maxPendingLookupsPerKey = 0;
   HostResolver resolve{};
   // TCP keepalive on every socket: probes after this much idle time, every `keepAliveInterval`, and
   // the connection is dead after `keepAliveProbes` unanswered ones. Catches a peer that vanished

@@ -27,14 +27,10 @@ crd::TenancyRules tenancyRulesFromConfig(const Flags& flags) {
   } else {
     spdlog::info("tenancy: {} rule(s); a namespace no rule matches may use nothing", rules.size());
   }
-  // Rules written before models existed allowed every model; absent now allows none (docs/security.md,
-  // "Upgrading"): their runs' registrations stop until the rule lists the models.
+  // Fields a rule opens with "*", and fields it leaves closed because it was written before they
+  // were governed (docs/security.md, "Upgrading").
   for (size_t i = 0; i < rules.size(); ++i) {
-    if (!rules[i].models) {
-      spdlog::warn("{} has no `models`: runs in its namespaces may register or promote no model (absent means none); "
-                   "list the model IDs they use, e.g. models: [fraud]",
-                   rules[i].describe(i));
-    }
+    for (const auto& warning : rules[i].startupWarnings(i)) spdlog::warn("{}", warning);
   }
   return rules;
 }

@@ -229,7 +229,11 @@ RawPool readRawPool(const json& pool) {
     }
   }
   countAt(pool, "replicaCount", kMaxRawReplicaCount, out.replicaCount);
-  if (const json* package = objectAt(pool, "pythonPackageSpec")) out.packageUris = stringsAt(*package, "packageUris");
+  if (const json* package = objectAt(pool, "pythonPackageSpec")) {
+    out.packageUris = stringsAt(*package, "packageUris");
+    out.executorImageUri = stringAt(*package, "executorImageUri");
+  }
+  if (const json* container = objectAt(pool, "containerSpec")) out.containerImageUri = stringAt(*container, "imageUri");
   if (auto mounts = pool.find("nfsMounts"); mounts != pool.end() && mounts->is_array()) {
     for (const auto& mount : *mounts) {
       // A mount that is not an object is reported by the walker; it still holds its index here.

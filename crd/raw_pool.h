@@ -41,6 +41,8 @@ struct RawPool {
   std::string tpuTopology;               // machineSpec.tpuTopology
   int64_t replicaCount = 1;              // replicaCount (absent: 1)
   std::vector<std::string> packageUris;  // pythonPackageSpec.packageUris
+  std::string containerImageUri;         // containerSpec.imageUri
+  std::string executorImageUri;          // pythonPackageSpec.executorImageUri
   std::vector<NfsMount> nfsMounts;
   std::optional<ReservationAffinity> reservationAffinity;  // machineSpec.reservationAffinity
   size_t lustreMounts = 0;                                 // how many lustreMounts entries

@@ -93,7 +93,40 @@ TenancyRule parseRule(const json& value, const std::string& path) {
   rule.acceleratorTypes = nonEmptyStrings(reader, "acceleratorTypes");
   reader.integer("maxAccelerators", rule.maxAccelerators, 0, 1'000'000);
   rule.prometheusUrls = nonEmptyStrings(reader, "prometheusUrls");
-  rule.networks = nonEmptyStrings(reader, "networks");
+  reader.with("networks", [&](const json& list, const std::string& listPath) {
+    // A network by name, or {name, reservedIpRanges}: the ranges a run may name on it.
+    readList<int>(list, listPath, [&](const json& entry, const std::string& entryPath) {
+      std::string name;
+      std::vector<std::string> ranges;
+      if (entry.is_object()) {
+        ObjectReader network(entry, entryPath);
+        network.string("name", name);
+        ranges = nonEmptyStrings(network, "reservedIpRanges");
+        network.finish();
+        if (name.empty()) throw DecodeError(entryPath + ".name", "is required: the network's projects/PROJECT_NUMBER/global/networks/NAME");
+      } else {
+        name = readString(entry, entryPath);
+      }
+      if (!projectOfResource(name, "projects/*/global/networks/*"))
+        throw DecodeError(entryPath, "\"" + name + "\" is not a VPC network name; write projects/PROJECT_NUMBER/global/networks/NAME, "
+                                     "as spec.network does (or {name: ..., reservedIpRanges: [RANGE, ...]})");
+      rule.networks.push_back(name);
+      rule.reservedIpRanges[name] = std::move(ranges);
+      return 0;
+    });
+  });
+  rule.imagePrefixes = nonEmptyStrings(reader, "imagePrefixes");
+  reader.with("labels", [&](const json& object, const std::string& objectPath) {
+    if (!object.is_object()) throw DecodeError(objectPath, "must be a map of label key to allowed values ([] for any), e.g. {experiment: [], cost-center: [cc-1234]}");
+    for (const auto& [key, values] : object.items()) {
+      auto allowed = readStringList(values, joinPath(objectPath, key));
+      if (key == kAnyValue && !allowed.empty())
+        throw DecodeError(joinPath(objectPath, key), "\"*\" allows any other key with any value; give it [] or list the keys");
+      rule.labels[key] = std::move(allowed);
+    }
+  });
+  rule.tensorboards = nonEmptyStrings(reader, "tensorboards");
+  rule.kmsKeys = nonEmptyStrings(reader, "kmsKeys");
   bool listsModels = reader.has("models");  // absent and [] both allow none; absent is warned about at start
   auto models = nonEmptyStrings(reader, "models");
   if (listsModels) rule.models = std::move(models);
@@ -150,9 +183,23 @@ TenancyRule parseRule(const json& value, const std::string& path) {
   requireEach(rule.prometheusUrls, path + ".prometheusUrls",
               [](const std::string& url) { return canonicalPrometheusUrl(url).has_value(); },
               "is not an http(s) base URL; write e.g. https://prometheus.monitoring:9090");
-  requireEach(rule.networks, path + ".networks",
-              [](const std::string& n) { return projectOfResource(n, "projects/*/global/networks/*").has_value(); },
-              "is not a VPC network name; write projects/PROJECT_NUMBER/global/networks/NAME, as spec.network does");
+  // A registry path ending in "/" (so that ".../acme-ml/" cannot match ".../acme-ml-other/..."),
+  // lower case as image references are.
+  requireEach(rule.imagePrefixes, path + ".imagePrefixes",
+              [](const std::string& p) {
+                return p == kAnyValue || (p.size() > 1 && p.back() == '/' && p.find('/') < p.size() - 1 &&
+                                          p.find('.') < p.find('/') && !hasDotSegment("/" + p) &&
+                                          std::none_of(p.begin(), p.end(), [](char c) { return c >= 'A' && c <= 'Z'; }));
+              },
+              "is not an image prefix; write a registry path ending in \"/\", e.g. us-central1-docker.pkg.dev/acme-ml/train/ "
+              "(or \"*\" for any image)");
+  requireEach(rule.tensorboards, path + ".tensorboards",
+              [](const std::string& t) { return t == kAnyValue || projectOfResource(t, "projects/*/locations/*/tensorboards/*"); },
+              "is not a TensorBoard name; write projects/PROJECT/locations/LOCATION/tensorboards/ID (or \"*\": any in the rule's projects)");
+  requireEach(rule.kmsKeys, path + ".kmsKeys",
+              [](const std::string& k) { return k == kAnyValue || projectOfResource(k, "projects/*/locations/*/keyRings/*/cryptoKeys/*"); },
+              "is not a KMS key name; write projects/PROJECT/locations/LOCATION/keyRings/RING/cryptoKeys/KEY "
+              "(or \"*\": any in the rule's projects)");
   requireEach(rule.reservations, path + ".reservations",
               [](const std::string& r) { return projectOfResource(r, "projects/*/zones/*/reservations/*").has_value(); },
               "is not a reservation name; write projects/PROJECT/zones/ZONE/reservations/NAME");
@@ -238,11 +285,15 @@ std::optional<TenancyViolation> rawPoolViolation(const TenancyRule& rule, const 
   return std::nullopt;
 }
 
-// A resource of the run (a TensorBoard, a KMS key) must be in one of the rule's projects.
+// A resource of the run (a TensorBoard, a KMS key) must be one the rule lists by name, or, where
+// the rule lists "*", any in one of the rule's projects.
 std::optional<TenancyViolation> resourceViolation(const TenancyRule& rule, const RuleCheck& check, const std::string& field,
                                                   const std::string& what, const std::string& name,
-                                                  const std::string& pattern) {
+                                                  const std::string& pattern, const std::vector<std::string>& allowed,
+                                                  const std::string& ruleField) {
   if (name.empty()) return std::nullopt;
+  if (listed(allowed, name)) return std::nullopt;
+  if (!listed(allowed, kAnyValue)) return check.rejected(field, what, name, allowed, ruleField);
   auto project = projectOfResource(name, pattern);
   if (!project) {
     return check.violation(field, "\"" + name + "\" is not a " + what + " name; write " + pattern +
@@ -314,11 +365,54 @@ std::optional<TenancyViolation> violationOf(const TenancyRule& rule, size_t inde
                                                         (rule.networks.empty() ? "it lists none" : joined(rule.networks)) +
                                                         "), or remove reservedIpRanges");
   }
+  if (!spec.reservedIpRanges.empty()) {
+    auto ranges = rule.reservedIpRanges.find(spec.network);
+    const std::vector<std::string> none;
+    const auto& allowed = ranges == rule.reservedIpRanges.end() ? none : ranges->second;
+    for (size_t i = 0; i < spec.reservedIpRanges.size(); ++i) {
+      if (!listed(allowed, spec.reservedIpRanges[i]))
+        return rejected(indexPath("spec.reservedIpRanges", i), "reserved IP range", spec.reservedIpRanges[i], allowed,
+                        "reservedIpRanges for network " + spec.network);
+    }
+  }
+  for (const auto& [field, image] : imagesOf(spec)) {
+    const std::string& uri = image;  // clang 15 cannot capture a structured binding
+    bool allowed = isVertexPrebuiltImage(uri) ||
+                   std::any_of(rule.imagePrefixes.begin(), rule.imagePrefixes.end(), [&](const std::string& prefix) {
+                     return prefix == kAnyValue || (uri.rfind(prefix, 0) == 0 && !hasDotSegment(uri));
+                   });
+    if (!allowed) {
+      return check.violation(field, "image \"" + uri + "\" is not allowed for this namespace by " + check.describe() +
+                                        "; allowed: images under " +
+                                        (rule.imagePrefixes.empty() ? "none (the rule lists no imagePrefixes)"
+                                                                    : joined(rule.imagePrefixes)) +
+                                        ", and Vertex's prebuilt images");
+    }
+  }
+  auto labelViolation = [&](const std::string& at, const std::map<std::string, std::string>& labels)
+      -> std::optional<TenancyViolation> {
+    for (const auto& [key, value] : labels) {
+      auto allowed = rule.labels.find(key);
+      if (allowed == rule.labels.end()) allowed = rule.labels.find(kAnyValue);
+      if (allowed == rule.labels.end()) {
+        std::vector<std::string> keys;
+        for (const auto& entry : rule.labels) keys.push_back(entry.first);
+        return rejected(joinPath(at, key), "label key", key, keys, "labels");
+      }
+      if (!allowed->second.empty() && !listed(allowed->second, value))
+        return rejected(joinPath(at, key), "label value", key + "=" + value, allowed->second, "values for label " + key);
+    }
+    return std::nullopt;
+  };
+  if (auto violation = labelViolation("spec.labels", spec.labels)) return violation;
+  if (spec.model) {
+    if (auto violation = labelViolation("spec.model.labels", spec.model->labels)) return violation;
+  }
   if (auto violation = resourceViolation(rule, check, "spec.tensorboard", "TensorBoard", spec.tensorboard,
-                                         "projects/*/locations/*/tensorboards/*"))
+                                         "projects/*/locations/*/tensorboards/*", rule.tensorboards, "tensorboards"))
     return violation;
   if (auto violation = resourceViolation(rule, check, "spec.encryptionKmsKeyName", "KMS key", spec.encryptionKmsKeyName,
-                                         "projects/*/locations/*/keyRings/*/cryptoKeys/*"))
+                                         "projects/*/locations/*/keyRings/*/cryptoKeys/*", rule.kmsKeys, "kmsKeys"))
     return violation;
   if (!rule.interactiveShell && (spec.enableWebAccess || spec.enableDashboardAccess)) {
     const char* field = spec.enableWebAccess ? "enableWebAccess" : "enableDashboardAccess";
@@ -400,6 +494,60 @@ std::string TenancyRule::describe(size_t index) const {
     out += std::string(namespaces.empty() ? "" : "; ") + "namespaces labelled " + (labels.empty() ? "(any)" : labels);
   }
   return out + ")";
+}
+
+std::vector<std::string> TenancyRule::startupWarnings(size_t index) const {
+  std::vector<std::string> out;
+  const std::string rule = describe(index);
+  // Rules written before models existed allowed every model; absent now allows none.
+  if (!models)
+    out.push_back(rule + " has no `models`: runs in its namespaces may register or promote no model (absent means none); "
+                         "list the model IDs they use, e.g. models: [fraud]");
+  if (listed(imagePrefixes, kAnyValue))
+    out.push_back(rule + " allows any image (imagePrefixes: [\"*\"]): its runs may have the project's service agent pull "
+                         "another team's private image; list the registry paths they use instead");
+  else if (imagePrefixes.empty())
+    out.push_back(rule + " lists no imagePrefixes: its runs may use only Vertex's prebuilt images (absent means none); "
+                         "list the registry paths they use, e.g. imagePrefixes: [us-central1-docker.pkg.dev/PROJECT/REPO/]");
+  if (labels.count(kAnyValue))
+    out.push_back(rule + " allows any label key (labels: {\"*\": []}): its runs may set billing labels such as "
+                         "cost-center on their jobs; list the keys they may set instead");
+  if (listed(tensorboards, kAnyValue))
+    out.push_back(rule + " allows any TensorBoard in its projects (tensorboards: [\"*\"]), another team's too; list them by name");
+  if (listed(kmsKeys, kAnyValue))
+    out.push_back(rule + " allows any KMS key in its projects (kmsKeys: [\"*\"]), another team's too; list them by name");
+  return out;
+}
+
+bool isVertexPrebuiltImage(const std::string& imageUri) {
+  // Google's public repositories of prebuilt containers (training, prediction, reduction server).
+  static const char* const kPrefixes[] = {"us-docker.pkg.dev/vertex-ai/", "europe-docker.pkg.dev/vertex-ai/",
+                                          "asia-docker.pkg.dev/vertex-ai/", "us-docker.pkg.dev/vertex-ai-restricted/",
+                                          "europe-docker.pkg.dev/vertex-ai-restricted/",
+                                          "asia-docker.pkg.dev/vertex-ai-restricted/"};
+  if (hasDotSegment(imageUri)) return false;
+  return std::any_of(std::begin(kPrefixes), std::end(kPrefixes),
+                     [&](const char* prefix) { return imageUri.rfind(prefix, 0) == 0; });
+}
+
+std::vector<std::pair<std::string, std::string>> imagesOf(const TrainingRunSpec& spec) {
+  std::vector<std::pair<std::string, std::string>> out;
+  auto add = [&](std::string field, const std::string& image) {
+    if (!image.empty()) out.emplace_back(std::move(field), image);
+  };
+  if (const auto& trainer = spec.trainer) {
+    if (trainer->container) add("spec.trainer.container.imageUri", trainer->container->imageUri);
+    if (trainer->pythonPackage) add("spec.trainer.pythonPackage.executorImageUri", trainer->pythonPackage->executorImageUri);
+  }
+  if (spec.distribution && spec.distribution->reductionServer)
+    add("spec.distribution.reductionServer.imageUri", spec.distribution->reductionServer->imageUri);
+  for (size_t i = 0; i < spec.workerPoolSpecs.size(); ++i) {
+    auto pool = readRawPool(spec.workerPoolSpecs[i]);
+    add(indexPath("spec.workerPoolSpecs", i) + ".containerSpec.imageUri", pool.containerImageUri);
+    add(indexPath("spec.workerPoolSpecs", i) + ".pythonPackageSpec.executorImageUri", pool.executorImageUri);
+  }
+  if (spec.model) add("spec.model.servingContainer.imageUri", spec.model->servingContainer.imageUri);
+  return out;
 }
 
 TenancyRules parseTenancyRules(const json& value, const std::string& path) {

@@ -11,10 +11,13 @@
 //   the run (its maxAccelerators is the cap the run counts against).
 // - projects, locations, serviceAccounts, bucketPrefixes, acceleratorTypes: an absent or empty
 //   list allows anything for that field.
-// - Every other field that reaches Vertex is closed unless the rule opens it: models, networks,
-//   nfsServers, reservations and prometheusUrls allow none when absent or empty, interactiveShell
-//   is false unless set; tensorboard and encryptionKmsKeyName must name a resource in one of the
-//   rule's projects. Raw workerPoolSpecs hold only fields vto reads (see raw_pool.h).
+// - Every other field that reaches Vertex is closed unless the rule opens it: images, labels,
+//   models, networks (and each network's reservedIpRanges), TensorBoards, KMS keys, nfsServers,
+//   reservations and prometheusUrls allow none when absent or empty, interactiveShell is false
+//   unless set. Vertex's own prebuilt images are always allowed. `"*"` opens imagePrefixes,
+//   tensorboards and kmsKeys (a TensorBoard or key then only needs to be in one of the rule's
+//   projects) and, as a key, labels: the operator warns at start about each. Raw workerPoolSpecs
+//   hold only fields vto reads (see raw_pool.h).
 // - No rules at all: everything is allowed. Rules, but none matches the namespace: nothing is.
 #include <cstdint>
 #include <map>
@@ -48,6 +51,17 @@ struct TenancyRule {
   std::optional<int64_t> maxAccelerators;  // at once, over every run this rule governs
   std::vector<std::string> prometheusUrls;  // metric triggers' base URLs, compared canonically; empty: none
   std::vector<std::string> networks;        // spec.network values allowed; empty: none may be set
+  // The reservedIpRanges a run may name on each listed network (networks written as {name,
+  // reservedIpRanges}); a network listed by name alone allows none.
+  std::map<std::string, std::vector<std::string>> reservedIpRanges;
+  // Container images (training pools, the reduction server, the model's serving container): each a
+  // registry path prefix ending in "/", or "*" for any. Vertex's prebuilt images are always allowed.
+  std::vector<std::string> imagePrefixes;
+  // spec.labels and spec.model.labels: each key a run may set and the values allowed for it (an
+  // empty list: any value). The key "*" allows any other key with any value.
+  std::map<std::string, std::vector<std::string>> labels;
+  std::vector<std::string> tensorboards;  // spec.tensorboard: full resource names, or "*" (any in projects)
+  std::vector<std::string> kmsKeys;       // spec.encryptionKmsKeyName: full key names, or "*" (any in projects)
   // Model Registry IDs a run may register versions of or promote (spec.model.model); absent (nullopt,
   // which the operator warns about at start: rules written before models existed) or empty: none.
   std::optional<std::vector<std::string>> models;
@@ -59,7 +73,19 @@ struct TenancyRule {
 
   // "tenancy[0] (namespaces team-a, team-b)": how messages name the rule.
   std::string describe(size_t index) const;
+  // What the operator warns about at start: the fields this rule opens with "*", and the fields a
+  // rule written before they were governed leaves closed (imagePrefixes, models), one line each.
+  std::vector<std::string> startupWarnings(size_t index) const;
 };
+
+// The opener of imagePrefixes, tensorboards, kmsKeys and label keys.
+inline constexpr const char* kAnyValue = "*";
+// Vertex's prebuilt training, prediction and reduction-server images: public, Google's, always allowed.
+bool isVertexPrebuiltImage(const std::string& imageUri);
+
+// The container images a run names, as (field path, image): its trainer, the reduction server when
+// set, raw pools' containerSpec and pythonPackageSpec, and the model's serving container.
+std::vector<std::pair<std::string, std::string>> imagesOf(const TrainingRunSpec& spec);
 
 using TenancyRules = std::vector<TenancyRule>;
 

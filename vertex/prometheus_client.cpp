@@ -11,6 +11,10 @@ HttpTransportOptions prometheusTransportOptions() {
   options.keepAlive = false;
   options.maxTimeout = kPrometheusTimeout;
   options.maxResponseBytes = kPrometheusMaxBody;
+  // Each tenant (the namespace that asks) has a budget of its own for lookups still waiting on the
+  // resolver: one tenant's host whose DNS never answers leaves the others theirs.
+  options.maxPendingLookups = 64;
+  options.maxPendingLookupsPerKey = 4;
   return options;
 }
 
@@ -20,7 +24,7 @@ PrometheusClient::PrometheusClient(bool allowInsecure)
       allowInsecure_(allowInsecure) {}
 
 HttpResponse PrometheusClient::instantQuery(const std::string& baseUrl, const std::string& query,
-                                            const std::string& bearerToken) {
+                                            const std::string& bearerToken, const std::string& tenant) {
   constexpr const char* kExample = "http://prometheus.monitoring:9090";
   std::string base;
   try {
@@ -42,6 +46,7 @@ HttpResponse PrometheusClient::instantQuery(const std::string& baseUrl, const st
   request.url = base + "/api/v1/query?query=" + urlEncode(query);
   request.timeout = kPrometheusTimeout;
   request.maxBodyBytes = kPrometheusMaxBody;
+  request.lookupBudgetKey = tenant;
   request.headers["Accept"] = "application/json";
   if (!bearerToken.empty()) request.headers["Authorization"] = "Bearer " + bearerToken;
   return http_.send(request);

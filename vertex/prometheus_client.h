@@ -33,8 +33,10 @@ class PrometheusClient {
   // caller reads Prometheus's error JSON); throws TransportError when there is none, or when it is
   // larger than kPrometheusMaxBody, or std::invalid_argument when baseUrl is not a strict
   // http(s):// base URL, or when a token would go over plain http to a host that is not loopback.
-  // `bearerToken` "" sends no Authorization header; it is never part of an error message.
-  HttpResponse instantQuery(const std::string& baseUrl, const std::string& query, const std::string& bearerToken);
+  // `bearerToken` "" sends no Authorization header; it is never part of an error message. `tenant`
+  // (the namespace that asks) has a DNS lookup budget of its own (prometheusTransportOptions).
+  HttpResponse instantQuery(const std::string& baseUrl, const std::string& query, const std::string& bearerToken,
+                            const std::string& tenant = "");
 
  private:
   std::unique_ptr<HttpTransport> ownTransport_;  // declared before http_, which may refer to it

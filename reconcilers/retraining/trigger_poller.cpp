@@ -204,7 +204,8 @@ Clock::duration TriggerPoller::pollMetric(const crd::RetrainingPolicy& policy, C
     if (clients_.prometheus == nullptr) throw std::runtime_error("this operator has no Prometheus client configured");
     std::string token =
         trigger->bearerTokenSecret ? bearerToken(policy.metadata.namespace_, *trigger->bearerTokenSecret) : "";
-    auto response = clients_.prometheus->instantQuery(trigger->prometheusUrl, trigger->query, token);
+    auto response = clients_.prometheus->instantQuery(trigger->prometheusUrl, trigger->query, token,
+                                                      policy.metadata.namespace_);
     eval.result = classifyPrometheusResponse(response.status, response.body);
   } catch (const std::exception& e) {
     eval.result = MetricResult{MetricResult::Kind::Failed, 0, e.what()};

@@ -131,7 +131,7 @@ void BudgetLedger::refresh() {
   }
 }
 
-std::optional<RuleSpend> BudgetLedger::spendOf(size_t ruleIndex) const {
+std::optional<RuleSpend> BudgetLedger::spendOf(size_t ruleIndex, const std::string& exceptHoldOf) const {
   std::lock_guard lock(mutex_);
   auto found = spend_.find(ruleIndex);
   if (found == spend_.end()) return std::nullopt;
@@ -139,6 +139,7 @@ std::optional<RuleSpend> BudgetLedger::spendOf(size_t ruleIndex) const {
   for (const auto* extra : {&noted_, &held_})
     if (auto found = extra->find(ruleIndex); found != extra->end())
       for (const auto& [key, reserved] : found->second) {
+        if (extra == &held_ && !exceptHoldOf.empty() && key == exceptHoldOf) continue;
         spend.spentUsd += reserved.usd;
         spend.runningHourlyUsd += reserved.hourlyUsd;
       }
@@ -150,6 +151,9 @@ bool BudgetLedger::reserve(size_t ruleIndex, uint64_t seenGeneration, const std:
   std::lock_guard lock(mutex_);
   auto& spend = spend_[ruleIndex];
   if (!unconditionally && spend.generation != seenGeneration) return false;
+  for (auto& [rule, holds] : held_) {
+    if (rule != ruleIndex && holds.erase(uid) > 0) ++spend_[rule].generation;
+  }
   held_[ruleIndex][uid] = {usd, hourlyUsd};
   ++spend.generation;
   return true;
@@ -166,6 +170,24 @@ void BudgetLedger::noteCreated(size_t ruleIndex, const std::string& uid, const s
   held_[ruleIndex].erase(uid);
   noted_[ruleIndex][jobName] = {reservedUsd, hourlyUsd};
   ++spend_[ruleIndex].generation;
+}
+
+void BudgetLedger::jobSeen(const std::string& runUid, const std::string& jobName) {
+  std::lock_guard lock(mutex_);
+  for (auto& [rule, holds] : held_) {
+    auto hold = holds.find(runUid);
+    if (hold == holds.end()) continue;
+    noted_[rule][jobName] = hold->second;
+    holds.erase(hold);
+    ++spend_[rule].generation;
+  }
+}
+
+void BudgetLedger::forgetRun(const std::string& uid) {
+  std::lock_guard lock(mutex_);
+  for (auto& [rule, holds] : held_) {
+    if (holds.erase(uid) > 0) ++spend_[rule].generation;
+  }
 }
 
 }  // namespace vto::reconcilers

@@ -58,13 +58,16 @@ class BudgetLedger {
   // Lists and prices every budget rule's jobs of this month. Never throws: a failed list leaves the
   // rule's last figures with `error` set.
   void refresh();
-  // The rule's figures, plus what was noted since the last refresh; nullopt before its first refresh.
-  std::optional<RuleSpend> spendOf(size_t ruleIndex) const;
+  // The rule's figures, plus what was noted and held since the last refresh (but for run
+  // `exceptHoldOf`'s own hold: a run deciding again after a lost create answer must not be held back
+  // by what it holds itself); nullopt before its first refresh.
+  std::optional<RuleSpend> spendOf(size_t ruleIndex, const std::string& exceptHoldOf = "") const;
   // Run `uid` is about to create a job under rule `ruleIndex`: holds `usd` for it (counted in spendOf)
   // if the rule's figures are still those of `seenGeneration`; false when they changed since its
   // budget check (another run was admitted, or a refresh came): decide again. `unconditionally`
   // (a Warn budget, which creates anyway) holds it whatever changed. Without this, workers deciding at
-  // once would each see the same room and all spend it.
+  // once would each see the same room and all spend it. A hold the run had already (a create whose
+  // answer was lost, or a placement it leaves for a fallback) is replaced, under any rule.
   bool reserve(size_t ruleIndex, uint64_t seenGeneration, const std::string& uid, double usd, double hourlyUsd,
                bool unconditionally);
   // The run created no job: what it held is free again.
@@ -73,6 +76,11 @@ class BudgetLedger {
   // at `hourlyUsd`) until a refresh lists the job.
   void noteCreated(size_t ruleIndex, const std::string& uid, const std::string& jobName, double reservedUsd,
                    double hourlyUsd);
+  // A hold follows its job: a create whose answer was lost keeps the run's hold until a read shows
+  // the job (jobSeen: the hold becomes the job's, as noteCreated) or the run will create nothing
+  // more (forgetRun: gone, finished, suspended or invalid).
+  void jobSeen(const std::string& runUid, const std::string& jobName);
+  void forgetRun(const std::string& uid);
 
  private:
   vertex::VertexClient& vertex_;

@@ -260,7 +260,7 @@ void TrainingRunReconciler::observeTenancy(Observed& o) {
   if (options_.budgets != nullptr && mayCreate) {
     for (size_t i = 0; i < options_.tenancy.size(); ++i)
       if (options_.tenancy[i].budget)
-        if (auto spend = options_.budgets->spendOf(i)) o.tenancy.budgets.emplace(i, std::move(*spend));
+        if (auto spend = options_.budgets->spendOf(i, o.metadata.uid)) o.tenancy.budgets.emplace(i, std::move(*spend));
   }
   if (!accelerators_.capped() || !mayCreate || !crd::anyPlacementWantsAccelerators(o.run->spec)) return;
   o.tenancy.otherClaims = accelerators_.claimsOtherThan(o.metadata.uid, [&](const std::string& ns) {
@@ -399,27 +399,37 @@ Plan TrainingRunReconciler::uploadPlannedModel(const Observed& o, Plan plan, std
 }
 
 Plan TrainingRunReconciler::createPlannedJob(const Observed& o, Plan plan) {
-  // A budget's room is taken before the create, and only if nobody took it since this pass read it;
-  // otherwise this pass decided on stale figures: the run is reconciled again at once.
-  std::optional<BudgetReservation> held;
-  if (const auto& reserved = plan.budgetReservation; reserved && options_.budgets != nullptr && plan.createJob) {
-    if (!options_.budgets->reserve(reserved->rule, reserved->seenGeneration, o.metadata.uid, reserved->usd,
-                                   reserved->hourlyUsd, reserved->unconditionally)) {
-      return decideAgainSoon();
-    }
-    held = reserved;
-  }
-  struct Release {
+  // What this pass holds of a budget until its job exists; given back if no job came of it, kept
+  // when the create's answer was lost (the job may exist: the hold follows it, BudgetLedger::jobSeen).
+  struct BudgetHold {
     BudgetLedger* ledger;
-    std::optional<BudgetReservation>& held;
     const std::string& uid;
-    ~Release() {
-      if (held && ledger != nullptr) ledger->release(held->rule, uid);  // no job came of it
+    std::optional<BudgetReservation> held;
+    bool keep = false;
+    ~BudgetHold() {
+      if (held && ledger != nullptr && !keep) ledger->release(held->rule, uid);
     }
-  } release{options_.budgets, held, o.metadata.uid};
+    void becameJob(const std::string& jobName) {
+      if (held && ledger != nullptr) ledger->noteCreated(held->rule, uid, jobName, held->usd, held->hourlyUsd);
+      held.reset();
+    }
+  } hold{options_.budgets, o.metadata.uid, std::nullopt};
   // A refusal for an accelerator quota moves the attempt to the next placement, at most once each.
   for (size_t tries = 0; plan.createJob && tries <= crd::placementCount(o.run->spec); ++tries) {
     const auto create = *plan.createJob;
+    // A budget's room is taken before the create, and only if nobody took it since this pass read it;
+    // otherwise this pass decided on stale figures: the run is reconciled again at once. A fallback
+    // takes it again at its own price (replacing the hold of the placement it leaves).
+    if (const auto& reserved = plan.budgetReservation; reserved && options_.budgets != nullptr) {
+      if (!options_.budgets->reserve(reserved->rule, reserved->seenGeneration, o.metadata.uid, reserved->usd,
+                                     reserved->hourlyUsd, reserved->unconditionally)) {
+        return decideAgainSoon();
+      }
+      hold.held = reserved;
+    } else if (hold.held) {
+      options_.budgets->release(hold.held->rule, o.metadata.uid);  // the fallback is under no budget
+      hold.held.reset();
+    }
     // The cap's room is taken under one lock with every other admission; lost to a run that took it
     // first, this pass decided on claims that no longer hold: nothing is written, decide again.
     if (const auto& room = plan.acceleratorReservation) {
@@ -443,6 +453,7 @@ Plan TrainingRunReconciler::createPlannedJob(const Observed& o, Plan plan) {
     bool adopted = job.has_value();
     if (job) {
       accelerators_.release(o.metadata.uid);  // the job is counted now
+      hold.becameJob(job->name);
       return recordCreatedJob(o, std::move(plan), cachedJobOf(*job, o.now), adopted);
     }
     try {
@@ -451,20 +462,26 @@ Plan TrainingRunReconciler::createPlannedJob(const Observed& o, Plan plan) {
       job = vertex_.createJob(create.where, create.kind, body);
       jobs_.put(*job, o.now);
       accelerators_.release(o.metadata.uid);  // the job is counted now
-      if (held) {
-        options_.budgets->noteCreated(held->rule, o.metadata.uid, job->name, held->usd, held->hourlyUsd);
-        held.reset();
-      }
+      hold.becameJob(job->name);
       if (metrics_ != nullptr) metrics_->jobCreated(std::string(vertex::kindName(create.kind)));
       return recordCreatedJob(o, std::move(plan), cachedJobOf(*job, o.now), false);
     } catch (const vertex::ApiError& e) {
       bool quota = o.run->spec.capacity && isAcceleratorQuotaRefusal(e.httpStatus(), e.message());
-      // Retryable: the job may exist (a 5xx after the write); the reservation stays until a pass adopts it.
-      if (e.isRetryable() && !quota) throw;  // the work queue backs off, never sooner than retryAfter
+      // Retryable: the job may exist (a 5xx after the write); both reservations stay until a read
+      // shows the job (or the run's next create replaces them).
+      if (e.isRetryable() && !quota) {
+        hold.keep = true;
+        throw;  // the work queue backs off, never sooner than retryAfter
+      }
       accelerators_.release(o.metadata.uid);  // refused: no job; a fallback reserves at its own placement
-      // Decide again knowing it, on the status this pass has decided so far (no job of this attempt).
+      // Decide again knowing it, on the status this pass has decided so far (no job of this attempt),
+      // and on the budgets as they are now (this run's own hold left out).
       Observed again = o;
       again.hasFinalizer = true;  // added above
+      if (hold.held) {
+        if (auto spend = options_.budgets->spendOf(hold.held->rule, o.metadata.uid))
+          again.tenancy.budgets.insert_or_assign(hold.held->rule, std::move(*spend));
+      }
       if (quota) {
         if (plan.status) again.status = *plan.status;
         again.vertex.job.reset();
@@ -476,6 +493,9 @@ Plan TrainingRunReconciler::createPlannedJob(const Observed& o, Plan plan) {
       if (!decided.status && again.status != o.status) decided.status = again.status;
       decided.addFinalizer = plan.addFinalizer;
       plan = std::move(decided);
+    } catch (...) {
+      hold.keep = true;  // no answer at all (a TransportError): the job may exist
+      throw;
     }
   }
   return plan;

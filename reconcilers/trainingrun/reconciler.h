@@ -112,6 +112,9 @@ class TrainingRunReconciler final : public controller::Reconciler {
   // The accelerator claims under tenancy caps: the TrainingRun informer's handler keeps it current
   // (update() on every event, before the run is enqueued) and enqueues the runs it wakes.
   AcceleratorLedger& accelerators() { return accelerators_; }
+  // The budgets' month-to-date spend, when rules have budgets (nullptr otherwise): its holds follow
+  // job and run events as the ledger's claims do.
+  BudgetLedger* budgets() { return options_.budgets; }
 
   // The two halves around decide(), public for tests.
   Observed observe(const nlohmann::json& object);

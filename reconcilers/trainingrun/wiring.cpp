@@ -92,6 +92,9 @@ TrainingRunController::TrainingRunController(const controller::ObjectCache& runs
   // A job's change reaches the accelerator ledger (a job that ended frees its namespace's accelerators).
   jobs_.setListener([this](const std::string& name, const CachedJob* job) {
     for (const auto& waiting : reconciler_->accelerators().updateJob(name, job)) enqueue_(waiting);
+    // A budget hold kept after a lost create answer becomes the job's once a read shows it running.
+    if (auto* budgets = reconciler_->budgets(); budgets != nullptr && job != nullptr && !vertex::isTerminal(job->state))
+      budgets->jobSeen(labelOf(job->labels, crd::kRunUidLabel), name);
   });
   // A job imitating a run's: that run warns about it.
   jobs_.setImpostorListener([this](const std::string& uid) {
@@ -109,6 +112,7 @@ void TrainingRunController::onRunEvent(const nlohmann::json& run) {
     targets_.update(key, nullptr);
     logTails_.update(uid, nullptr);
     wake(reconciler_->accelerators().update(uid, nullptr));
+    if (auto* budgets = reconciler_->budgets()) budgets->forgetRun(uid);
     if (observer_ != nullptr) observer_->forget(uid);
     if (ownWrites_.consume(run)) return;
     enqueue_(key);
@@ -126,6 +130,11 @@ void TrainingRunController::onRunEvent(const nlohmann::json& run) {
   logTails_.update(uid, decodedRun);
   // Before the run is reconciled: admission must see every older run's claim.
   wake(reconciler_->accelerators().update(uid, decodedRun));
+  // It will create nothing any more: what it held of a budget is free.
+  if (auto* budgets = reconciler_->budgets();
+      budgets != nullptr && (decodedRun == nullptr || decodedRun->spec.suspend || crd::isFinished(decodedRun->status.phase) ||
+                             decodedRun->status.phase == crd::Phase::Invalid))
+    budgets->forgetRun(uid);
   if (observer_ != nullptr) {
     auto generation = run["metadata"].value("generation", int64_t{0});
     // A run that may fail over reads its machines each time: its placement can change, its generation not.

@@ -19,6 +19,7 @@ using std::chrono::seconds;
 
 constexpr const char* kTeam = "cost-team";     // governed by rule team-a and its budget
 constexpr const char* kLimited = "cost-limit";  // no budget; maxCostUsd
+constexpr const char* kImages = "    imagePrefixes: [us-central1-docker.pkg.dev/test-project/]\n";
 constexpr const char* kTogether = "cost-together";  // rule team-c: room for one job at a time
 
 std::string writeConfig(OperatorStack& stack, int monthlyUsd) {
@@ -26,11 +27,11 @@ std::string writeConfig(OperatorStack& stack, int monthlyUsd) {
   std::ofstream(config + ".tmp") << "tenancy:\n"
                                  << "  - namespaces: [" << kTeam << "]\n    projects: [test-project]\n"
                                  << "    locations: [us-central1]\n    name: team-a\n"
-                                 << "    budget: {monthlyUsd: " << monthlyUsd << ", onExceeded: Hold}\n"
-                                 << "  - namespaces: [" << kLimited << "]\n"
+                                 << "    budget: {monthlyUsd: " << monthlyUsd << ", onExceeded: Hold}\n" << kImages
+                                 << "  - namespaces: [" << kLimited << "]\n" << kImages
                                  << "  - namespaces: [" << kTogether << "]\n    projects: [test-project]\n"
                                  << "    locations: [us-central1]\n    name: team-c\n"
-                                 << "    budget: {monthlyUsd: 25, onExceeded: Hold}\n";
+                                 << "    budget: {monthlyUsd: 25, onExceeded: Hold}\n" << kImages;
   std::rename((config + ".tmp").c_str(), config.c_str());
   return config;
 }

@@ -110,14 +110,23 @@ OperatorStack& stack() {
                              "    bucketPrefixes: [gs://test-bucket/team-a/]\n"
                              "    serviceAccounts: [trainer@test-project.iam.gserviceaccount.com]\n"
                              "    models: [fraud]\n"
+                             "    imagePrefixes: [us-central1-docker.pkg.dev/test-project/]\n"
+                             "    labels: {experiment: [], cost-center: [cc-team-a]}\n"
+                             "    tensorboards: [projects/test-project/locations/us-central1/tensorboards/team-a]\n"
+                             "    kmsKeys: [projects/test-project/locations/us-central1/keyRings/ml/cryptoKeys/team-a]\n"
+                             "    networks: [{name: projects/123456/global/networks/team-a-vpc, reservedIpRanges: [team-a-range]}]\n"
                              "  - namespaces: [team-cap]\n"
                              "    maxAccelerators: 4\n"
+                             "    imagePrefixes: [us-central1-docker.pkg.dev/test-project/]\n"
                              "  - namespaces: [buckets]\n"
+                             "    imagePrefixes: [\"*\"]\n"
                              "  - namespaces: [team-x]\n"
                              "    bucketPrefixes: [gs://test-bucket/team-x/]\n"
                              "    maxAccelerators: 4\n"
                              "    prometheusUrls: [\"" << blackHole().url() << "\"]\n"
-                             "  - namespaces: [team-calm]\n";
+                             "    imagePrefixes: [us-central1-docker.pkg.dev/test-project/]\n"
+                             "  - namespaces: [team-calm]\n"
+                             "    imagePrefixes: [us-central1-docker.pkg.dev/test-project/]\n";
     // Destroyed before `shared` stops the operator: its last GCS calls at exit may fail; nothing asserts on them.
     static ForbiddingGcsStub gcs(shared.gcs().url());
     stub = &gcs;
@@ -182,8 +191,38 @@ TEST(Guardrails, ARunOutsideItsTenantsRuleIsRefusedBeforeAnyVertexCall) {
       // Closed unless the rule opens them: a network (the rule lists none) and the interactive shell.
       {"other-network", ownAccount + "  network: projects/999/global/networks/team-b-vpc\n", "spec.network"},
       {"web-shell", ownAccount + "  enableWebAccess: true\n", "spec.enableWebAccess"},
+      // Each field that reaches Google under the operator's identity, outside the rule's lists.
+      {"other-image", ownAccount + "#image: us-central1-docker.pkg.dev/team-b-project/train/secret:1\n",
+       "spec.trainer.container.imageUri"},
+      {"serving-image", ownAccount + "  model:\n    model: fraud\n    servingContainer:\n"
+                                     "      imageUri: us-central1-docker.pkg.dev/team-b-project/serve/secret:1\n",
+       "spec.model.servingContainer.imageUri"},
+      {"billing-label", ownAccount + "  labels: {cost-center: cc-team-b}\n", "spec.labels.cost-center"},
+      {"other-tensorboard", ownAccount + "  tensorboard: projects/test-project/locations/us-central1/tensorboards/team-b\n",
+       "spec.tensorboard"},
+      {"other-key", ownAccount + "  encryptionKmsKeyName: projects/test-project/locations/us-central1/keyRings/ml/cryptoKeys/team-b\n",
+       "spec.encryptionKmsKeyName"},
+      {"other-range", ownAccount + "  network: projects/123456/global/networks/team-a-vpc\n  reservedIpRanges: [team-b-range]\n",
+       "spec.reservedIpRanges[0]"},
   };
-  for (const auto& c : cases) apply(simpleRunManifest(ns, c.name, c.extraSpec));
+  // The same fields inside the rule's lists: the run goes through.
+  apply(simpleRunManifest(ns, "inside", ownAccount + "  labels: {experiment: lr-sweep, cost-center: cc-team-a}\n"
+                                        "  tensorboard: projects/test-project/locations/us-central1/tensorboards/team-a\n"
+                                        "  encryptionKmsKeyName: projects/test-project/locations/us-central1/keyRings/ml/cryptoKeys/team-a\n"
+                                        "  network: projects/123456/global/networks/team-a-vpc\n"
+                                        "  reservedIpRanges: [team-a-range]\n"));
+  for (const auto& c : cases) {
+    auto manifest = simpleRunManifest(ns, c.name, c.extraSpec);
+    // "#image: X" in a case replaces the trainer's image.
+    if (auto marker = manifest.find("#image: "); marker != std::string::npos) {
+      auto end = manifest.find('\n', marker);
+      auto image = manifest.substr(marker + 8, end - marker - 8);
+      manifest.erase(marker, end - marker + 1);
+      manifest.replace(manifest.find("us-central1-docker.pkg.dev/test-project/train/model:1"),
+                       std::string("us-central1-docker.pkg.dev/test-project/train/model:1").size(), image);
+    }
+    apply(manifest);
+  }
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
     ASSERT_TRUE(stack().waitForPhase(ns, c.name, "Invalid", seconds(60))) << stack().operatorLog();
@@ -196,7 +235,14 @@ TEST(Guardrails, ARunOutsideItsTenantsRuleIsRefusedBeforeAnyVertexCall) {
                                     " -o jsonpath='{.items[*].reason}'");
     EXPECT_NE(events.find("TenantPolicyViolation"), std::string::npos) << events;
   }
-  EXPECT_EQ(jobsCreated(), createdBefore);  // the emulator was never asked to create a job for them
+  ASSERT_TRUE(stack().waitForPhase(ns, "inside", "Succeeded", seconds(120)))
+      << stack().getRun(ns, "inside")["status"].dump() << "\n" << stack().operatorLog();
+  auto inside = stack().jobsOfRun(uidOf(ns, "inside"));
+  ASSERT_EQ(inside.size(), 1u);
+  EXPECT_EQ(inside[0].labels["cost-center"], "cc-team-a");
+  EXPECT_EQ(inside[0].raw["jobSpec"].value("reservedIpRanges", nlohmann::json::array()), nlohmann::json::array({"team-a-range"}));
+  // The emulator was asked for the inside run's job only, never for the refused ones.
+  EXPECT_EQ(jobsCreated(), createdBefore + 1);
 }
 
 // Another namespace in the same project names team-a's model and its alias: to upload a version
@@ -532,6 +578,10 @@ void failWithLog(const std::string& job, const std::vector<std::string>& log) {
   ASSERT_EQ(failed.status, 200) << failed.body;
 }
 
+std::string jobOf(const std::string& ns, const std::string& name) {
+  return stack().getRun(ns, name).value(nlohmann::json::json_pointer("/status/job/name"), std::string());
+}
+
 std::string logTailOf(const std::string& ns, const std::string& name) {
   auto run = stack().getRun(ns, name);
   if (!run.is_object()) return "";
@@ -555,9 +605,6 @@ TEST(Guardrails, AMillionNewlinesInAJobsLogDelayNoTenantsFailure) {
   apply(simpleRunManifest(calm, "calm-fails"));
   ASSERT_TRUE(stack().waitForPhase(ns, "newlines", "Running", seconds(60))) << stack().operatorLog();
   ASSERT_TRUE(stack().waitForPhase(calm, "calm-fails", "Running", seconds(60))) << stack().operatorLog();
-  auto jobOf = [](const std::string& space, const std::string& name) {
-    return stack().getRun(space, name).value(nlohmann::json::json_pointer("/status/job/name"), std::string());
-  };
   std::vector<std::string> flood(4, std::string(250000, '\n'));
   flood.push_back("ValueError: the last of a million newlines");
   failWithLog(jobOf(ns, "newlines"), flood);
@@ -579,6 +626,42 @@ TEST(Guardrails, AMillionNewlinesInAJobsLogDelayNoTenantsFailure) {
   EXPECT_NE(tail.find("ValueError: the last of a million newlines"), std::string::npos) << tail;
   stack().cluster().kubectl("-n " + ns + " delete trun newlines --wait=false");
   stack().cluster().kubectl("-n " + calm + " delete trun calm-fails --wait=false");
+}
+
+// A shared project: team-x's run whose status (status RBAC) is made to name team-calm's failed job in
+// the same project and location. vto reads a log only for a job it made for that very run, so the
+// thief's tail says why it was not read, and the victim's secret never leaves the victim's run.
+TEST(Guardrails, AStatusNamingAnotherTeamsJobInTheSameProjectGetsNoLog) {
+  const std::string thiefNs = "team-x", victimNs = "team-calm";
+  stack().createNamespace(thiefNs);
+  stack().createNamespace(victimNs);
+  apply(simpleRunManifest(victimNs, "victim"));
+  apply(simpleRunManifest(thiefNs, "thief"));
+  ASSERT_TRUE(stack().waitForPhase(victimNs, "victim", "Running", seconds(60))) << stack().operatorLog();
+  ASSERT_TRUE(stack().waitForPhase(thiefNs, "thief", "Running", seconds(60))) << stack().operatorLog();
+  const std::string victimJob = jobOf(victimNs, "victim");
+  failWithLog(victimJob, {"API_KEY=sk-team-calm-secret"});
+  failWithLog(jobOf(thiefNs, "thief"), {"the thief's own line"});
+  ASSERT_TRUE(waitFor([&] { return logTailOf(victimNs, "victim").find("sk-team-calm-secret") != std::string::npos; }, seconds(30)))
+      << "the victim reads its own log\n" << stack().operatorLog();
+  ASSERT_TRUE(waitFor([&] { return !logTailOf(thiefNs, "thief").empty(); }, seconds(30))) << stack().operatorLog();
+
+  auto patch = nlohmann::json::array({{{"op", "replace"}, {"path", "/status/attempts/0/jobName"}, {"value", victimJob}},
+                                      {{"op", "remove"}, {"path", "/status/attempts/0/logTail"}}});
+  stack().kubectlOk("-n " + thiefNs + " patch trun thief --subresource=status --type=json -p '" + patch.dump() + "'");
+  std::string tail;
+  ASSERT_TRUE(waitFor(
+      [&] {
+        tail = logTailOf(thiefNs, "thief");
+        return !tail.empty();
+      },
+      seconds(30)))
+      << stack().getRun(thiefNs, "thief")["status"].dump() << "\n" << stack().operatorLog();
+  EXPECT_EQ(tail.find("sk-team-calm-secret"), std::string::npos) << tail;
+  EXPECT_NE(tail.find("not read"), std::string::npos) << tail;
+  EXPECT_EQ(stack().operatorLog().find("sk-team-calm-secret"), std::string::npos) << "nor in the operator's own log";
+  stack().cluster().kubectl("-n " + thiefNs + " delete trun thief --wait=false");
+  stack().cluster().kubectl("-n " + victimNs + " delete trun victim --wait=false");
 }
 
 }  // namespace

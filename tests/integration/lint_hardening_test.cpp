@@ -137,8 +137,10 @@ tenancy:
   - namespaces: [team-a]
     projects: [acme-ml]
     bucketPrefixes: [gs://acme-ml-out/]
+    imagePrefixes: [us-central1-docker.pkg.dev/p/, us-central1-docker.pkg.dev/acme-ml/]
   - namespaceSelector: {matchLabels: {tier: research}}
     projects: [research]
+    imagePrefixes: [us-central1-docker.pkg.dev/p/]
 )");
   auto allowed = writeFile("allowed.yaml", run("{name: ok, namespace: team-a}", "  baseOutputDirectory: gs://acme-ml-out/x\n"));
   auto ok = runShell(vto("lint --tenancy " + quote(config) + " -f " + quote(allowed)));
@@ -201,19 +203,25 @@ tenancy:
     acceleratorTypes: [NVIDIA_TESLA_T4]
     maxAccelerators: 16
     prometheusUrls: [https://prometheus.monitoring:9090]
-    networks: [projects/123456/global/networks/team-a-vpc]
+    networks: [{name: projects/123456/global/networks/team-a-vpc, reservedIpRanges: [team-a-range]}]
     models: [fraud]
     nfsServers: [10.0.0.2]
     reservations: [projects/acme-ml/zones/us-central1-a/reservations/team-a]
     interactiveShell: false
+    imagePrefixes: [us-central1-docker.pkg.dev/p/, us-central1-docker.pkg.dev/acme-ml/, us-docker.pkg.dev/p/]
+    labels: {experiment: [], cost-center: [cc-team-a]}
+    tensorboards: [projects/acme-ml/locations/us-central1/tensorboards/1]
+    kmsKeys: [projects/acme-ml/locations/us-central1/keyRings/ml/cryptoKeys/team-a]
 )");
   const std::string base = "  serviceAccount: trainer@acme-ml.iam.gserviceaccount.com\n  baseOutputDirectory: gs://acme-ml-out/x\n";
   auto lintRun = [&](const std::string& name, const std::string& extra) {
     auto file = writeFile(name + ".yaml", run("{name: " + name + ", namespace: team-a}", base + extra));
     return runShell(vto("lint --tenancy " + quote(config) + " -f " + quote(file)));
   };
-  auto ok = lintRun("all-ok", "  network: projects/123456/global/networks/team-a-vpc\n"
-                              "  tensorboard: projects/acme-ml/locations/us-central1/tensorboards/1\n");
+  auto ok = lintRun("all-ok", "  network: projects/123456/global/networks/team-a-vpc\n  reservedIpRanges: [team-a-range]\n"
+                              "  tensorboard: projects/acme-ml/locations/us-central1/tensorboards/1\n"
+                              "  encryptionKmsKeyName: projects/acme-ml/locations/us-central1/keyRings/ml/cryptoKeys/team-a\n"
+                              "  labels: {experiment: lr-sweep, cost-center: cc-team-a}\n");
   EXPECT_EQ(ok.exitCode, 0) << ok.output;
   struct Case {
     std::string name, extra, finding;
@@ -221,10 +229,18 @@ tenancy:
   for (const auto& c : {Case{"net", "  network: projects/999/global/networks/team-b-vpc\n",
                              "ERROR spec.network: network \"projects/999/global/networks/team-b-vpc\" is not allowed"},
                         Case{"ranges", "  reservedIpRanges: [team-b-range]\n", "ERROR spec.reservedIpRanges: reserved IP ranges belong to a network"},
-                        Case{"tb", "  tensorboard: projects/research/locations/us-central1/tensorboards/1\n",
-                             "ERROR spec.tensorboard: TensorBoard \"projects/research/locations/us-central1/tensorboards/1\" is in project \"research\""},
-                        Case{"kms", "  encryptionKmsKeyName: projects/research/locations/us/keyRings/r/cryptoKeys/k\n",
+                        Case{"other-range", "  network: projects/123456/global/networks/team-a-vpc\n  reservedIpRanges: [team-b-range]\n",
+                             "ERROR spec.reservedIpRanges[0]: reserved IP range \"team-b-range\" is not allowed"},
+                        Case{"tb", "  tensorboard: projects/acme-ml/locations/us-central1/tensorboards/2\n",
+                             "ERROR spec.tensorboard: TensorBoard \"projects/acme-ml/locations/us-central1/tensorboards/2\" is not "
+                             "allowed for this namespace by tenancy[0] (namespaces team-a); allowed: "
+                             "projects/acme-ml/locations/us-central1/tensorboards/1"},
+                        Case{"kms", "  encryptionKmsKeyName: projects/acme-ml/locations/us/keyRings/r/cryptoKeys/team-b\n",
                              "ERROR spec.encryptionKmsKeyName: KMS key"},
+                        Case{"label", "  labels: {cost-center: cc-team-b}\n",
+                             "ERROR spec.labels.cost-center: label value \"cost-center=cc-team-b\" is not allowed"},
+                        Case{"serving", "  model: {model: fraud, servingContainer: {imageUri: docker.io/someone/serve:1}}\n",
+                             "ERROR spec.model.servingContainer.imageUri: image \"docker.io/someone/serve:1\" is not allowed"},
                         Case{"shell", "  enableWebAccess: true\n", "ERROR spec.enableWebAccess: interactive access"}}) {
     auto refused = lintRun(c.name, c.extra);
     EXPECT_EQ(refused.exitCode, 1) << c.name << ": " << refused.output;

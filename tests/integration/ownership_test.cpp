@@ -32,7 +32,8 @@ OperatorStack& stack() {
     // One rule: 8 accelerators at once and $30 a month. The victim needs ~$13 (a T4 for 24 h).
     std::ofstream(config) << "tenancy:\n  - namespaces: [" << kNamespace << "]\n    name: team-own\n"
                           << "    projects: [" << kTestProject << "]\n    locations: [us-central1, europe-west1]\n"
-                          << "    maxAccelerators: 8\n    budget: {monthlyUsd: 30}\n";
+                          << "    maxAccelerators: 8\n    budget: {monthlyUsd: 30}\n"
+                          << "    imagePrefixes: [us-central1-docker.pkg.dev/test-project/]\n";
     auto hold = runShell("curl -sf -X POST -H 'Content-Type: application/json' --data-binary "
                          "'[{\"location\": \"europe-west1\", \"available\": false, \"mode\": \"hold\"}]' " +
                          shared.emulator().url() + "/emulator/v1/capacity");

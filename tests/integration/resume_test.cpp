@@ -204,5 +204,33 @@ TEST(Resume, AStockoutResumesAfterTheBackoff) {
   EXPECT_EQ(status["resumes"], 1);
 }
 
+// A tenant writes a checkpoint named ckpt-100000000000000000 into its run's directory (its own
+// bucket: nothing stops it). Progress used to overflow (percent -84), and the operator could then
+// not read its own status back; now the step is shown as it is, the percent stays within 0..100, the
+// ETA past ten years is left out, and the run goes on to its end with a status the operator reads.
+TEST(Resume, ACheckpointStepNear1e17LeavesASaneStatus) {
+  apply("huge-step", "    totalSteps: 6\n", "Standard");
+  ASSERT_FALSE(currentJob("huge-step", 1).empty()) << stack().operatorLog();
+  ASSERT_TRUE(stack().waitForPhase(kNamespace, "huge-step", "Running", seconds(60))) << stack().operatorLog();
+  const std::string object = std::string(kNamespace) + "%2Fhuge-step%2Fcheckpoints%2Fckpt-100000000000000000";
+  auto upload = runShell("curl -sf -X POST --data-binary x '" + stack().gcs().url() + "/upload/storage/v1/b/" + kTestBucket +
+                         "/o?uploadType=media&name=" + object + "'");
+  ASSERT_EQ(upload.exitCode, 0) << upload.output;
+  nlohmann::json progress;
+  ASSERT_TRUE(waitFor(
+      [&] {
+        progress = stack().getRun(kNamespace, "huge-step").value(nlohmann::json::json_pointer("/status/progress"),
+                                                                nlohmann::json());
+        return progress.is_object() && progress.value("step", int64_t{0}) == 100000000000000000;
+      },
+      seconds(30)))
+      << progress.dump() << "\n" << stack().operatorLog();
+  EXPECT_EQ(progress.value("percent", -1), 100) << progress.dump();
+  EXPECT_FALSE(progress.contains("eta")) << progress.dump();
+  ASSERT_TRUE(stack().waitForPhase(kNamespace, "huge-step", "Succeeded", seconds(60))) << stack().operatorLog();
+  auto status = stack().getRun(kNamespace, "huge-step")["status"];
+  EXPECT_EQ(status["attempts"].size(), 1u) << "read back, not rebuilt from nothing: " << status.dump();
+}
+
 }  // namespace
 }  // namespace vto::testing

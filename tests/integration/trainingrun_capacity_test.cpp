@@ -91,9 +91,10 @@ OperatorStack& stack() {
     for (const auto& ns : kNamespaces) {
       if (ns != kTenancyNamespace && ns != kRaceNamespace) others += (others.empty() ? "" : ", ") + ns;
     }
-    std::ofstream(config) << "tenancy:\n  - namespaces: [" << kTenancyNamespace << "]\n    locations: [us-central1]\n"
-                          << "  - namespaces: [" << kRaceNamespace << "]\n    maxAccelerators: 8\n"
-                          << "  - namespaces: [" << others << "]\n";
+    const char* images = "    imagePrefixes: [us-central1-docker.pkg.dev/test-project/]\n";
+    std::ofstream(config) << "tenancy:\n  - namespaces: [" << kTenancyNamespace << "]\n    locations: [us-central1]\n" << images
+                          << "  - namespaces: [" << kRaceNamespace << "]\n    maxAccelerators: 8\n" << images
+                          << "  - namespaces: [" << others << "]\n" << images;
     // What each scenario's regions have, in force before any job.
     json entries = json::array({
         // waiting: nothing anywhere until the test turns it on

@@ -326,6 +326,50 @@ TEST(TransportDns, ALookupThatDoesNotAnswerEndsAtTheRequestsDeadline) {
   ASSERT_TRUE(testing::waitFor([&] { return held->returnedCount() == 1; }, 10s));
 }
 
+// Every tenant's Prometheus shares one transport: a tenant whose host's DNS never answers uses up its
+// own lookups, not the others'.
+TEST(TransportDns, OneTenantsLookupsThatNeverAnswerLeaveOtherTenantsTheirs) {
+  LoopbackHttpServer server;
+  auto held = std::make_shared<HeldResolver>();
+  auto hostile = held->resolver(held);
+  HttpTransportOptions options;
+  options.resolve = [hostile](const std::string& host, const std::string& port) {
+    return host == "hostile.example" ? hostile(host, port) : std::vector<std::string>{"127.0.0.1"};
+  };
+  options.maxPendingLookups = 8;
+  options.maxPendingLookupsPerKey = 2;
+  PooledHttpTransport transport(options);
+  auto port = server.url().substr(server.url().rfind(':') + 1);
+  auto fromTeamX = get("http://hostile.example:9090/api/v1/query");
+  fromTeamX.lookupBudgetKey = "team-x";
+  fromTeamX.timeout = 100ms;
+  for (int i = 0; i < 2; ++i) EXPECT_THROW(transport.send(fromTeamX), TimeoutError);
+  try {
+    transport.send(fromTeamX);
+    FAIL() << "team-x started a third lookup while two still wait";
+  } catch (const TransportError& error) {
+    EXPECT_NE(std::string(error.what()).find("2 earlier lookups of team-x are still waiting"), std::string::npos)
+        << error.what();
+  }
+  auto fromTeamCalm = get("http://calm.test:" + port + "/api/v1/query");
+  fromTeamCalm.lookupBudgetKey = "team-calm";
+  EXPECT_EQ(transport.send(fromTeamCalm).status, 200) << "the neighbour's lookups are its own";
+  held->release();
+  ASSERT_TRUE(testing::waitFor([&] { return held->returnedCount() == 2; }, 10s));
+  // Answered: team-x's budget is whole again.
+  ASSERT_TRUE(testing::waitFor(
+      [&] {
+        try {
+          auto again = get("http://calm.test:" + port + "/x");
+          again.lookupBudgetKey = "team-x";
+          return transport.send(again).status == 200;
+        } catch (const TransportError&) {
+          return false;
+        }
+      },
+      10s));
+}
+
 TEST(TransportDns, TheInjectedResolverChoosesTheAddress) {
   LoopbackHttpServer server;
   auto held = std::make_shared<HeldResolver>();

@@ -21,8 +21,10 @@ const char* kRules = R"(
   bucketPrefixes: [gs://acme-ml-out/, gs://acme-ml-ckpt/team-a]
   acceleratorTypes: [NVIDIA_TESLA_T4, NVIDIA_L4]
   maxAccelerators: 16
+  imagePrefixes: [us-central1-docker.pkg.dev/p/, us-docker.pkg.dev/p/]
 - namespaceSelector: {matchLabels: {tier: research}}
   projects: [research]
+  imagePrefixes: [us-central1-docker.pkg.dev/p/]
 )";
 
 TenancyRules rules() { return parseTenancyRules(parseYamlDocuments(kRules).at(0)); }
@@ -280,14 +282,24 @@ const char* kClosedRules = R"(
   acceleratorTypes: [NVIDIA_TESLA_T4, NVIDIA_L4]
   maxAccelerators: 16
   prometheusUrls: [https://prometheus.monitoring:9090]
-  networks: [projects/123456/global/networks/team-a-vpc]
+  networks:
+    - {name: projects/123456/global/networks/team-a-vpc, reservedIpRanges: [team-a-range]}
+    - projects/123456/global/networks/shared-vpc
   models: [fraud, churn]
   nfsServers: [10.0.0.2]
   reservations: [projects/acme-ml/zones/us-central1-a/reservations/team-a]
   interactiveShell: false
+  imagePrefixes: [us-central1-docker.pkg.dev/p/, us-docker.pkg.dev/p/]
+  labels: {experiment: [], cost-center: [cc-1234]}
+  tensorboards: [projects/acme-ml/locations/us-central1/tensorboards/7]
+  kmsKeys: [projects/acme-ml/locations/us/keyRings/r/cryptoKeys/k]
 - namespaces: [team-b]
   models: []
   interactiveShell: true
+  imagePrefixes: ["*"]
+  labels: {"*": []}
+  tensorboards: ["*"]
+  kmsKeys: ["*"]
 )";
 
 TenancyRules closedRules() { return parseTenancyRules(parseYamlDocuments(kClosedRules).at(0)); }
@@ -308,14 +320,20 @@ std::string violationField(const TrainingRunSpec& spec, const TenancyRules& rule
 TEST(TenancyParse, ReadsTheFieldsThatGovernEverythingElse) {
   auto parsed = closedRules();
   EXPECT_EQ(parsed[0].prometheusUrls, (std::vector<std::string>{"https://prometheus.monitoring:9090"}));
-  EXPECT_EQ(parsed[0].networks, (std::vector<std::string>{"projects/123456/global/networks/team-a-vpc"}));
+  EXPECT_EQ(parsed[0].networks, (std::vector<std::string>{"projects/123456/global/networks/team-a-vpc",
+                                                           "projects/123456/global/networks/shared-vpc"}));
+  EXPECT_EQ(parsed[0].reservedIpRanges.at("projects/123456/global/networks/team-a-vpc"),
+            std::vector<std::string>{"team-a-range"});
+  EXPECT_TRUE(parsed[0].reservedIpRanges.at("projects/123456/global/networks/shared-vpc").empty());
+  EXPECT_EQ(parsed[0].labels.at("cost-center"), std::vector<std::string>{"cc-1234"});
+  EXPECT_EQ(parsed[1].imagePrefixes, std::vector<std::string>{"*"});
   EXPECT_EQ(parsed[0].models, (std::vector<std::string>{"fraud", "churn"}));
   EXPECT_EQ(parsed[0].nfsServers, (std::vector<std::string>{"10.0.0.2"}));
   EXPECT_EQ(parsed[0].reservations.size(), 1u);
   EXPECT_FALSE(parsed[0].interactiveShell);
   EXPECT_TRUE(parsed[1].interactiveShell);
   EXPECT_EQ(parsed[1].models, std::vector<std::string>{}) << "models: [] is a list: no model";
-  EXPECT_FALSE(rules()[0].models) << "absent: any model";
+  EXPECT_FALSE(rules()[0].models) << "absent: none, and warned about at start";
 
   EXPECT_NE(parseError("- namespaces: [a]\n  prometheusUrls: ['prometheus:9090']\n").find("tenancy[0].prometheusUrls[0]"),
             std::string::npos);
@@ -323,6 +341,21 @@ TEST(TenancyParse, ReadsTheFieldsThatGovernEverythingElse) {
             std::string::npos);
   EXPECT_NE(parseError("- namespaces: [a]\n  networks: [team-a-vpc]\n").find("tenancy[0].networks[0]"), std::string::npos);
   EXPECT_NE(parseError("- namespaces: [a]\n  reservations: [team-a]\n").find("tenancy[0].reservations[0]"), std::string::npos);
+  EXPECT_NE(parseError("- namespaces: [a]\n  networks: [{name: x}]\n").find("tenancy[0].networks[0]"), std::string::npos);
+  EXPECT_NE(parseError("- namespaces: [a]\n  networks: [{reservedIpRanges: [r]}]\n").find("tenancy[0].networks[0].name"),
+            std::string::npos);
+  // An image prefix is a registry path ending in "/": ".../acme" would let ".../acme-other/..." through.
+  for (const char* prefix : {"us-docker.pkg.dev/acme", "us-docker.pkg.dev/", "acme/train/", "US-docker.pkg.dev/acme/",
+                             "us-docker.pkg.dev/acme/../other/"}) {
+    EXPECT_NE(parseError(std::string("- namespaces: [a]\n  imagePrefixes: ['") + prefix + "']\n")
+                  .find("tenancy[0].imagePrefixes[0]"),
+              std::string::npos)
+        << prefix;
+  }
+  EXPECT_NE(parseError("- namespaces: [a]\n  labels: [team]\n").find("tenancy[0].labels: must be a map"), std::string::npos);
+  EXPECT_NE(parseError("- namespaces: [a]\n  labels: {'*': [x]}\n").find("tenancy[0].labels.*"), std::string::npos);
+  EXPECT_NE(parseError("- namespaces: [a]\n  tensorboards: [tb-7]\n").find("tenancy[0].tensorboards[0]"), std::string::npos);
+  EXPECT_NE(parseError("- namespaces: [a]\n  kmsKeys: [projects/p/keys/k]\n").find("tenancy[0].kmsKeys[0]"), std::string::npos);
   EXPECT_NE(parseError("- namespaces: [a]\n  interactiveShell: yes-please\n").find("tenancy[0].interactiveShell"),
             std::string::npos);
   EXPECT_NE(parseError("- namespaces: [a]\n  nfsServers: ['']\n").find("tenancy[0].nfsServers[0]: must not be empty"),
@@ -432,11 +465,29 @@ TEST(Tenancy, NetworkTensorboardKmsAndTheShellAreGoverned) {
               s.reservedIpRanges = {"team-a-range"};
             }),
             "");
+  // Reserved ranges per network: another range of a listed network, or any range of a network
+  // listed by name alone, is refused.
+  EXPECT_EQ(fieldOf([](auto& s) {
+              s.network = "projects/123456/global/networks/team-a-vpc";
+              s.reservedIpRanges = {"team-a-range", "team-b-range"};
+            }),
+            "spec.reservedIpRanges[1]");
+  EXPECT_EQ(fieldOf([](auto& s) {
+              s.network = "projects/123456/global/networks/shared-vpc";
+              s.reservedIpRanges = {"team-a-range"};
+            }),
+            "spec.reservedIpRanges[0]");
+  EXPECT_EQ(fieldOf([](auto& s) { s.network = "projects/123456/global/networks/shared-vpc"; }), "");
+  // TensorBoards and keys by name: another of the rule's own project is refused too.
   EXPECT_EQ(fieldOf([](auto& s) { s.tensorboard = "projects/acme-ml/locations/us-central1/tensorboards/7"; }), "");
+  EXPECT_EQ(fieldOf([](auto& s) { s.tensorboard = "projects/acme-ml/locations/us-central1/tensorboards/8"; }),
+            "spec.tensorboard");
   EXPECT_EQ(fieldOf([](auto& s) { s.tensorboard = "projects/research/locations/us-central1/tensorboards/7"; }),
             "spec.tensorboard");
   EXPECT_EQ(fieldOf([](auto& s) { s.tensorboard = "tensorboards/7"; }), "spec.tensorboard");
   EXPECT_EQ(fieldOf([](auto& s) { s.encryptionKmsKeyName = "projects/acme-ml/locations/us/keyRings/r/cryptoKeys/k"; }), "");
+  EXPECT_EQ(fieldOf([](auto& s) { s.encryptionKmsKeyName = "projects/acme-ml/locations/us/keyRings/r/cryptoKeys/other"; }),
+            "spec.encryptionKmsKeyName");
   EXPECT_EQ(fieldOf([](auto& s) { s.encryptionKmsKeyName = "projects/research/locations/us/keyRings/r/cryptoKeys/k"; }),
             "spec.encryptionKmsKeyName");
   EXPECT_EQ(fieldOf([](auto& s) { s.enableWebAccess = true; }), "spec.enableWebAccess");
@@ -455,6 +506,114 @@ TEST(Tenancy, NetworkTensorboardKmsAndTheShellAreGoverned) {
   withoutRules.network = "projects/999/global/networks/any";
   withoutRules.enableWebAccess = true;
   EXPECT_FALSE(checkTenancy(withoutRules, {}, kTeamA, {})) << "no rules: everything is allowed";
+}
+
+// Images are pulled by the project's service agent, which can read every team's registry: a run
+// may name only images under its rule's prefixes (and Vertex's own prebuilt ones).
+TEST(Tenancy, ImagesOfEveryPoolAndTheServingContainerAreGoverned) {
+  auto fieldOf = [](const std::function<void(TrainingRunSpec&)>& change, const TenancyRules& rules = closedRules()) {
+    auto spec = allowedSpec();
+    change(spec);
+    return violationField(spec, rules);
+  };
+  EXPECT_EQ(fieldOf([](auto&) {}), "");
+  EXPECT_EQ(fieldOf([](auto& s) { s.trainer->container->imageUri = "us-central1-docker.pkg.dev/other-team/r/img:1"; }),
+            "spec.trainer.container.imageUri");
+  EXPECT_EQ(fieldOf([](auto& s) { s.trainer->container->imageUri = "us-central1-docker.pkg.dev/p-other/r/img:1"; }),
+            "spec.trainer.container.imageUri")
+      << "a prefix is a directory: p/ does not allow p-other/";
+  EXPECT_EQ(fieldOf([](auto& s) { s.trainer->container->imageUri = "us-central1-docker.pkg.dev/p/../other/img:1"; }),
+            "spec.trainer.container.imageUri");
+  EXPECT_EQ(fieldOf([](auto& s) {
+              s.trainer->container->imageUri = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-1.py310:latest";
+            }),
+            "")
+      << "Vertex's prebuilt images are always allowed";
+  EXPECT_EQ(fieldOf([](auto& s) {
+              s.trainer->container.reset();
+              s.trainer->pythonPackage = PythonPackageTrainer{};
+              s.trainer->pythonPackage->executorImageUri = "gcr.io/other/exec:1";
+              s.trainer->pythonPackage->pythonModule = "m";
+            }),
+            "spec.trainer.pythonPackage.executorImageUri");
+  EXPECT_EQ(fieldOf([](auto& s) {
+              s.distribution = Distribution{};
+              s.distribution->reductionServer = ReductionServer{};
+              s.distribution->reductionServer->imageUri = "docker.io/attacker/rs:1";
+            }),
+            "spec.distribution.reductionServer.imageUri");
+  EXPECT_EQ(fieldOf([](auto& s) {
+              s.model = ModelSpec{};
+              s.model->model = "fraud";
+              s.model->servingContainer.imageUri = "us-central1-docker.pkg.dev/other-team/serve/img:1";
+            }),
+            "spec.model.servingContainer.imageUri");
+  EXPECT_EQ(violationField(rawSpec(R"([{"machineSpec": {"machineType": "n1-standard-4"},
+                                        "containerSpec": {"imageUri": "us-docker.pkg.dev/other/r/i:1"}}])")),
+            "spec.workerPoolSpecs[0].containerSpec.imageUri");
+  EXPECT_EQ(violationField(rawSpec(R"([{"machineSpec": {"machineType": "n1-standard-4"},
+                                        "pythonPackageSpec": {"executorImageUri": "us-docker.pkg.dev/other/r/i:1",
+                                                              "pythonModule": "m", "packageUris": ["gs://acme-ml-out/p.tgz"]}}])")),
+            "spec.workerPoolSpecs[0].pythonPackageSpec.executorImageUri");
+  // "*" opens the field (team-b's rule); a rule with no imagePrefixes allows only Vertex's images.
+  auto anyImage = allowedSpec();
+  anyImage.trainer->container->imageUri = "docker.io/anything/at-all:1";
+  EXPECT_FALSE(checkTenancy(anyImage, {}, {"team-b", std::map<std::string, std::string>{}}, closedRules()));
+  auto noPrefixes = parseTenancyRules(parseYamlDocuments("- namespaces: [team-a]\n").at(0));
+  auto violation = checkTenancy(allowedSpec(), {}, kTeamA, noPrefixes);
+  ASSERT_TRUE(violation);
+  EXPECT_EQ(violation->message,
+            "spec.trainer.container.imageUri: image \"us-central1-docker.pkg.dev/p/r/img:1\" is not allowed for this "
+            "namespace by tenancy[0] (namespaces team-a); allowed: images under none (the rule lists no imagePrefixes), "
+            "and Vertex's prebuilt images");
+}
+
+// Labels reach Google's billing export: a run sets only the keys (and values) its rule allows.
+TEST(Tenancy, LabelKeysAndValuesAreGoverned) {
+  auto fieldOf = [](const std::map<std::string, std::string>& labels, bool onModel = false) {
+    auto spec = allowedSpec();
+    if (onModel) {
+      spec.model = ModelSpec{};
+      spec.model->model = "fraud";
+      spec.model->labels = labels;
+    } else {
+      spec.labels = labels;
+    }
+    return violationField(spec);
+  };
+  EXPECT_EQ(fieldOf({{"experiment", "lr-sweep"}, {"cost-center", "cc-1234"}}), "");
+  EXPECT_EQ(fieldOf({{"cost-center", "cc-9999"}}), "spec.labels.cost-center") << "another team's cost center";
+  EXPECT_EQ(fieldOf({{"team", "team-b"}}), "spec.labels.team") << "a key the rule does not list";
+  EXPECT_EQ(fieldOf({{"team", "team-b"}}, true), "spec.model.labels.team");
+  EXPECT_EQ(fieldOf({{"experiment", "x"}}, true), "");
+  auto spec = allowedSpec();
+  spec.labels = {{"cost-center", "cc-9999"}};
+  auto violation = checkTenancy(spec, {}, kTeamA, closedRules());
+  ASSERT_TRUE(violation);
+  EXPECT_EQ(violation->message,
+            "spec.labels.cost-center: label value \"cost-center=cc-9999\" is not allowed for this namespace by "
+            "tenancy[0] (namespaces team-a); allowed: cc-1234");
+  EXPECT_FALSE(checkTenancy(spec, {}, {"team-b", std::map<std::string, std::string>{}}, closedRules()))
+      << "team-b's rule allows any key (\"*\")";
+  spec.labels = {{"anything", "x"}};
+  violation = checkTenancy(spec, {}, kTeamA, rules());
+  ASSERT_TRUE(violation) << "a rule without labels allows none";
+  EXPECT_NE(violation->message.find("allowed: none (the rule lists no labels)"), std::string::npos) << violation->message;
+}
+
+TEST(TenancyParse, TheOperatorWarnsAtStartAboutOpenedAndUnlistedFields) {
+  auto closed = closedRules();
+  EXPECT_TRUE(closed[0].startupWarnings(0).empty()) << "every field listed, none opened";
+  auto opened = closed[1].startupWarnings(1);
+  ASSERT_EQ(opened.size(), 4u);
+  EXPECT_EQ(opened[0].rfind("tenancy[1] (namespaces team-b) allows any image", 0), 0u) << opened[0];
+  EXPECT_NE(opened[1].find("allows any label key"), std::string::npos);
+  EXPECT_NE(opened[2].find("any TensorBoard"), std::string::npos);
+  EXPECT_NE(opened[3].find("any KMS key"), std::string::npos);
+  auto old = parseTenancyRules(parseYamlDocuments("- namespaces: [a]\n").at(0))[0].startupWarnings(0);
+  ASSERT_EQ(old.size(), 2u) << "a rule written before models and images were governed";
+  EXPECT_NE(old[0].find("has no `models`"), std::string::npos);
+  EXPECT_NE(old[1].find("lists no imagePrefixes"), std::string::npos);
 }
 
 TEST(Tenancy, RawPoolsNfsMountsReservationsAndLustreAreGoverned) {

@@ -19,11 +19,14 @@ namespace {
 crd::TenancyRules rules() {
   return crd::parseTenancyRules(crd::parseYamlDocuments(R"(
 - namespaces: [team-a]
+  imagePrefixes: [us-docker.pkg.dev/p/, us-central1-docker.pkg.dev/p/]
   projects: [acme-ml]
   maxAccelerators: 8
 - namespaceSelector: {matchLabels: {tier: ml}}
+  imagePrefixes: [us-docker.pkg.dev/p/, us-central1-docker.pkg.dev/p/]
   maxAccelerators: 4
 - namespaces: [team-c]
+  imagePrefixes: [us-docker.pkg.dev/p/, us-central1-docker.pkg.dev/p/]
 )").at(0));
 }
 
@@ -73,7 +76,7 @@ TEST(AcceleratorLedger, KeepsOnlyRunsThatClaimAcceleratorsUnderACap) {
   }
   EXPECT_EQ(ledger.size(), 3u) << "held, waiting, elsewhere";
 
-  AcceleratorLedger uncapped(crd::parseTenancyRules(crd::parseYamlDocuments("- namespaces: [team-a]\n").at(0)), {});
+  AcceleratorLedger uncapped(crd::parseTenancyRules(crd::parseYamlDocuments("- namespaces: [team-a]\n  imagePrefixes: [us-docker.pkg.dev/p/, us-central1-docker.pkg.dev/p/]\n").at(0)), {});
   EXPECT_FALSE(uncapped.capped());
   uncapped.update(held.metadata.uid, &held);
   EXPECT_EQ(uncapped.size(), 0u);
@@ -152,9 +155,11 @@ TEST(AcceleratorLedger, AClaimOnAFallbackCountsUnderTheRuleThatAllowsTheFallback
   // first); the fallback its attempt went to asks for A100s, which only rule 1 allows.
   auto perType = crd::parseTenancyRules(crd::parseYamlDocuments(R"(
 - namespaces: [team-x]
+  imagePrefixes: [us-docker.pkg.dev/p/, us-central1-docker.pkg.dev/p/]
   acceleratorTypes: [NVIDIA_L4]
   maxAccelerators: 8
 - namespaces: [team-x]
+  imagePrefixes: [us-docker.pkg.dev/p/, us-central1-docker.pkg.dev/p/]
   acceleratorTypes: [NVIDIA_TESLA_A100]
   maxAccelerators: 8
 )").at(0));

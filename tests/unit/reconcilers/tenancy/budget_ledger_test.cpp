@@ -100,6 +100,43 @@ TEST(BudgetLedger, SpendIsThisMonthsLabelledJobsPricedFromTheirOwnResources) {
   EXPECT_NEAR(restarted.spendOf(0)->spentUsd, 0, 1e-9);
 }
 
+// A create whose answer was lost keeps its hold: the job may exist and spend. The hold follows the
+// job (a read that shows it makes it the job's), is replaced when the run creates again (a retry, or
+// a fallback at its own price, under whichever rule governs it), and is freed when the run will
+// create nothing more. The run's own hold never holds the run itself back.
+TEST(BudgetLedger, AHoldFollowsItsJobAfterALostCreateAnswer) {
+  testing::FakeClock clock(parseRfc3339("2026-12-10T12:00:00Z"));
+  testing::FakeVertexClient vertex;
+  crd::TenancyRules rules = crd::parseTenancyRules(json::parse(
+      R"([{"namespaces": ["a"], "projects": ["test-project"], "locations": ["us-central1"], "name": "team-a", "budget": {"monthlyUsd": 100}},
+          {"namespaces": ["a"], "projects": ["test-project"], "locations": ["us-central1"], "name": "team-a-gpu", "budget": {"monthlyUsd": 100}}])"));
+  BudgetLedger ledger(vertex, clock, rules, prices(), {"us-central1"});
+  ledger.refresh();
+  ASSERT_TRUE(ledger.reserve(0, ledger.spendOf(0)->generation, "uid-1", 30, 2, false));
+  // The create's answer is lost: nothing releases the hold.
+  EXPECT_NEAR(ledger.spendOf(0)->spentUsd, 30, 1e-9) << "others see it";
+  EXPECT_NEAR(ledger.spendOf(0, "uid-1")->spentUsd, 0, 1e-9) << "the run itself does not";
+  // Deciding again, it takes the room again: replaced, not added.
+  ASSERT_TRUE(ledger.reserve(0, ledger.spendOf(0, "uid-1")->generation, "uid-1", 30, 2, false));
+  EXPECT_NEAR(ledger.spendOf(0)->spentUsd, 30, 1e-9);
+  // A fallback under another rule at another price: the first rule's hold is gone.
+  ASSERT_TRUE(ledger.reserve(1, ledger.spendOf(1, "uid-1")->generation, "uid-1", 45, 3, false));
+  EXPECT_NEAR(ledger.spendOf(0)->spentUsd, 0, 1e-9);
+  EXPECT_NEAR(ledger.spendOf(1)->spentUsd, 45, 1e-9);
+  // A read shows the job: the hold is the job's now, counted until a refresh lists it.
+  ledger.jobSeen("uid-1", "projects/test-project/locations/us-central1/customJobs/7");
+  EXPECT_NEAR(ledger.spendOf(1)->spentUsd, 45, 1e-9);
+  EXPECT_NEAR(ledger.spendOf(1, "uid-1")->spentUsd, 45, 1e-9) << "a job's, no longer the run's hold";
+  ledger.jobSeen("uid-1", "projects/test-project/locations/us-central1/customJobs/8");
+  EXPECT_NEAR(ledger.spendOf(1)->spentUsd, 45, 1e-9) << "counted once";
+  // A run that will create nothing more frees what it held.
+  ASSERT_TRUE(ledger.reserve(0, ledger.spendOf(0)->generation, "uid-2", 20, 1, false));
+  auto before = ledger.spendOf(0)->generation;
+  ledger.forgetRun("uid-2");
+  EXPECT_NEAR(ledger.spendOf(0)->spentUsd, 0, 1e-9);
+  EXPECT_GT(ledger.spendOf(0)->generation, before) << "a run that saw the hold decides again";
+}
+
 }  // namespace
 }  // namespace vto::reconcilers
 

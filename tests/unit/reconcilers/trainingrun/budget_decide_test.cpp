@@ -31,7 +31,7 @@ locations:
 }
 
 crd::TenancyRules rules(const std::string& onExceeded = "Hold") {
-  return crd::parseTenancyRules(json::parse(R"([{"namespaces": ["ns"], "projects": ["test-project"], "locations": ["us-central1"], "name": "team-a",
+  return crd::parseTenancyRules(json::parse(R"([{"imagePrefixes": ["us-docker.pkg.dev/p/", "us-central1-docker.pkg.dev/p/"], "namespaces": ["ns"], "projects": ["test-project"], "locations": ["us-central1"], "name": "team-a",
       "budget": {"monthlyUsd": 100, "onExceeded": ")" + onExceeded + R"("}}])"));
 }
 
@@ -103,7 +103,7 @@ TEST(BudgetDecide, OverTheBudgetHoldWaitsWithTheFiguresAndOneEvent) {
   EXPECT_FALSE(again.status.has_value());
   // A raised budget (a new configuration) lets it start.
   auto raised = crd::parseTenancyRules(json::parse(
-      R"([{"namespaces": ["ns"], "projects": ["test-project"], "locations": ["us-central1"], "name": "team-a", "budget": {"monthlyUsd": 200}}])"));
+      R"([{"imagePrefixes": ["us-docker.pkg.dev/p/", "us-central1-docker.pkg.dev/p/"], "namespaces": ["ns"], "projects": ["test-project"], "locations": ["us-central1"], "name": "team-a", "budget": {"monthlyUsd": 200}}])"));
   o.tenancy.rules = &raised;
   EXPECT_TRUE(decide(o).createJob.has_value());
 }

@@ -393,10 +393,10 @@ TEST(CapacityDecide, AGpuFallbackOfACpuOnlyRunWaitsForTheCapANeighbourHolds) {
     const char* rules;
     size_t neighbourRule;
   };
-  for (const auto& row : {Row{"one cap", R"([{"namespaces": ["ns"], "maxAccelerators": 8}])", 0},
+  for (const auto& row : {Row{"one cap", R"([{"imagePrefixes": ["us-docker.pkg.dev/p/", "us-central1-docker.pkg.dev/p/"], "namespaces": ["ns"], "maxAccelerators": 8}])", 0},
                           Row{"a cap per accelerator type",
-                              R"([{"namespaces": ["ns"], "acceleratorTypes": ["NVIDIA_L4"]},
-                                  {"namespaces": ["ns"], "acceleratorTypes": ["NVIDIA_TESLA_A100"], "maxAccelerators": 8}])",
+                              R"([{"imagePrefixes": ["us-docker.pkg.dev/p/", "us-central1-docker.pkg.dev/p/"], "namespaces": ["ns"], "acceleratorTypes": ["NVIDIA_L4"]},
+                                  {"imagePrefixes": ["us-docker.pkg.dev/p/", "us-central1-docker.pkg.dev/p/"], "namespaces": ["ns"], "acceleratorTypes": ["NVIDIA_TESLA_A100"], "maxAccelerators": 8}])",
                               1}}) {
     SCOPED_TRACE(row.name);
     const auto rules = crd::parseTenancyRules(json::parse(row.rules));
@@ -417,8 +417,8 @@ TEST(CapacityDecide, AGpuFallbackOfACpuOnlyRunWaitsForTheCapANeighbourHolds) {
 TEST(CapacityDecide, AClaimUnderAnotherRulesCapDoesNotHoldTheFallbackBack) {
   // The neighbour's 8 count under the L4 rule's cap; the A100 fallback's cap is free.
   const auto rules = crd::parseTenancyRules(json::parse(
-      R"([{"namespaces": ["ns"], "acceleratorTypes": ["NVIDIA_L4"], "maxAccelerators": 8},
-          {"namespaces": ["ns"], "acceleratorTypes": ["NVIDIA_TESLA_A100"], "maxAccelerators": 8}])"));
+      R"([{"imagePrefixes": ["us-docker.pkg.dev/p/", "us-central1-docker.pkg.dev/p/"], "namespaces": ["ns"], "acceleratorTypes": ["NVIDIA_L4"], "maxAccelerators": 8},
+          {"imagePrefixes": ["us-docker.pkg.dev/p/", "us-central1-docker.pkg.dev/p/"], "namespaces": ["ns"], "acceleratorTypes": ["NVIDIA_TESLA_A100"], "maxAccelerators": 8}])"));
   crd::AcceleratorClaim neighbour{"other/holder", "2026-03-01T11:00:00Z", 8, true};
   auto plan = decide(cpuRunMovingToGpus(rules, {{0, neighbour}}));
   ASSERT_TRUE(plan.createJob.has_value());
@@ -427,7 +427,7 @@ TEST(CapacityDecide, AClaimUnderAnotherRulesCapDoesNotHoldTheFallbackBack) {
 
 TEST(CapacityDecide, AFallbackOutsideTheTenantsRuleRefusesTheRunNamingTheFallback) {
   static const auto rules =
-      crd::parseTenancyRules(json::parse(R"([{"namespaces": ["ns"], "locations": ["us-central1"]}])"));
+      crd::parseTenancyRules(json::parse(R"([{"imagePrefixes": ["us-docker.pkg.dev/p/", "us-central1-docker.pkg.dev/p/"], "namespaces": ["ns"], "locations": ["us-central1"]}])"));
   Observed o;
   o.now = T0;
   o.run = runWith();

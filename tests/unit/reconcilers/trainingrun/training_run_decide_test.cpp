@@ -504,9 +504,12 @@ TEST(DecideTest, ACreatedJobIsRecordedAtOnceWithItsState) {
 }
 
 
-// Tenancy: one rule for namespace "ns"; the run is in "ns" and uses project "proj" by default.
+// Tenancy: one rule for namespace "ns"; the run is in "ns" and uses project "proj" by default. The
+// rule allows the test run's image unless it says otherwise.
 crd::TenancyRules rulesFor(const std::string& rule) {
-  return crd::parseTenancyRules(json::parse("[" + rule + "]"));
+  auto parsed = json::parse(rule);
+  if (!parsed.contains("imagePrefixes")) parsed["imagePrefixes"] = {"us-docker.pkg.dev/p/"};
+  return crd::parseTenancyRules(json::array({parsed}));
 }
 
 TEST(DecideTest, ATenancyViolationIsRefusedBeforeAnyJob) {

@@ -432,12 +432,59 @@ class CappedReconcilerTest : public ReconcilerTest {
   CappedReconcilerTest() : ReconcilerTest(cappedOptions()) { controller.polling().pollDue(); }
   static TrainingRunReconcilerOptions cappedOptions() {
     auto o = options();
-    o.tenancy = crd::parseTenancyRules(json::parse(R"([{"namespaces": ["ns"], "maxAccelerators": 4}])"));
+    o.tenancy = crd::parseTenancyRules(json::parse(R"([{"imagePrefixes": ["us-docker.pkg.dev/p/", "us-central1-docker.pkg.dev/p/"], "namespaces": ["ns"], "maxAccelerators": 4}])"));
     return o;
   }
   static constexpr const char* kFourGpus =
       R"({"resources": {"machineType": "n1-standard-16", "acceleratorType": "NVIDIA_TESLA_T4", "acceleratorCount": 4}})";
 };
+
+// A team's budget, read from a Vertex of its own (empty: nothing spent this month).
+class BudgetedReconcilerTest : public ReconcilerTest {
+ protected:
+  BudgetedReconcilerTest() : ReconcilerTest(budgetedOptions()) { budgets().ledger.refresh(); }
+  struct Budgets {
+    testing::FakeVertexClient vertex;
+    testing::FakeClock clock;
+    crd::TenancyRules rules = crd::parseTenancyRules(json::parse(
+        R"([{"namespaces": ["ns"], "projects": ["test-project"], "locations": ["us-central1"], "name": "team-a",
+             "imagePrefixes": ["us-docker.pkg.dev/p/"], "budget": {"monthlyUsd": 100}}])"));
+    BudgetLedger ledger{vertex, clock, rules, crd::PriceCatalog::builtIn(), {"us-central1"}};
+  };
+  static Budgets& budgets() {
+    static Budgets shared;
+    return shared;
+  }
+  static TrainingRunReconcilerOptions budgetedOptions() {
+    auto o = options();
+    o.tenancy = budgets().rules;
+    o.budgets = &budgets().ledger;
+    return o;
+  }
+};
+
+// A create whose answer is lost may have made the job: what the run took of its budget stays taken
+// (others see it, the run itself does not) until a read shows the job; the next pass's create takes
+// it again in its place, and the job's hold is counted once.
+TEST_F(BudgetedReconcilerTest, ALostCreateAnswerKeepsTheBudgetHoldUntilTheJobIsSeen) {
+  apply(R"({"scheduling": {"timeout": "2h"}})");
+  vertex.failNextCreate(vertex::ApiError(503, "UNAVAILABLE", "The service is currently unavailable."));
+  EXPECT_THROW(reconciler.reconcile({"ns", "r"}), vertex::ApiError);
+  sync();
+  auto& ledger = budgets().ledger;
+  const double twoHours = 2 * 0.2185;  // n1-standard-4 in us-central1, to the run's timeout
+  EXPECT_NEAR(ledger.spendOf(0)->spentUsd, twoHours, 0.01) << "held, though no answer came";
+  EXPECT_NEAR(ledger.spendOf(0, kUid)->spentUsd, 0, 1e-9) << "but not against the run itself";
+  reconcile();
+  ASSERT_EQ(vertex.createdBodies().size(), 1u);
+  EXPECT_NEAR(ledger.spendOf(0)->spentUsd, twoHours, 0.01) << "the job's now, counted once";
+  // The run ends: nothing it held outlives it, and its job is counted by the next read.
+  vertex.setState(currentJob(), vertex::JobState::Succeeded);
+  jobs.erase(currentJob());
+  reconcile();
+  ledger.forgetRun(kUid);
+  EXPECT_NEAR(ledger.spendOf(0, kUid)->spentUsd, twoHours, 0.01) << "the job's note stays until a refresh lists it";
+}
 
 TEST_F(CappedReconcilerTest, ARunWaitsForTheCapAndStartsAsSoonAsTheHolderFinishes) {
   apply(kFourGpus, "first");
@@ -573,7 +620,7 @@ class TenantReconcilerTest : public ReconcilerTest {
   TenantReconcilerTest() : ReconcilerTest(tenantOptions()) {}
   static TrainingRunReconcilerOptions tenantOptions() {
     auto o = options();
-    o.tenancy = crd::parseTenancyRules(json::parse(R"([{"namespaces": ["ns"], "bucketPrefixes": ["gs://bucket/"]}])"));
+    o.tenancy = crd::parseTenancyRules(json::parse(R"([{"imagePrefixes": ["us-docker.pkg.dev/p/", "us-central1-docker.pkg.dev/p/"], "namespaces": ["ns"], "bucketPrefixes": ["gs://bucket/"]}])"));
     return o;
   }
 };
