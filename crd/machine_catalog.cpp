@@ -344,7 +344,9 @@ std::vector<CelRule> MachineCatalog::fallbackCelRules() const {
   // A fallback that names only a machine keeps the spec's accelerators (and the reverse): a rule on
   // the fallback alone cannot see them, so each catalog rule is judged at spec level on every merged
   // placement; the message is the first offending fallback's.
-  const std::string applies = "!has(self.resources) || !has(self.capacity) || !has(self.capacity.fallbacks) || "
+  // The API server evaluates all of them on every write of every run (status writes too): the first
+  // test is the one most runs stop at (no capacity), one field lookup each.
+  const std::string applies = "!has(self.capacity) || !has(self.capacity.fallbacks) || !has(self.resources) || "
                               "(has(self.workerPoolSpecs) && size(self.workerPoolSpecs) > 0) || ";
   std::vector<CelRule> rules;
   for (const auto& r : celRules()) {
