@@ -221,7 +221,7 @@ void costView(Draft& d) {
   if (!missing.empty()) {
     d.next.cost.reset();
     d.condition(ConditionType::CostEstimated, false, Reason::PriceMissing,
-                "no cost estimate: the price table has no " + missing + "; add it with --price-catalog");
+                "no cost estimate: the price table lacks " + missing + "; add it with --price-catalog");
     sortConditions(d.next.conditions);
     return;
   }

@@ -135,7 +135,7 @@ TEST(CostDecideTest, AMissingPriceIsNoFigureAndAConditionSaysWhich) {
   EXPECT_FALSE(plan.status->cost.has_value());
   EXPECT_FALSE(plan.status->history.attempts.back().costUsd.has_value());
   EXPECT_EQ(condition(*plan.status, "CostEstimated"),
-            "False/PriceMissing: no cost estimate: the price table has no the flexStart price of n1-standard-8 in "
+            "False/PriceMissing: no cost estimate: the price table lacks the flexStart price of n1-standard-8 in "
             "us-central1 (price table custom:0123456789ab); add it with --price-catalog");
 }
 
