@@ -396,7 +396,9 @@ namespace {
 // number: a run whose job names, operations and versions all carry the number is still followed,
 // resumed after a preemption, and registered, with one job per attempt and one version.
 TEST(ProjectNumbers, ARunIsFollowedResumedAndRegisteredWhenGooglesNamesCarryTheProjectNumber) {
-  OperatorStack numbered({"--queue-time", "200ms", "--steps", "4", "--step-time", "500ms", "--model-upload-time",
+  // Twelve steps (6 s): the job must still run when the test, having seen a checkpoint, preempts it;
+  // with four (2 s) it had ended first on loaded cores.
+  OperatorStack numbered({"--queue-time", "200ms", "--steps", "12", "--step-time", "500ms", "--model-upload-time",
                           "100ms", "--project-numbers", "on"});
   numbered.startOperator({"--checkpoint-poll-interval", "1"});
   const std::string ns = "numbers";
