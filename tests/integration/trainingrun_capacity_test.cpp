@@ -121,8 +121,6 @@ OperatorStack& stack() {
     clockHolder() = std::make_unique<SimulatedClock>(shared.dir() + "/clock-offset");  // offset 0, before the operator reads it
     shared.startOperator(operatorFlags(shared.dir()));
     // Every run but the SIGKILL one starts now, side by side.
-    applyYaml(shared, runYaml("cap-stockout", "llm", "us-central1", kA100,
-                              "    fallbacks: [{location: us-east4}]\n    blockFor: 1h\n"));
     applyYaml(shared, runYaml("cap-waiting", "patient", "europe-west4", kCpu,
                               "    fallbacks: [{location: europe-west3}]\n    blockFor: 1m\n    giveUpAfter: 3h\n"));
     applyYaml(shared, runYaml("cap-giveup", "hopeless", "asia-northeast1", kCpu,
@@ -143,6 +141,10 @@ OperatorStack& stack() {
       applyYaml(shared, runYaml(kRaceNamespace, "racer-" + std::to_string(i), "australia-southeast1", kCpu,
                                 "    fallbacks: [{location: australia-southeast2, resources: " + kA100x8 + "}]\n    blockFor: 1h\n"));
     }
+    // Last: its job trains 8 s, and the first test must fail it mid-training (on loaded cores the
+    // applies above took longer than that when it came first).
+    applyYaml(shared, runYaml("cap-stockout", "llm", "us-central1", kA100,
+                              "    fallbacks: [{location: us-east4}]\n    blockFor: 1h\n"));
     return true;
   }();
   (void)started;
