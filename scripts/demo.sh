@@ -114,7 +114,7 @@ if "$BIN/vto" run --help >/dev/null 2>&1; then
   say "operator metrics: $METRICS_URL   health: $HEALTH_URL"
   kubectl apply -f config/samples/ >/dev/null
   say "sample TrainingRuns applied"
-  # Budgets: team-small may spend $0.50 a month (config/demo/tenancy.yaml): one run at a time fits.
+  # Budgets: team-small may spend $0.40 a month (config/demo/tenancy.yaml): one run at a time fits.
   kubectl create namespace team-small >/dev/null
   kubectl apply -f config/demo/team-budget.yaml >/dev/null
   say "one of team-small's two runs waits for its budget (BudgetExceeded) while the other runs:"

@@ -118,7 +118,7 @@ TEST_F(DemoReadmeTest, PreemptionResumesFromACheckpointAndStoppingLeavesNoProces
   EXPECT_NE(buckets.find("\"my-bucket\""), std::string::npos) << buckets;
 
   // The budget sample: one of team-small's two runs (whichever the operator decides second) waits for
-  // its $0.50 while the other runs.
+  // its $0.40 while the other runs.
   const std::string readyReasons =
       "kubectl -n team-small get trun -o jsonpath='{.items[*].status.conditions[?(@.type==\"Ready\")].reason}'";
   EXPECT_TRUE(waitFor([&] { return userShell(readyReasons).output.find("BudgetExceeded") != std::string::npos; }, 60s, 250ms))
