@@ -143,8 +143,7 @@ std::vector<controller::ObjectKey> AcceleratorLedger::update(const std::string& 
   std::lock_guard lock(mutex_);
   // It will create nothing any more: gone, finished, suspended or invalid. (An event of its status
   // before the create still shows the placement it leaves: that keeps the reservation.)
-  if (run == nullptr || run->spec.suspend || crd::isFinished(run->status.phase) || run->status.phase == crd::Phase::Invalid)
-    reservations_.erase(uid);
+  if (createsNoJob(run)) reservations_.erase(uid);
   auto found = runs_.find(uid);
   std::optional<Entry> before;
   if (found != runs_.end()) before = std::move(found->second);
@@ -261,6 +260,10 @@ void AcceleratorLedger::release(const std::string& uid) {
 size_t AcceleratorLedger::size() const {
   std::lock_guard lock(mutex_);
   return runs_.size() + jobs_.size();
+}
+
+bool createsNoJob(const crd::TrainingRun* run) {
+  return run == nullptr || run->spec.suspend || crd::isFinished(run->status.phase) || run->status.phase == crd::Phase::Invalid;
 }
 
 }  // namespace vto::reconcilers

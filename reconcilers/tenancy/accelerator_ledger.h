@@ -50,6 +50,10 @@ struct LedgerSource {
 };
 std::vector<LedgerSource> ledgerSources(const crd::TenancyRules& rules, const Location& defaults);
 
+// Whether a run, as its latest event shows it (nullptr: gone), will create no job: gone, suspended,
+// finished or invalid. What it reserved of a cap or a budget is then free.
+bool createsNoJob(const crd::TrainingRun* run);
+
 class AcceleratorLedger {
  public:
   // Whether Vertex says job `name` still runs: true, false (it ended), or nullopt when vto has not

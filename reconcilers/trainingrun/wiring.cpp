@@ -131,10 +131,7 @@ void TrainingRunController::onRunEvent(const nlohmann::json& run) {
   // Before the run is reconciled: admission must see every older run's claim.
   wake(reconciler_->accelerators().update(uid, decodedRun));
   // It will create nothing any more: what it held of a budget is free.
-  if (auto* budgets = reconciler_->budgets();
-      budgets != nullptr && (decodedRun == nullptr || decodedRun->spec.suspend || crd::isFinished(decodedRun->status.phase) ||
-                             decodedRun->status.phase == crd::Phase::Invalid))
-    budgets->forgetRun(uid);
+  if (auto* budgets = reconciler_->budgets(); budgets != nullptr && createsNoJob(decodedRun)) budgets->forgetRun(uid);
   if (observer_ != nullptr) {
     auto generation = run["metadata"].value("generation", int64_t{0});
     // A run that may fail over reads its machines each time: its placement can change, its generation not.
