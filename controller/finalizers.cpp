@@ -28,17 +28,27 @@ bool containsFinalizer(const nlohmann::json& object, std::string_view finalizer)
 }
 
 nlohmann::json addFinalizer(KubeClient& kube, const Resource& resource, const nlohmann::json& object,
-                            std::string_view finalizer) {
-  if (containsFinalizer(object, finalizer)) return object;
+                            std::string_view finalizer, const std::map<std::string, std::string>& annotations) {
+  const auto* meta = object.contains("metadata") ? &object["metadata"] : nullptr;
+  auto changed = nlohmann::json::object();
+  for (const auto& [key, value] : annotations) {
+    const auto* current = meta != nullptr && meta->contains("annotations") && (*meta)["annotations"].is_object()
+                              ? &(*meta)["annotations"] : nullptr;
+    if (current == nullptr || !current->contains(key) || (*current)[key] != value) changed[key] = value;
+  }
+  bool add = !containsFinalizer(object, finalizer);
+  if (!add && changed.empty()) return object;
   auto finalizers = finalizersOf(object);
-  finalizers.push_back(std::string(finalizer));
+  if (add) finalizers.push_back(std::string(finalizer));
   auto key = keyOf(object);
-  // The patch holds only on the version sent, and a finalizer changes nothing else (not even
-  // metadata.generation): the object is what was sent, at the answer's resourceVersion.
+  auto patch = finalizerPatch(object, finalizers);
+  if (!changed.empty()) patch["metadata"]["annotations"] = changed;
+  // The patch holds only on the version sent, and neither changes metadata.generation: the object is
+  // what was sent, at the answer's resourceVersion.
   auto written = object;
   written["metadata"]["finalizers"] = finalizers;
-  written["metadata"]["resourceVersion"] =
-      kube.mergePatchVersion(resource, key.ns, key.name, finalizerPatch(object, std::move(finalizers)));
+  for (const auto& [name, value] : changed.items()) written["metadata"]["annotations"][name] = value;
+  written["metadata"]["resourceVersion"] = kube.mergePatchVersion(resource, key.ns, key.name, patch);
   return written;
 }
 

@@ -1,5 +1,7 @@
 #include "crd/object_meta.h"
 
+#include <algorithm>
+
 #include "crd/strict_json.h"
 
 namespace vto::crd {
@@ -44,6 +46,46 @@ json encodeObjectMeta(const ObjectMeta& meta) {
   if (meta.annotations.empty()) out.erase("annotations");
   else out["annotations"] = meta.annotations;
   return out;
+}
+
+namespace {
+bool isUid(const std::string& text) {
+  if (text.empty() || text.size() > 64) return false;
+  for (char c : text) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '-')) return false;
+  }
+  return true;
+}
+}  // namespace
+
+std::vector<std::string> runUidsOf(const ObjectMeta& meta) {
+  std::vector<std::string> uids;
+  auto found = meta.annotations.find(kRunUidsAnnotation);
+  if (found == meta.annotations.end() || found->second.size() > kMaxRunUids * 65) return uids;
+  const auto& text = found->second;
+  for (size_t start = 0; start <= text.size();) {
+    auto end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    auto uid = text.substr(start, end - start);
+    if (isUid(uid) && std::find(uids.begin(), uids.end(), uid) == uids.end()) uids.push_back(uid);
+    start = end + 1;
+  }
+  if (uids.size() > kMaxRunUids) uids.erase(uids.begin(), uids.end() - kMaxRunUids);
+  return uids;
+}
+
+std::optional<std::string> runUidsWithOwn(const ObjectMeta& meta) {
+  if (!isUid(meta.uid)) return std::nullopt;  // not an API server's uid: nothing could find its jobs by it
+  auto uids = runUidsOf(meta);
+  if (!uids.empty() && uids.back() == meta.uid) return std::nullopt;
+  std::erase(uids, meta.uid);
+  uids.push_back(meta.uid);
+  if (uids.size() > kMaxRunUids) uids.erase(uids.begin(), uids.end() - kMaxRunUids);
+  std::string value;
+  for (const auto& uid : uids) value += (value.empty() ? "" : ",") + uid;
+  auto found = meta.annotations.find(kRunUidsAnnotation);
+  if (found != meta.annotations.end() && found->second == value) return std::nullopt;
+  return value;
 }
 
 }  // namespace vto::crd

@@ -2,8 +2,10 @@
 // The parts of metav1.ObjectMeta that vto reads. The full object is kept in `raw`, so writing an
 // object back never drops what the API server put there (managedFields, ownerReferences, ...).
 #include <cstdint>
+#include <optional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -29,6 +31,18 @@ struct ObjectMeta {
   std::map<std::string, std::string> annotations;
   nlohmann::json raw = nlohmann::json::object();
 };
+
+// The uids a run has had, oldest first and its own last, kept in its metadata: a restore (Velero) drops
+// status and uid but keeps annotations, and the jobs labelled with those uids are the run's history.
+// A manifest re-applied from Git has no such annotation, so it is a new run.
+inline constexpr const char* kRunUidsAnnotation = "vto.dev/run-uids";
+inline constexpr size_t kMaxRunUids = 8;
+// The annotation's uids: at most kMaxRunUids (the newest), each a Kubernetes uid (lowercase letters, digits and
+// '-', at most 64 characters); anything else in it is ignored, since anyone who may edit the run may write it.
+std::vector<std::string> runUidsOf(const ObjectMeta& meta);
+// The annotation's value once `meta.uid` is in it (appended last, the oldest dropped past the bound);
+// nullopt when it already ends with it.
+std::optional<std::string> runUidsWithOwn(const ObjectMeta& meta);
 
 // Metadata is the API server's, not the user's, so it is read leniently: only the types of the fields
 // above are checked.

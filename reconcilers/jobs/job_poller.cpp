@@ -22,8 +22,6 @@ std::string unfinishedFilter() {
   }
   return filter;
 }
-
-std::string runUidOf(const std::map<std::string, std::string>& labels) { return labelOf(labels, crd::kRunUidLabel); }
 }  // namespace
 
 JobPoller::JobPoller(vertex::VertexClient& vertex, JobCache& jobs, const Clock& clock, Wake wake, JobPollerOptions options)
@@ -43,13 +41,13 @@ void JobPoller::see(const vertex::Job& job, Clock::time_point now, TargetState& 
     state.starting.erase(job.name);
   }
   if (jobs_.put(job, now)) {
-    if (auto uid = runUidOf(job.labels); !uid.empty()) wake_(uid);
+    wake_(job.labels);
   }
 }
 
 void JobPoller::wakeAll(const std::string& prefix) {
   for (const auto& job : jobs_.unfinishedReadBefore(prefix, Clock::time_point::max())) {
-    if (auto uid = runUidOf(job.labels); !uid.empty()) wake_(uid);
+    wake_(job.labels);
   }
 }
 
@@ -98,7 +96,7 @@ Clock::duration JobPoller::poll(const PollTarget& target) {
           if (!e.isNotFound()) throw;
           jobs_.erase(stale.name);  // deleted outside vto: the run's own GET finds out and says so
           state.starting.erase(stale.name);
-          if (auto uid = runUidOf(stale.labels); !uid.empty()) wake_(uid);
+          wake_(stale.labels);
         }
       }
       state.lastFullList = now;

@@ -1,6 +1,7 @@
 #include "reconcilers/trainingrun/decide.h"
 
 #include <algorithm>
+#include <charconv>
 
 #include "controller/conditions.h"
 #include "crd/validation.h"
@@ -167,6 +168,35 @@ Plan adoptNamesake(Draft& d, const CachedJob& job) {
   d.told = Told::ByOwnEvent;
   d.plan.requeueAfter = d.options.resyncPeriod;
   return finish(d);
+}
+
+// A run restored without its status (a backup keeps metadata, not status or uid) takes its history
+// back from the jobs of the runs its metadata names: each its attempt again, numbered as it was, so a
+// finished run stays finished with its job and cost, and an unfinished job is followed, not doubled.
+Plan followJob(Draft& d, const CachedJob& job, const DecideOptions& options);
+
+Plan restoreHistory(Draft& d, const DecideOptions& options) {
+  const auto& jobs = d.o.vertex.restored;
+  auto& attempts = d.next.history.attempts;
+  attempts.clear();
+  for (const auto& job : jobs) {
+    crd::Attempt attempt;
+    int labelled = 0;
+    auto label = labelOf(job.labels, crd::kAttemptLabel);
+    auto [end, error] = std::from_chars(label.data(), label.data() + label.size(), labelled);
+    attempt.attempt = error == std::errc() && end == label.data() + label.size() && labelled > 0 ? labelled : 1;
+    if (!attempts.empty() && attempt.attempt <= attempts.back().attempt) attempt.attempt = attempts.back().attempt + 1;
+    attempts.push_back(attempt);
+    applyJobState(d, job);
+  }
+  d.next.history.attemptCount = attempts.back().attempt;
+  const auto& last = jobs.back();
+  d.plan.events.push_back(normalEvent(
+      "JobAdopted", "restored without status: took back " + std::to_string(jobs.size()) + " job(s) that earlier runs of "
+                        "this name (uid " + labelOf(last.labels, crd::kRunUidLabel) + ") made; attempt " +
+                        std::to_string(attempts.back().attempt) + " is " + last.name + ", " +
+                        std::string(vertex::jobStateName(last.state)) + " (no new job)"));
+  return followJob(d, last, options);
 }
 
 // Vertex refused the job itself (a bad argument, a missing permission): retrying cannot help.
@@ -492,6 +522,9 @@ Plan decide(const Observed& o, const DecideOptions& options) {
   validity(d, findings);
   checkpointsReadable(d);
   vertexReadiness(d);
+  // What recognises the run's jobs after a restore without status goes into its metadata, with the
+  // finalizer in one patch (and once into runs the release before made).
+  d.plan.runUids = crd::runUidsWithOwn(o.metadata);
   if (ended(o)) return finished(d);
 
   // The finalizer goes on before any job exists, so a deletion can never orphan a job by accident.
@@ -502,6 +535,8 @@ Plan decide(const Observed& o, const DecideOptions& options) {
     d.next.history.attempts.push_back(first);
     d.next.history.attemptCount = std::max(d.next.history.attemptCount, 1);
   }
+  // Before suspension: a restored run's unfinished job is its own again, and then suspended.
+  if (!recorded && !o.vertex.restored.empty()) return restoreHistory(d, options);
   if (d.run.spec.suspend) return suspend(d, options);
   if (recorded && o.vertex.notFound) {
     // Never replace a recorded job silently: that is how duplicates and lost work happen.

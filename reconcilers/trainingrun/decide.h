@@ -66,6 +66,11 @@ struct VertexReading {
   // and name left (a re-apply into a rebuilt cluster, a restore without status, a delete with
   // deletionPolicy Orphan): adopted instead of starting a second one.
   std::optional<CachedJob> namesake;
+  // A run restored without its status (its metadata names the runs it was, crd::kRunUidsAnnotation):
+  // the jobs this operator made for those runs of its namespace and name, oldest first. They are its
+  // attempts again: a finished run stays finished, an unfinished job is followed, none starts twice.
+  // The newest is `job` too.
+  std::vector<CachedJob> restored;
   // A fresh run's place has not been listed since the operator started: such a namesake would not
   // be known yet, so no job is created until it is (its job-name prefix).
   std::optional<std::string> placeUnlisted;
@@ -115,6 +120,7 @@ struct RegistryReading {
   // The version of this run: found by its run label (modelVersionLabels), or made by the upload status
   // records.
   std::optional<vertex::ModelVersion> version;
+  std::string versionRunUid;  // the uid of the run that made it (an earlier one, after a restore)
   // status.model.operation as Vertex says now, while it names one.
   std::optional<vertex::UploadOperation> upload;
   bool modelExists = false;      // the model has versions: an upload names it as parentModel
@@ -221,6 +227,8 @@ struct ImportEvaluation {
 
 struct Plan {
   bool addFinalizer = false;
+  // The run's crd::kRunUidsAnnotation, to write with the finalizer (one patch) when it lacks its uid.
+  std::optional<std::string> runUids;
   std::optional<std::string> cancelJob;  // job name
   std::optional<CreateJob> createJob;    // act writes the job name to status at once (the journal)
   std::optional<BudgetReservation> budgetReservation;  // with createJob under a budget
@@ -327,7 +335,7 @@ std::string versionDescriptionOf(const crd::ObjectMeta& run);
 // Of the versions listed by the run's label, the run's own: the one whose versionDescription names the
 // run's uid, else the oldest (the version that made the model carries the model's labels, so a run that
 // made it finds every version by its label: its own is the first). nullptr for none.
-const vertex::ModelVersion* runVersionOf(const std::vector<vertex::ModelVersion>& listed, const crd::ObjectMeta& run);
+const vertex::ModelVersion* runVersionOf(const std::vector<vertex::ModelVersion>& listed, const std::string& runUid);
 // The metricsSchemaUri of Google's evaluation schemas (classification, regression, forecasting) that
 // names every one of `metrics`; "" when none does (Vertex refuses metrics its schema does not describe,
 // so such metrics stay in status only).

@@ -1,6 +1,8 @@
 #include "reconcilers/trainingrun/reconciler.h"
 
 #include <algorithm>
+#include <set>
+
 #include <spdlog/spdlog.h>
 
 #include "base/json_fields.h"
@@ -148,6 +150,8 @@ Observed TrainingRunReconciler::observe(const nlohmann::json& object) {
       o.vertex.job.reset();
       o.vertex.notOwned = true;
     }
+  } else if (options_.adoptNamesakes && !deleting && (attempt == nullptr || attempt->attempt == 1) && observeRestored(o)) {
+    // its history, read back from Vertex
   } else if (options_.adoptNamesakes && !deleting && !o.run->spec.suspend && (attempt == nullptr || attempt->attempt == 1)) {
     observeNamesake(o);
   } else if (deleting || o.run->spec.suspend) {
@@ -201,14 +205,25 @@ void TrainingRunReconciler::observeRegistry(Observed& o) {
       // Exactly one version per run: the run's own, if any, whatever pass or process uploaded it. Its
       // own label key: a model's labels, merged into every version, cannot shadow it.
       step = "listing the versions of " + model;
-      vertex::ListVersionsOptions list;
-      list.filter = vertex::modelLabelFilter({{runVersionLabelKey(o.metadata.uid), "true"}});
-      try {
-        auto page = registry.listVersions(model, list);
-        reading.modelExists = true;
-        if (const auto* own = runVersionOf(page.versions, o.metadata)) reading.version = *own;
-      } catch (const vertex::ApiError& e) {
-        if (!e.isNotFound()) throw;  // 404: the first upload creates the model
+      // A run restored without status looks under the runs it was too (its version may be theirs).
+      auto uids = recorded ? std::vector<std::string>{} : crd::runUidsOf(o.metadata);
+      std::erase(uids, o.metadata.uid);
+      uids.insert(uids.begin(), o.metadata.uid);
+      for (const auto& uid : uids) {
+        vertex::ListVersionsOptions list;
+        list.filter = vertex::modelLabelFilter({{runVersionLabelKey(uid), "true"}});
+        try {
+          auto page = registry.listVersions(model, list);
+          reading.modelExists = true;
+          if (const auto* own = runVersionOf(page.versions, uid)) {
+            reading.version = *own;
+            reading.versionRunUid = uid;
+            break;
+          }
+        } catch (const vertex::ApiError& e) {
+          if (!e.isNotFound()) throw;  // 404: the first upload creates the model
+          break;
+        }
       }
       bool waiting = recorded && recorded->uploadStartTime && o.now < *recorded->uploadStartTime + options_.uploadGracePeriod;
       if (!reading.version && !waiting) {
@@ -223,7 +238,7 @@ void TrainingRunReconciler::observeRegistry(Observed& o) {
     bool imported = recorded && recorded->evaluationImported;
     if (reading.version && spec.evaluation && !imported) {
       step = "listing the evaluations of " + reading.version->versionName();
-      auto own = evaluationDisplayName(o.metadata.uid);
+      auto own = evaluationDisplayName(reading.versionRunUid.empty() ? o.metadata.uid : reading.versionRunUid);
       auto page = registry.listEvaluations(reading.version->versionName(), 100, "");
       for (const auto& evaluation : page.evaluations) {
         if (evaluation.displayName == own) reading.importedMetrics = evaluation.metrics;
@@ -532,6 +547,50 @@ std::optional<vertex::Job> TrainingRunReconciler::findByLabels(const Observed& o
   return *oldest;
 }
 
+bool TrainingRunReconciler::observeRestored(Observed& o) {
+  auto uids = crd::runUidsOf(o.metadata);
+  std::erase(uids, o.metadata.uid);
+  if (uids.empty()) return false;  // a new run (a manifest from Git has no such annotation), or already taken back
+  std::set<std::string> earlier;
+  for (const auto& uid : uids) earlier.insert(crd::sanitizeLabelValue(uid));
+  vertex::ListOptions list;
+  list.filter = std::string("labels.") + crd::kNamespaceLabel + "=\"" + crd::sanitizeLabelValue(o.metadata.namespace_) +
+                "\" AND labels." + crd::kNameLabel + "=\"" + crd::sanitizeLabelValue(o.metadata.name) + "\"";
+  std::vector<PollTarget> places;
+  for (size_t i = 0; i < std::max<size_t>(1, crd::placementCount(o.run->spec)); ++i) {
+    auto spec = crd::specAt(o.run->spec, i);
+    PollTarget place{crd::locationOf(spec, o.defaults), crd::jobKindOf(spec)};
+    if (place.where.project.empty() || place.where.location.empty()) continue;  // decide says what is missing
+    if (std::find(places.begin(), places.end(), place) == places.end()) places.push_back(place);
+  }
+  for (const auto& place : places) {
+    try {
+      for (auto& job : vertex_.listJobs(place.where, place.kind, list).jobs) {
+        // Only what this operator made for one of the runs this object was; anything else is left alone.
+        if (!jobs_.trusts(job) || !earlier.contains(labelOf(job.labels, crd::kRunUidLabel))) continue;
+        jobs_.put(job, o.now);
+        o.vertex.restored.push_back(cachedJobOf(job, o.now));
+      }
+    } catch (const vertex::ApiError& e) {
+      if (e.isRetryable()) throw;
+      // Never a new job before the history is known: decide waits, and says why.
+      o.vertex.unavailable = VertexFailure{e.httpStatus(), "listing the jobs of earlier runs of this name in " +
+                                                               place.jobPrefix() + ": " + e.what()};
+      o.vertex.placeUnlisted = place.jobPrefix();
+      o.vertex.restored.clear();
+      return true;
+    }
+  }
+  std::stable_sort(o.vertex.restored.begin(), o.vertex.restored.end(), [](const CachedJob& a, const CachedJob& b) {
+    return a.createTime.value_or(Clock::time_point::max()) < b.createTime.value_or(Clock::time_point::max());
+  });
+  if (o.vertex.restored.size() > 100) o.vertex.restored.erase(o.vertex.restored.begin(), o.vertex.restored.end() - 100);
+  // The newest is the current attempt's job: what follows (a checkpoint listing before a resume, the
+  // claims before a new job) reads it as it would a job status names.
+  if (!o.vertex.restored.empty()) o.vertex.job = o.vertex.restored.back();
+  return !o.vertex.restored.empty() || o.vertex.placeUnlisted.has_value();
+}
+
 void TrainingRunReconciler::observeNamesake(Observed& o) {
   // Only once the run's place has been listed since the start is the cache's word final: a job left
   // by a run of the same name (before a rebuild, or deleted with deletionPolicy: Orphan) is there.
@@ -588,8 +647,10 @@ Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& 
   std::optional<nlohmann::json> written;
   auto current = [&]() -> const nlohmann::json& { return written ? *written : cached; };
   const auto& meta = o.metadata;
-  if (plan.addFinalizer) {
-    written = controller::addFinalizer(kube_, trainingRunResource(), cached, kFinalizer);
+  if (plan.addFinalizer || plan.runUids) {
+    std::map<std::string, std::string> annotations;
+    if (plan.runUids) annotations[crd::kRunUidsAnnotation] = *plan.runUids;
+    written = controller::addFinalizer(kube_, trainingRunResource(), cached, kFinalizer, annotations);
     rememberOwnWrite(cached, *written);
   }
   if (plan.cancelJob) {

@@ -130,6 +130,8 @@ class TrainingRunReconciler final : public controller::Reconciler {
   void observeCheckpoint(Observed& observed);
   // A fresh run's namesake: the unfinished job a run of the same namespace and name left.
   void observeNamesake(Observed& observed);
+  // Whether the run was restored without status: then the jobs of the runs it was, read from Vertex.
+  bool observeRestored(Observed& observed);
   // act's create: adopts the attempt's job if one exists, else creates it (moving on to the next
   // placement when Vertex refuses a capped accelerator quota), and records it in the plan's status.
   Plan createPlannedJob(const Observed& observed, Plan plan);

@@ -310,16 +310,16 @@ std::string versionDescriptionOf(const crd::ObjectMeta& run) {
   return "TrainingRun " + run.namespace_ + "/" + run.name + " (uid " + run.uid + ")";
 }
 
-const vertex::ModelVersion* runVersionOf(const std::vector<vertex::ModelVersion>& listed, const crd::ObjectMeta& run) {
+const vertex::ModelVersion* runVersionOf(const std::vector<vertex::ModelVersion>& listed, const std::string& runUid) {
   auto older = [](const vertex::ModelVersion& a, const vertex::ModelVersion& b) {
     return a.versionId.size() != b.versionId.size() ? a.versionId.size() < b.versionId.size() : a.versionId < b.versionId;
   };
   const vertex::ModelVersion* oldest = nullptr;
   const vertex::ModelVersion* described = nullptr;
-  auto marker = "(uid " + run.uid + ")";
+  auto marker = "(uid " + runUid + ")";
   for (const auto& version : listed) {
     if (oldest == nullptr || older(version, *oldest)) oldest = &version;
-    bool ours = !run.uid.empty() && version.versionDescription.size() >= marker.size() &&
+    bool ours = !runUid.empty() && version.versionDescription.size() >= marker.size() &&
                 version.versionDescription.compare(version.versionDescription.size() - marker.size(), marker.size(), marker) == 0;
     if (ours && (described == nullptr || older(version, *described))) described = &version;
   }

@@ -56,11 +56,7 @@ TrainingRunController::TrainingRunController(const controller::ObjectCache& runs
                                                           withOwnWrites(std::move(options), ownWrites_, logTails_),
                                                           deps.metrics)),
       pollerOptions_(pollerOptions),
-      poller_(deps.vertex, jobs_, deps.clock,
-              [this](const std::string& uid) {
-                if (auto key = runs_.keyByUid(uid)) enqueue_(*key);
-              },
-              pollerOptions),
+      poller_(deps.vertex, jobs_, deps.clock, [this](const auto& jobLabels) { wakeTheRunOf(jobLabels); }, pollerOptions),
       polling_(
           deps.clock,
           [this] {
@@ -100,6 +96,16 @@ TrainingRunController::TrainingRunController(const controller::ObjectCache& runs
   jobs_.setImpostorListener([this](const std::string& uid) {
     if (auto key = runs_.keyByUid(uid)) enqueue_(*key);
   });
+}
+
+void TrainingRunController::wakeTheRunOf(const std::map<std::string, std::string>& jobLabels) {
+  if (auto key = runs_.keyByUid(labelOf(jobLabels, crd::kRunUidLabel))) {
+    enqueue_(*key);
+    return;
+  }
+  // Made for an earlier run of a name that a run now there took over (adopted, or restored): that run.
+  controller::ObjectKey key{labelOf(jobLabels, crd::kNamespaceLabel), labelOf(jobLabels, crd::kNameLabel)};
+  if (!key.ns.empty() && !key.name.empty() && !runs_.uidAt(key).empty()) enqueue_(key);
 }
 
 void TrainingRunController::onRunEvent(const nlohmann::json& run) {

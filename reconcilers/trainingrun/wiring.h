@@ -56,6 +56,9 @@ class TrainingRunController {
   controller::PollingSource& logTailPolling() { return logTailPolling_; }
 
  private:
+  // Wakes the run that follows a job whose state changed (its labels say which).
+  void wakeTheRunOf(const std::map<std::string, std::string>& jobLabels);
+
   const controller::ObjectCache& runs_;
   metrics::TrainingRunObserver* observer_;
   Enqueue enqueue_ = [](const controller::ObjectKey&) {};

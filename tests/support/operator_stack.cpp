@@ -10,24 +10,37 @@
 
 namespace vto::testing {
 
-OperatorStack::OperatorStack(std::vector<std::string> emulatorFlags)
+OperatorStack::OperatorStack(std::vector<std::string> emulatorFlags, Crds crds)
     : cluster_(sharedCluster()), dir_(makeTempDir("vto-operator-stack")), operatorKubeconfig_(cluster_.kubeconfig()) {
-  gcs_ = std::make_unique<FakeGcsServer>(dir_ + "/gcs.log", std::vector<std::string>{kTestBucket});
+  gcs_ = std::make_shared<FakeGcsServer>(dir_ + "/gcs.log", std::vector<std::string>{kTestBucket});
   std::vector<std::string> flags = {"--gcs-endpoint", gcs_->url()};
   flags.insert(flags.end(), emulatorFlags.begin(), emulatorFlags.end());
-  emulator_ = std::make_unique<EmulatorProcess>(flags, dir_ + "/emulator.log");
+  emulator_ = std::make_shared<EmulatorProcess>(flags, dir_ + "/emulator.log");
+  prepare(crds);
+}
+
+OperatorStack::OperatorStack(TestCluster& cluster, OperatorStack& vertexOf)
+    : cluster_(cluster), dir_(makeTempDir("vto-operator-stack")), operatorKubeconfig_(cluster_.kubeconfig()) {
+  gcs_ = vertexOf.gcs_;
+  emulator_ = vertexOf.emulator_;
+  prepare(Crds::FromThisBuild);
+}
+
+void OperatorStack::prepare(Crds crds) {
   // As the chart deploys it: jobs signed with a key of the operator's own.
   std::ofstream(dir_ + "/ownership.yaml") << "keys: [\"" << kTestOwnershipKey << "\"]\n"
                                           << "trustUntaggedJobsCreatedBefore: \"2026-01-01T00:00:00Z\"\n";
 
   // Server-side: the TrainingRun CRD (two versions, each with the whole schema) is too large for
   // client-side apply's last-applied-configuration annotation.
-  auto crds = runShell("'" + binDir() + "/vto' crd | kubectl --kubeconfig='" + cluster_.kubeconfig() +
-                       "' apply --server-side -f -");
-  if (crds.exitCode != 0) throw std::runtime_error("applying the CRDs failed: " + crds.output);
-  auto established = cluster_.kubectl(
-      "wait --for=condition=Established crd/trainingruns.vto.dev crd/retrainingpolicies.vto.dev --timeout=60s");
-  if (established.exitCode != 0) throw std::runtime_error("CRDs not established: " + established.output);
+  if (crds == Crds::FromThisBuild) {
+    auto applied = runShell("'" + binDir() + "/vto' crd | kubectl --kubeconfig='" + cluster_.kubeconfig() +
+                            "' apply --server-side -f -");
+    if (applied.exitCode != 0) throw std::runtime_error("applying the CRDs failed: " + applied.output);
+    auto established = cluster_.kubectl(
+        "wait --for=condition=Established crd/trainingruns.vto.dev crd/retrainingpolicies.vto.dev --timeout=60s");
+    if (established.exitCode != 0) throw std::runtime_error("CRDs not established: " + established.output);
+  }
 
   // The tests read Vertex with vto's own client, authenticated by the emulator's metadata server.
   tokens_ = std::make_unique<vertex::CachedTokenSource>(
@@ -59,6 +72,10 @@ void OperatorStack::useChartServiceAccount(const std::vector<std::string>& setVa
   if (install.output.find("STATUS: deployed") == std::string::npos) {
     throw std::runtime_error("helm install failed: " + install.output);
   }
+  useServiceAccountOfInstalledChart();
+}
+
+void OperatorStack::useServiceAccountOfInstalledChart() {
   auto token = cluster_.kubectl("-n vto-system create token vto --duration=2h");
   if (token.exitCode != 0) throw std::runtime_error("kubectl create token failed: " + token.output);
   std::string bearer = token.output.substr(0, token.output.find_last_not_of("\n") + 1);
@@ -68,6 +85,11 @@ void OperatorStack::useChartServiceAccount(const std::vector<std::string>& setVa
                                      << "/pki/ca.crt\nusers:\n- name: vto\n  user:\n    token: " << bearer
                                      << "\ncontexts:\n- name: c\n  context: {cluster: c, user: vto, namespace: vto-system}\n"
                                         "current-context: c\n";
+}
+
+void OperatorStack::useOperatorBinary(const std::string& path, bool releaseBefore) {
+  operatorBinary_ = path;
+  operatorIsReleaseBefore_ = releaseBefore;
 }
 
 void OperatorStack::routeApiServerThrough(const std::string& server) {
@@ -102,14 +124,15 @@ std::string OperatorStack::standbyLog() const { return readWholeFile(dir_ + "/st
 std::string OperatorStack::operatorCommand(const std::string& kubeconfig, const std::vector<std::string>& extraFlags,
                                            const std::string& logName) {
   std::string command = "exec env GCE_METADATA_HOST=" + emulator_->hostPort() +
-                        " STORAGE_EMULATOR_HOST=" + gcs_->url() + " '" + binDir() + "/vto' run --kubeconfig '" +
+                        " STORAGE_EMULATOR_HOST=" + gcs_->url() + " '" +
+                        (operatorBinary_.empty() ? binDir() + "/vto" : operatorBinary_) + "' run --kubeconfig '" +
                         kubeconfig + "' --vertex-endpoint " +
                         (vertexEndpoint_.empty() ? emulator_->url() : vertexEndpoint_) +
                         " --gcs-endpoint " + gcs_->url() + " --default-project " + kTestProject +
                         " --default-location " + kTestLocation +
                         " --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0"
-                        " --vertex-fast-poll-interval 1 --vertex-poll-interval 1 --log-format text"
-                        " --ownership-key-file '" + dir_ + "/ownership.yaml'";
+                        " --vertex-fast-poll-interval 1 --vertex-poll-interval 1 --log-format text";
+  if (!operatorIsReleaseBefore_) command += " --ownership-key-file '" + ownershipKeyFile() + "'";
   for (const auto& flag : extraFlags) command += " '" + flag + "'";
   command += " >> '" + dir_ + "/" + logName + "' 2>&1";
   return command;

@@ -25,8 +25,14 @@ inline constexpr const char* kTestOwnershipKey = "test-ownership-key-0123456789a
 
 class OperatorStack {
  public:
+  // Which CRDs the stack applies: this build's (`vto crd`), or none, for a test that installs them
+  // itself (the chart of the release before, tests/integration/upgrade_release_test.cpp).
+  enum class Crds { FromThisBuild, None };
   // `emulatorFlags` are added to the emulator's (lifecycle timings, fault injection).
-  explicit OperatorStack(std::vector<std::string> emulatorFlags = {});
+  explicit OperatorStack(std::vector<std::string> emulatorFlags = {}, Crds crds = Crds::FromThisBuild);
+  // Another cluster's stack on `vertexOf`'s emulator and GCS (two clusters sharing a project, or a
+  // cluster rebuilt beside the lost one): `cluster` gets the CRDs; Vertex and the buckets are shared.
+  OperatorStack(TestCluster& cluster, OperatorStack& vertexOf);
   ~OperatorStack();
 
   TestCluster& cluster() { return cluster_; }
@@ -37,6 +43,15 @@ class OperatorStack {
   // Installs the Helm chart (helm/vto) into namespace vto-system and makes `vto run` authenticate as
   // the chart's ServiceAccount, so the operator has exactly the chart's RBAC and no more.
   void useChartServiceAccount(const std::vector<std::string>& setValues = {});  // helm --set for each
+  // Makes the next startOperator() authenticate as the ServiceAccount vto of vto-system, which a chart
+  // the test installed itself made (a fresh token each call).
+  void useServiceAccountOfInstalledChart();
+  // The `vto` the next startOperator() runs: `path` (empty: this build's, in binDir()). `releaseBefore`:
+  // that binary predates job ownership, so it is started without --ownership-key-file.
+  void useOperatorBinary(const std::string& path, bool releaseBefore = false);
+  // The ownership key file this build's operator is started with (a test may rewrite it, e.g. with the
+  // key of the chart's Secret, before startOperator()).
+  std::string ownershipKeyFile() const { return dir_ + "/ownership.yaml"; }
   // Where the next startOperator() reaches the API server and Vertex (a chaos proxy in front of
   // them); the defaults are the cluster's kubeconfig (or the chart's, see above) and the emulator.
   void routeApiServerThrough(const std::string& server);
@@ -81,6 +96,7 @@ class OperatorStack {
   void createNamespace(const std::string& ns);
 
  private:
+  void prepare(Crds crds);  // the ownership key, the CRDs, the clients of Vertex and GCS
   std::string boundUrl(const std::string& what);
   size_t startedAtLogSize_ = 0;  // operator.log's size when the running operator was started
   std::string operatorCommand(const std::string& kubeconfig, const std::vector<std::string>& extraFlags,
@@ -88,13 +104,15 @@ class OperatorStack {
 
   TestCluster& cluster_;
   std::string dir_;
-  std::unique_ptr<FakeGcsServer> gcs_;
-  std::unique_ptr<EmulatorProcess> emulator_;
+  std::shared_ptr<FakeGcsServer> gcs_;
+  std::shared_ptr<EmulatorProcess> emulator_;
   std::unique_ptr<Subprocess> operator_;
   std::unique_ptr<Subprocess> standby_;
   std::string operatorKubeconfig_;  // the cluster-admin kubeconfig unless useChartServiceAccount()
   std::string vertexEndpoint_;      // empty: the emulator's URL
   std::string directKubeconfig_ = operatorKubeconfig_;  // before routeApiServerThrough
+  std::string operatorBinary_;      // empty: binDir()/vto
+  bool operatorIsReleaseBefore_ = false;
   vertex::CppRestTransport http_;
   RealClock clock_;
   std::unique_ptr<vertex::CachedTokenSource> tokens_;

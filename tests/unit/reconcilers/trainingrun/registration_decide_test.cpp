@@ -448,11 +448,11 @@ TEST(Registration, TheRunsVersionIsTheOneItsDescriptionNamesElseTheOldest) {
   // Run u-1 made the model, so its label key is on every version (the model's labels merged in).
   std::vector<vertex::ModelVersion> listed = {version("12", "TrainingRun ns/r2 (uid u-2)"), version("3", versionDescriptionOf(run)),
                                               version("2", "TrainingRun ns/r1 (uid u-0)")};
-  ASSERT_NE(runVersionOf(listed, run), nullptr);
-  EXPECT_EQ(runVersionOf(listed, run)->versionId, "3");
+  ASSERT_NE(runVersionOf(listed, run.uid), nullptr);
+  EXPECT_EQ(runVersionOf(listed, run.uid)->versionId, "3");
   listed.erase(listed.begin() + 1);
-  EXPECT_EQ(runVersionOf(listed, run)->versionId, "2") << "no description names it: the oldest";
-  EXPECT_EQ(runVersionOf({}, run), nullptr);
+  EXPECT_EQ(runVersionOf(listed, run.uid)->versionId, "2") << "no description names it: the oldest";
+  EXPECT_EQ(runVersionOf({}, run.uid), nullptr);
 }
 
 TEST(Registration, TheTtlWaitsForTheRegistration) {

@@ -1002,5 +1002,98 @@ TEST(DecideTest, AFreshRunAdoptsTheUnfinishedJobItsNamesakeLeft) {
   });
 }
 
+// A run restored without its status (a backup keeps metadata, not status or uid): its metadata names
+// the runs it was, and their jobs are its history again. A manifest re-applied from Git has no such
+// metadata: it is a new run (only an unfinished namesake is adopted, above).
+TEST(DecideTest, ARunRestoredWithoutStatusTakesBackItsHistory) {
+  auto jobOf = [](int id, int attempt, JobState state, int endedSecondsAgo) {
+    auto job = jobIn(state);
+    job.name = "projects/test-project/locations/us-central1/customJobs/" + std::to_string(id);
+    job.labels = {{"vto-run-uid", "old-uid"}, {"vto-attempt", std::to_string(attempt)}, {"vto-namespace", "ns"}, {"vto-name", "r"}};
+    job.createTime = T0 - seconds(7200 - 1000 * attempt);
+    job.startTime = *job.createTime + seconds(60);
+    if (vertex::isTerminal(state)) job.endTime = T0 - seconds(endedSecondsAgo);
+    return job;
+  };
+  auto preempted = [&](int id, int attempt) {
+    auto job = jobOf(id, attempt, JobState::Failed, 4000);
+    job.error = vertex::RpcStatus{14, "The replica workerpool0-0 was preempted"};
+    return job;
+  };
+  auto restored = [](std::vector<CachedJob> jobs) {
+    auto o = fresh();
+    o.metadata.annotations[crd::kRunUidsAnnotation] = "old-uid";
+    o.vertex.restored = std::move(jobs);
+    o.vertex.job = o.vertex.restored.back();  // as observe hands it over
+    o.checkpoints.listed = true;
+    return o;
+  };
+  runTable({
+      {"a finished run stays finished: both attempts back, numbered as they were, no job",
+       [&] { return restored({preempted(41, 1), jobOf(42, 2, JobState::Succeeded, 600)}); },
+       crd::Phase::Succeeded, {"JobAdopted", "Succeeded"},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.createJob.has_value());
+         EXPECT_EQ(p.runUids, std::optional<std::string>("old-uid,u-1"));
+         const auto& attempts = p.status->history.attempts;
+         ASSERT_EQ(attempts.size(), 2u);
+         EXPECT_EQ(attempts[0].attempt, 1);
+         EXPECT_EQ(attempts[0].jobName, "projects/test-project/locations/us-central1/customJobs/41");
+         EXPECT_EQ(attempts[0].state, "JOB_STATE_FAILED");
+         EXPECT_EQ(attempts[1].attempt, 2);
+         EXPECT_EQ(attempts[1].jobName, "projects/test-project/locations/us-central1/customJobs/42");
+         EXPECT_EQ(p.status->history.attemptCount, 2);
+         EXPECT_EQ(p.status->completionTime, T0 - seconds(600)) << "when the job ended, not when it was restored";
+         EXPECT_NE(p.events[0].message.find("restored without status"), std::string::npos) << p.events[0].message;
+         EXPECT_NE(p.events[0].message.find("customJobs/42"), std::string::npos) << p.events[0].message;
+       }},
+      {"an unfinished job is followed as the attempt it was",
+       [&] { return restored({preempted(41, 1), jobOf(43, 2, JobState::Running, 0)}); },
+       crd::Phase::Running, {"JobAdopted", "JobRunning"},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.createJob.has_value());
+         ASSERT_EQ(p.status->history.attempts.size(), 2u);
+         EXPECT_EQ(p.status->history.attempts[1].jobName, "projects/test-project/locations/us-central1/customJobs/43");
+       }},
+      {"suspended while restored: its job is its own again first (the next pass cancels it)",
+       [&] {
+         auto o = restored({jobOf(43, 1, JobState::Running, 0)});
+         o.run->spec.suspend = true;
+         return o;
+       },
+       crd::Phase::Running, {"JobAdopted", "JobRunning"},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.createJob.has_value());
+         EXPECT_FALSE(p.cancelJob.has_value());
+         EXPECT_EQ(p.status->history.attempts.back().jobName, "projects/test-project/locations/us-central1/customJobs/43");
+       }},
+  });
+  // The last attempt was preempted: the next one resumes, numbered after the restored ones.
+  auto plan = decide(restored({preempted(41, 1), preempted(44, 2)}));
+  EXPECT_EQ(reasons(plan), (std::vector<std::string>{"JobAdopted", "Resumed"}));
+  ASSERT_TRUE(plan.createJob.has_value());
+  EXPECT_EQ(plan.createJob->attempt, 3);
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ(plan.status->history.attempts.size(), 3u);
+}
+
+// The uids that find a run's jobs after a restore go into its metadata with the finalizer, once.
+TEST(DecideTest, TheRunsUidsAreKeptInItsMetadata) {
+  auto o = fresh();
+  auto plan = decide(o);
+  EXPECT_TRUE(plan.addFinalizer);
+  EXPECT_EQ(plan.runUids, std::optional<std::string>("u-1")) << "written with the finalizer, one patch";
+  auto running = submitted(crd::Phase::Running);
+  running.vertex.job = jobIn(JobState::Running);
+  running.metadata.annotations[crd::kRunUidsAnnotation] = "u-1";
+  EXPECT_FALSE(decide(running).runUids.has_value()) << "already there: no write";
+  auto before = submitted(crd::Phase::Succeeded);  // a run of the release before: once
+  before.status.completionTime = T0;
+  EXPECT_EQ(decide(before).runUids, std::optional<std::string>("u-1"));
+  auto forged = fresh();
+  forged.metadata.annotations[crd::kRunUidsAnnotation] = "a,B@d,,../x," + std::string(100, 'f') + ",b";
+  EXPECT_EQ(decide(forged).runUids, std::optional<std::string>("a,b,u-1")) << "what is not a uid is dropped";
+}
+
 }  // namespace
 }  // namespace vto::reconcilers
