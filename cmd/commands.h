@@ -16,6 +16,7 @@ int logs(const Args& args);      // print (and follow) a TrainingRun's job log
 int prices(const Args& args);    // print the price table cost estimates use
 int cost(const Args& args);      // a month's spend of the cluster's runs, as a table
 int migrate(const Args& args);   // rewrite stored objects at the storage version
+int describe(const Args& args);  // whose a TrainingRun's jobs are: cluster identity, run uids, adoption
 // As kubectl finds it: the flag, $KUBECONFIG, then ~/.kube/config ("" leaves the in-cluster account to
 // resolveRestConfig). For the commands that read the cluster with the user's kubeconfig.
 std::string kubeconfigPath(const std::string& flag);

@@ -8,6 +8,7 @@
 #include "cmd/commands.h"
 #include "cmd/flags.h"
 #include "cmd/job_logs.h"
+#include "cmd/user_access.h"
 #include "controller/kube_client.h"
 #include "controller/rest_config.h"
 #include "crd/duration.h"
@@ -51,25 +52,6 @@ Flags logsFlags() {
        {"poll-interval", 0, "10", "", false, false, true}});
 }
 
-// trun/NAME, trainingrun/NAME, trainingruns.vto.dev/NAME or NAME.
-std::string runNameOf(const std::string& argument) {
-  std::string name = argument;
-  if (auto slash = argument.find('/'); slash != std::string::npos) {
-    auto kind = argument.substr(0, slash);
-    for (const char* accepted : {"trun", "trainingrun", "trainingruns", "trainingrun.vto.dev", "trainingruns.vto.dev"}) {
-      if (kind == accepted) name = argument.substr(slash + 1);
-    }
-    if (name == argument) {
-      throw UsageError("only TrainingRuns have job logs: write trun/NAME, not \"" + argument.substr(0, 100) + "\"");
-    }
-  }
-  bool valid = !name.empty() && name.size() <= 253 && std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
-  });
-  if (!valid) throw UsageError("\"" + name.substr(0, 100) + "\" is not a TrainingRun name (lower-case letters, digits, '-', '.')");
-  return name;
-}
-
 JobLogOptions optionsFrom(const Flags& flags, const Clock& clock) {
   JobLogOptions options;
   options.follow = flags.getBool("follow");
@@ -100,25 +82,6 @@ JobLogOptions optionsFrom(const Flags& flags, const Clock& clock) {
   return options;
 }
 
-// The endpoint, checked as every endpoint that receives a credential is.
-std::string checkedEndpoint(const std::string& url, const char* flag, bool allowInsecure) {
-  try {
-    requireTrustedEndpoint(url, flag, allowInsecure);
-  } catch (const std::invalid_argument& error) {
-    throw UsageError(error.what());
-  }
-  return url;
-}
-
-// A Vertex emulator on this machine also plays the metadata server (as in tests and `make demo`):
-// its host:port, when the Vertex endpoint is plain http to a loopback host (Google's are https).
-std::optional<std::string> emulatorMetadataHost(const std::string& vertexEndpoint) {
-  if (vertexEndpoint.empty()) return std::nullopt;
-  auto parsed = parseUrl(vertexEndpoint);
-  if (parsed.scheme != "http" || !isLoopbackHost(parsed.host)) return std::nullopt;
-  return authorityOf(parsed);
-}
-
 }  // namespace
 
 std::string kubeconfigPath(const std::string& flag) {
@@ -135,7 +98,7 @@ int logs(const Args& args) {
   if (positionals.size() != 1) {
     throw UsageError("give one TrainingRun: vto logs trun/NAME [-n NAMESPACE] ('vto logs --help' lists the flags)");
   }
-  auto name = runNameOf(positionals[0]);
+  auto name = runNameOf(positionals[0], "logs");
   RealClock clock;
   auto options = optionsFrom(flags, clock);
   int attempt = flags.get("attempt").empty() ? 0 : flags.getInt("attempt");
@@ -163,16 +126,9 @@ int logs(const Args& args) {
 
   // Google, with the user's own credentials.
   vertex::PooledHttpTransport http;
-  auto metadataHost = emulatorMetadataHost(vertexEndpoint);
-  vertex::EnvLookup env = [&metadataHost](const std::string& variable) {
-    auto value = vertex::processEnv(variable);
-    if (!value && variable == "GCE_METADATA_HOST") return metadataHost;
-    return value;
-  };
   std::unique_ptr<vertex::CachedTokenSource> tokens;
   try {
-    tokens = vertex::defaultTokenSource(http, clock, env);
-    tokens->token();  // here, so that missing credentials are one clear message
+    tokens = userTokenSource(http, clock, vertexEndpoint);  // a first token: missing credentials are one clear message
   } catch (const vertex::AuthError& error) {
     throw UsageError(std::string(error.what()) +
                      "; to read logs as yourself, run `gcloud auth application-default login` (or set "
