@@ -24,6 +24,7 @@ TrainingRunSpec specAt(const TrainingRunSpec& spec, size_t index) {
   const auto& fallback = spec.capacity->fallbacks[index - 1];
   json merged = encodeTrainingRunSpec(spec);
   merged.erase("capacity");  // a placement is one place; it has no fallbacks of its own
+  merged.erase("adoptJob");  // the adopted job is placement 0's first attempt, never a fallback's
   if (fallback.location) merged["location"] = *fallback.location;
   if (fallback.resources.is_object()) {
     if (!merged["resources"].is_object()) merged["resources"] = json::object();

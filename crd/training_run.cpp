@@ -370,6 +370,7 @@ TrainingRunSpec decodeTrainingRunSpec(const json& value, const std::string& path
   r.with("capacity", [&](const json& v, const std::string& p) { s.capacity = readCapacity(v, p); });
   r.with("model", [&](const json& v, const std::string& p) { s.model = readModelSpec(v, p); });
   r.string("maxCostUsd", s.maxCostUsd);
+  r.string("adoptJob", s.adoptJob);
   r.finish();
   return s;
 }
@@ -634,6 +635,7 @@ json encodeTrainingRunSpec(const TrainingRunSpec& s) {
   out["deletionPolicy"] = enumName(s.deletionPolicy, deletionPolicyNames());
   if (s.ttlSecondsAfterFinished) out["ttlSecondsAfterFinished"] = *s.ttlSecondsAfterFinished;
   if (!s.maxCostUsd.empty()) out["maxCostUsd"] = s.maxCostUsd;
+  if (!s.adoptJob.empty()) out["adoptJob"] = s.adoptJob;
   if (const auto& c = s.capacity) {
     json fallbacks = json::array();
     for (const auto& f : c->fallbacks) {

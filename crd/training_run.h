@@ -207,6 +207,9 @@ struct TrainingRunSpec {
   std::optional<Capacity> capacity;
   std::optional<ModelSpec> model;  // register the model when the run succeeds
   std::string maxCostUsd;          // "" = no limit; else dollars ("250", "99.50"): the job is cancelled at it
+  // A job started outside vto that becomes the run's first attempt (projects/P/locations/L/customJobs/ID
+  // or hyperparameterTuningJobs/ID, in the run's project and location); "" = vto creates the first job.
+  std::string adoptJob;
 };
 
 // metav1.Condition.

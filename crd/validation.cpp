@@ -261,6 +261,38 @@ void checkScheduling(Findings& f, const TrainingRunSpec& spec) {
     f.error("maxCostUsd", "must be US dollars as a string with at most 2 decimals, e.g. \"250\" or \"99.50\"");
 }
 
+// spec.adoptJob names a job in the run's own place, of the kind the run makes; the rest (that the job
+// exists and is nobody else's) only the operator can tell.
+void checkAdoptJob(Findings& f, const TrainingRunSpec& spec) {
+  if (spec.adoptJob.empty()) return;
+  static const char* kForm = "must be projects/P/locations/L/customJobs/ID (or hyperparameterTuningJobs/ID)";
+  std::vector<std::string> parts;
+  for (size_t start = 0; parts.size() < 7;) {
+    auto end = spec.adoptJob.find('/', start);
+    parts.push_back(spec.adoptJob.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  bool digits = parts.size() == 6 && !parts[5].empty() && parts[5].size() <= 20 &&
+                std::all_of(parts[5].begin(), parts[5].end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (spec.adoptJob.size() > 200 || parts.size() != 6 || parts[0] != "projects" || parts[2] != "locations" ||
+      (parts[4] != "customJobs" && parts[4] != "hyperparameterTuningJobs") || !digits ||
+      !(isProjectId(parts[1]) || isProjectNumber(parts[1])) || !isVertexRegion(parts[3])) {
+    f.error("adoptJob", kForm);
+    return;
+  }
+  bool tuning = spec.hyperparameterTuning.has_value();
+  if (tuning != (parts[4] == "hyperparameterTuningJobs"))
+    f.error("adoptJob", tuning ? "a run with hyperparameterTuning adopts a hyperparameterTuningJobs/ID, not a CustomJob"
+                               : "names a HyperparameterTuningJob: a run adopts one only with hyperparameterTuning set");
+  if (!spec.project.empty() && parts[1] != spec.project)
+    f.error("adoptJob", "is in project " + parts[1] + ", not the run's project " + spec.project +
+                            ": a run adopts only a job in its own project and location");
+  if (!spec.location.empty() && parts[3] != spec.location)
+    f.error("adoptJob", "is in " + parts[3] + ", not the run's location " + spec.location +
+                            ": a run adopts only a job in its own project and location");
+}
+
 // Project and location become part of the host and path of requests carrying the operator's token;
 // the same rules are in the CRD schema and inside the Vertex client (base/gcp_names.h).
 void checkPlacement(Findings& f, const TrainingRunSpec& spec) {
@@ -611,6 +643,7 @@ std::vector<Finding> validateTrainingRunSpec(const TrainingRunSpec& spec, const 
   checkLabels(f, spec);
   checkTuning(f, spec);
   checkPlacement(f, spec);
+  checkAdoptJob(f, spec);
   checkRawPools(f, spec);
   checkAcceleratorTotal(f, spec);
   checkModel(f, spec);
@@ -628,6 +661,8 @@ std::vector<Finding> validate(const RetrainingPolicy& policy) {
   Findings f("");
   checkRetrainingPolicyName(f, policy.metadata);
   checkRetrainingPolicySpec(f, policy.spec);
+  if (!policy.spec.templ.spec.adoptJob.empty())
+    f.error("spec.template.spec.adoptJob", "a policy's runs cannot adopt a job (each would claim the same one): remove it");
   auto more = f.take();
   findings.insert(findings.end(), more.begin(), more.end());
   return findings;

@@ -63,7 +63,22 @@ std::optional<CachedJob> JobCache::get(const std::string& jobName) const {
 }
 
 bool JobCache::trusts(const vertex::Job& job) const {
-  return ownership_ == nullptr || ownership_->trusts(job.labels, job.createTime);
+  if (ownership_ == nullptr || ownership_->trusts(job.labels, job.createTime)) return true;
+  std::lock_guard lock(mutex_);
+  return adopted_.contains(job.name);
+}
+
+void JobCache::adopt(const std::string& jobName, const std::string& runUid) {
+  constexpr size_t kMaxAdopted = 10000;
+  std::lock_guard lock(mutex_);
+  if (adopted_.size() >= kMaxAdopted && !adopted_.contains(jobName)) adopted_.erase(adopted_.begin());
+  adopted_[jobName] = runUid;
+}
+
+std::string JobCache::adopterOf(const std::string& jobName) const {
+  std::lock_guard lock(mutex_);
+  auto found = adopted_.find(jobName);
+  return found == adopted_.end() ? "" : found->second;
 }
 
 std::optional<std::string> JobCache::recordImpostor(const vertex::Job& job) {

@@ -51,8 +51,14 @@ class JobCache {
   // is trusted (unit tests). Set before any put.
   void setOwnership(const JobOwnership* ownership) { ownership_ = ownership; }
   const JobOwnership* ownership() const { return ownership_; }
-  // Whether `job` would be cached: made by this operator (or nothing checks).
+  // Whether `job` would be cached: made by this operator (or nothing checks), or adopted by a run.
   bool trusts(const vertex::Job& job) const;
+  // A job started outside vto that run `runUid` took as its own (spec.adoptJob): cached and followed
+  // from now on like vto's own. Bounded: past kMaxAdopted the oldest entries are forgotten (their runs
+  // adopt them again on their next pass).
+  void adopt(const std::string& jobName, const std::string& runUid);
+  // The uid of the run that adopted `jobName`; "" when none did.
+  std::string adopterOf(const std::string& jobName) const;
   // Told of each new impostor, with the uid of the run it imitates, so that run looks at it.
   using ImpostorListener = std::function<void(const std::string& runUid)>;
   void setImpostorListener(ImpostorListener listener) { impostorListener_ = std::move(listener); }
@@ -108,6 +114,7 @@ class JobCache {
   std::map<std::string, std::set<std::string>> unfinishedByNamesake_;  // "vto-namespace/vto-name" -> job names
   std::map<std::string, VertexFailure> pollFailures_;
   std::set<std::string> listed_;
+  std::map<std::string, std::string> adopted_;  // job name -> the uid of the run that adopted it
 };
 
 }  // namespace vto::reconcilers

@@ -41,13 +41,13 @@ void JobPoller::see(const vertex::Job& job, Clock::time_point now, TargetState& 
     state.starting.erase(job.name);
   }
   if (jobs_.put(job, now)) {
-    wake_(job.labels);
+    wake_(job.name, job.labels);
   }
 }
 
 void JobPoller::wakeAll(const std::string& prefix) {
   for (const auto& job : jobs_.unfinishedReadBefore(prefix, Clock::time_point::max())) {
-    wake_(job.labels);
+    wake_(job.name, job.labels);
   }
 }
 
@@ -82,23 +82,25 @@ Clock::duration JobPoller::poll(const PollTarget& target) {
       for (const auto& job : page.jobs) see(job, now, state);
       options.pageToken = page.nextPageToken;
     } while (!options.pageToken.empty());
-    if (full) {
-      // Cached as unfinished but not in the list: it ended (or went) in an update the changes list
-      // missed. Read each one directly.
-      for (const auto& stale : jobs_.unfinishedReadBefore(prefix, now)) {
-        {
-          std::lock_guard lock(mutex_);
-          ++getCalls_;
-        }
-        try {
-          see(vertex_.getJob(stale.name), now, state);
-        } catch (const vertex::ApiError& e) {
-          if (!e.isNotFound()) throw;
-          jobs_.erase(stale.name);  // deleted outside vto: the run's own GET finds out and says so
-          state.starting.erase(stale.name);
-          wake_(stale.labels);
-        }
+    // Cached as unfinished but not in the full list: it ended (or went) in an update the changes list
+    // missed. Read each one directly; and at every poll the jobs runs adopted (spec.adoptJob), which
+    // carry none of vto's labels that the lists filter on.
+    for (const auto& stale : jobs_.unfinishedReadBefore(prefix, now)) {
+      if (!full && jobs_.adopterOf(stale.name).empty()) continue;
+      {
+        std::lock_guard lock(mutex_);
+        ++getCalls_;
       }
+      try {
+        see(vertex_.getJob(stale.name), now, state);
+      } catch (const vertex::ApiError& e) {
+        if (!e.isNotFound()) throw;
+        jobs_.erase(stale.name);  // deleted outside vto: the run's own GET finds out and says so
+        state.starting.erase(stale.name);
+        wake_(stale.name, stale.labels);
+      }
+    }
+    if (full) {
       state.lastFullList = now;
       jobs_.markListed(prefix);
     }

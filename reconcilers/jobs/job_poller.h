@@ -33,8 +33,8 @@ struct JobPollerOptions {
 
 class JobPoller {
  public:
-  // Told of a job that changed, with its labels: the run that follows it looks again.
-  using Wake = std::function<void(const std::map<std::string, std::string>& jobLabels)>;
+  // Told of a job that changed (its name and labels): the run that follows it looks again.
+  using Wake = std::function<void(const std::string& jobName, const std::map<std::string, std::string>& jobLabels)>;
   JobPoller(vertex::VertexClient& vertex, JobCache& jobs, const Clock& clock, Wake wake, JobPollerOptions options = {});
 
   // One poll of `target`; returns how long until its next one. Throws when Vertex fails (after

@@ -30,11 +30,11 @@ bool isSuspensionCancel(const CachedJob& job, const crd::Attempt& attempt) {
 }
 
 // Nothing retrying can fix until the spec is edited: no job, no retries.
-Plan invalid(Draft& d, const std::string& message) {
+Plan invalid(Draft& d, const std::string& message, Reason reason = Reason::SpecInvalid, const char* event = "InvalidSpec") {
   bool news = d.o.status.phase != Phase::Invalid || d.o.status.message != message;
   d.phase(Phase::Invalid, message, Told::ByOwnEvent);
-  d.condition(ConditionType::Valid, false, Reason::SpecInvalid, message);
-  if (news) d.plan.events.push_back(warningEvent("InvalidSpec", message));
+  d.condition(ConditionType::Valid, false, reason, message);
+  if (news) d.plan.events.push_back(warningEvent(event, message));
   return finish(d);
 }
 
@@ -43,11 +43,7 @@ Plan invalid(Draft& d, const std::string& message) {
 Plan tenantViolation(Draft& d, const crd::TenancyViolation& violation) {
   // One Event: this one says more than decide's "the running job goes on" for the same refusal.
   std::erase_if(d.plan.events, [](const controller::Event& e) { return e.reason == "TenantPolicyViolation"; });
-  bool news = d.o.status.phase != Phase::Invalid || d.o.status.message != violation.message;
-  d.phase(Phase::Invalid, violation.message, Told::ByOwnEvent);
-  d.condition(ConditionType::Valid, false, Reason::TenantPolicyViolation, violation.message);
-  if (news) d.plan.events.push_back(warningEvent("TenantPolicyViolation", violation.message));
-  return finish(d);
+  return invalid(d, violation.message, Reason::TenantPolicyViolation, "TenantPolicyViolation");
 }
 
 // CheckpointsReadable from this pass's listing, if there was one, else as it was; a Warning when it
@@ -197,6 +193,21 @@ Plan restoreHistory(Draft& d, const DecideOptions& options) {
                         std::to_string(attempts.back().attempt) + " is " + last.name + ", " +
                         std::string(vertex::jobStateName(last.state)) + " (no new job)"));
   return followJob(d, last, options);
+}
+
+// spec.adoptJob names a job vto may not take (another run's, another cluster's, outside the run's
+// place, gone): the run is Invalid and the job untouched, never cancelled or counted.
+Plan adoptionRefused(Draft& d, const std::string& why) { return invalid(d, why, Reason::AdoptionRefused, "AdoptionRefused"); }
+
+// spec.adoptJob: the job started outside vto is the run's first attempt, followed like its own.
+Plan adoptNamedJob(Draft& d, const CachedJob& job, const DecideOptions& options) {
+  auto& attempt = d.current();
+  if (!attempt.startTime) attempt.startTime = d.now();
+  d.plan.events.push_back(normalEvent("JobAdopted", "adopted " + std::string(vertex::kindName(vertex::jobKindOf(job.name))) +
+                                                        " " + job.name + " (spec.adoptJob), " +
+                                                        std::string(vertex::jobStateName(job.state)) +
+                                                        ": followed as attempt 1, no new job"));
+  return followJob(d, job, options);
 }
 
 // Vertex refused the job itself (a bad argument, a missing permission): retrying cannot help.
@@ -558,6 +569,15 @@ Plan decide(const Observed& o, const DecideOptions& options) {
   }
   if (jobUnseen) {
     d.plan.requeueAfter = o.vertex.awaitingFirstPoll ? options.firstPollWait : options.resyncPeriod;
+    return finish(d);
+  }
+  if (!o.vertex.job && !recorded && d.current().attempt == 1 && !d.run.spec.adoptJob.empty()) {
+    if (o.vertex.adoptionRefused) return adoptionRefused(d, *o.vertex.adoptionRefused);
+    if (o.vertex.adoptable) return adoptNamedJob(d, *o.vertex.adoptable, options);
+    // Never a job of its own before the one it names is read: it waits, and says why.
+    d.phase(Phase::Pending, "reading spec.adoptJob " + d.run.spec.adoptJob + " before anything else" +
+                                (o.vertex.unavailable ? ": " + o.vertex.unavailable->message : ""));
+    d.plan.requeueAfter = options.firstPollWait;
     return finish(d);
   }
   if (!o.vertex.job && !recorded && d.current().attempt == 1) {

@@ -48,7 +48,7 @@ enum class Reason {
   OutputBucketNotFound, CheckpointsListed, CheckpointsForbidden, CheckpointListFailed, WaitingForCapacity,
   CapacityUnavailable, Registering, VersionRegistered, ArtifactMissing, UploadFailed, PermissionDenied,
   Priced, PriceMissing, CostLimitReached, BudgetExceeded,
-  RegistrationRefused, EvaluationNotImported,
+  RegistrationRefused, EvaluationNotImported, AdoptionRefused,
 };
 const char* reasonName(Reason reason);
 
@@ -71,6 +71,10 @@ struct VertexReading {
   // attempts again: a finished run stays finished, an unfinished job is followed, none starts twice.
   // The newest is `job` too.
   std::vector<CachedJob> restored;
+  // spec.adoptJob, before the run has a job: the job, read and allowed (nobody else's), or why it may
+  // not be taken (the job is left untouched either way).
+  std::optional<CachedJob> adoptable;
+  std::optional<std::string> adoptionRefused;
   // A fresh run's place has not been listed since the operator started: such a namesake would not
   // be known yet, so no job is created until it is (its job-name prefix).
   std::optional<std::string> placeUnlisted;

@@ -279,7 +279,7 @@ const char* reasonName(Reason reason) {
       "CheckpointsForbidden", "CheckpointListFailed", "WaitingForCapacity", "CapacityUnavailable",
       "Registering", "VersionRegistered", "ArtifactMissing", "UploadFailed", "PermissionDenied",
       "Priced", "PriceMissing", "CostLimitReached", "BudgetExceeded",
-      "RegistrationRefused", "EvaluationNotImported",
+      "RegistrationRefused", "EvaluationNotImported", "AdoptionRefused",
   };
   return names[static_cast<size_t>(reason)];
 }

@@ -143,13 +143,20 @@ Observed TrainingRunReconciler::observe(const nlohmann::json& object) {
     // (unless vto saw it, or Vertex wrote the project's number into it, which only its label can tell).
     bool mayRead = jobs_.get(attempt->jobName) || isInTheRunsPlace(o.run->spec, o.defaults, attempt->jobName) ||
                    (target && isProjectNumber(target->where.project));
+    // The job spec.adoptJob named, which this run took as attempt 1: its own again after a restart.
+    bool adopted = attempt->attempt == 1 && !o.run->spec.adoptJob.empty() && attempt->jobName == o.run->spec.adoptJob;
+    if (adopted && mayRead) jobs_.adopt(attempt->jobName, o.metadata.uid);
     if (mayRead) o.vertex.job = readJob(attempt->jobName, target, o);
     // Status is writable by others: only a job vto made for this run (or for the namesake it took
-    // over) is followed or cancelled.
-    if (!mayRead || (o.vertex.job && !isTheRunsJob(o.vertex.job->labels, o.metadata.namespace_, o.metadata.name, o.metadata.uid))) {
+    // over), or the one it adopted (still nobody else's), is followed or cancelled.
+    bool theRuns = o.vertex.job && (isTheRunsJob(o.vertex.job->labels, o.metadata.namespace_, o.metadata.name, o.metadata.uid) ||
+                                    (adopted && !adoptionRefusal(o, o.vertex.job->labels, false)));
+    if (!mayRead || (o.vertex.job && !theRuns)) {
       o.vertex.job.reset();
       o.vertex.notOwned = true;
     }
+  } else if (!o.run->spec.adoptJob.empty() && !deleting && (attempt == nullptr || attempt->attempt == 1)) {
+    observeAdoption(o);
   } else if (options_.adoptNamesakes && !deleting && (attempt == nullptr || attempt->attempt == 1) && observeRestored(o)) {
     // its history, read back from Vertex
   } else if (options_.adoptNamesakes && !deleting && !o.run->spec.suspend && (attempt == nullptr || attempt->attempt == 1)) {
@@ -545,6 +552,76 @@ std::optional<vertex::Job> TrainingRunReconciler::findByLabels(const Observed& o
   });
   jobs_.put(*oldest, o.now);
   return *oldest;
+}
+
+std::optional<std::string> TrainingRunReconciler::adoptionRefusal(const Observed& o,
+                                                                   const std::map<std::string, std::string>& labels,
+                                                                   bool askOtherRuns) const {
+  const auto& name = o.run->spec.adoptJob;
+  auto value = [&](const char* key) { return crd::sanitizeLabelValue(labelOf(labels, key)).substr(0, 63); };
+  if (!value(crd::kRunUidLabel).empty() || !value(kClusterLabel).empty() || !value(crd::kNamespaceLabel).empty()) {
+    // vto's labels: only this cluster's job for this run (or a run of its name) is this run's to take.
+    if (!jobs_.ownership() || !jobs_.ownership()->trusts(labels, std::nullopt)) {
+      if (jobs_.adopterOf(name) != o.metadata.uid)
+        return "spec.adoptJob " + name + " carries vto's labels (vto-cluster=" + value(kClusterLabel) +
+               ") but this cluster's operator did not make it: it is another cluster's, or imitates vto's, and is never "
+               "adopted; left untouched";
+    } else if (!isTheRunsJob(labels, o.metadata.namespace_, o.metadata.name, o.metadata.uid)) {
+      return "spec.adoptJob " + name + " is held by TrainingRun " + value(crd::kNamespaceLabel) + "/" +
+             value(crd::kNameLabel) + " (uid " + value(crd::kRunUidLabel) + "), which vto created it for; left untouched";
+    }
+  }
+  if (!askOtherRuns) return std::nullopt;
+  // A job is one run's: the run that recorded it, else the one that named it first.
+  auto created = o.metadata.creationTimestamp;
+  for (const auto& other : runs_.list()) {
+    const auto& meta = memberOf(*other, "metadata");
+    auto uid = stringField(meta, "uid");
+    if (uid == o.metadata.uid) continue;
+    const auto& spec = memberOf(*other, "spec");
+    bool recorded = false;
+    for (const auto& attempt : memberOf(memberOf(*other, "status"), "attempts")) recorded |= stringField(attempt, "jobName") == name;
+    bool named = stringField(spec, "adoptJob") == name;
+    auto otherCreated = stringField(meta, "creationTimestamp");
+    bool first = named && (otherCreated < created || (otherCreated == created && uid < o.metadata.uid));
+    auto holder = "TrainingRun " + stringField(meta, "namespace") + "/" + stringField(meta, "name");
+    if (recorded) return "spec.adoptJob " + name + " is " + holder + "'s job (its status follows it): a job is one run's; left untouched";
+    if (first) return "spec.adoptJob " + name + " is already named by " + holder + "'s spec.adoptJob: a job is one run's; left untouched";
+  }
+  return std::nullopt;
+}
+
+void TrainingRunReconciler::observeAdoption(Observed& o) {
+  const auto& name = o.run->spec.adoptJob;
+  auto where = crd::locationOf(o.run->spec, o.defaults);
+  auto target = pollTargetOfJob(name);
+  if (!target || target->where != where || target->kind != crd::jobKindOf(o.run->spec)) {
+    o.vertex.adoptionRefused = "spec.adoptJob " + name.substr(0, 200) + " is not a " +
+                               std::string(vertex::kindName(crd::jobKindOf(o.run->spec))) + " in the run's project and location (" +
+                               where.parent() + "): a run adopts only a job of its own place; left untouched";
+    return;
+  }
+  if (auto refused = adoptionRefusal(o, {}, true)) {
+    o.vertex.adoptionRefused = refused;
+    return;
+  }
+  try {
+    auto job = vertex_.getJob(name);
+    if (auto refused = adoptionRefusal(o, job.labels, false)) {
+      o.vertex.adoptionRefused = refused;
+      return;
+    }
+    jobs_.adopt(name, o.metadata.uid);
+    jobs_.put(job, o.now);
+    o.vertex.adoptable = cachedJobOf(job, o.now);
+  } catch (const vertex::ApiError& e) {
+    if (e.isNotFound()) {
+      o.vertex.adoptionRefused = "spec.adoptJob " + name + " does not exist (404): name a job that does";
+      return;
+    }
+    if (e.isRetryable()) throw;
+    o.vertex.unavailable = VertexFailure{e.httpStatus(), "reading spec.adoptJob " + name + ": " + e.what()};
+  }
 }
 
 bool TrainingRunReconciler::observeRestored(Observed& o) {

@@ -132,6 +132,12 @@ class TrainingRunReconciler final : public controller::Reconciler {
   void observeNamesake(Observed& observed);
   // Whether the run was restored without status: then the jobs of the runs it was, read from Vertex.
   bool observeRestored(Observed& observed);
+  // spec.adoptJob before the run has a job: the job read, and whether it may be taken.
+  void observeAdoption(Observed& observed);
+  // Why the run may not take spec.adoptJob, a job with `labels` (another run's or another cluster's;
+  // `askOtherRuns`: or a job another run recorded or named first); nullopt when it may.
+  std::optional<std::string> adoptionRefusal(const Observed& observed, const std::map<std::string, std::string>& labels,
+                                             bool askOtherRuns) const;
   // act's create: adopts the attempt's job if one exists, else creates it (moving on to the next
   // placement when Vertex refuses a capped accelerator quota), and records it in the plan's status.
   Plan createPlannedJob(const Observed& observed, Plan plan);

@@ -56,7 +56,7 @@ TrainingRunController::TrainingRunController(const controller::ObjectCache& runs
                                                           withOwnWrites(std::move(options), ownWrites_, logTails_),
                                                           deps.metrics)),
       pollerOptions_(pollerOptions),
-      poller_(deps.vertex, jobs_, deps.clock, [this](const auto& jobLabels) { wakeTheRunOf(jobLabels); }, pollerOptions),
+      poller_(deps.vertex, jobs_, deps.clock, [this](const auto& name, const auto& labels) { wakeTheRunOf(name, labels); }, pollerOptions),
       polling_(
           deps.clock,
           [this] {
@@ -98,8 +98,10 @@ TrainingRunController::TrainingRunController(const controller::ObjectCache& runs
   });
 }
 
-void TrainingRunController::wakeTheRunOf(const std::map<std::string, std::string>& jobLabels) {
-  if (auto key = runs_.keyByUid(labelOf(jobLabels, crd::kRunUidLabel))) {
+void TrainingRunController::wakeTheRunOf(const std::string& jobName, const std::map<std::string, std::string>& jobLabels) {
+  auto uid = labelOf(jobLabels, crd::kRunUidLabel);
+  if (uid.empty()) uid = jobs_.adopterOf(jobName);  // started outside vto, adopted by spec.adoptJob
+  if (auto key = runs_.keyByUid(uid)) {
     enqueue_(*key);
     return;
   }

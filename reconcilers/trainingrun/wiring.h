@@ -57,7 +57,7 @@ class TrainingRunController {
 
  private:
   // Wakes the run that follows a job whose state changed (its labels say which).
-  void wakeTheRunOf(const std::map<std::string, std::string>& jobLabels);
+  void wakeTheRunOf(const std::string& jobName, const std::map<std::string, std::string>& jobLabels);
 
   const controller::ObjectCache& runs_;
   metrics::TrainingRunObserver* observer_;

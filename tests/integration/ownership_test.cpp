@@ -145,6 +145,76 @@ TEST(Ownership, JobsImitatingVtosAreNeverCountedAdoptedOrFollowed) {
 }
 
 
+// A CPU job started outside vto (by hand, with gcloud): no vto label at all.
+std::string handMadeJob(const std::string& location) {
+  json body = {{"displayName", "started-by-hand"},
+               {"labels", {{"owner", "alice"}}},
+               {"jobSpec",
+                {{"workerPoolSpecs", json::array({{{"machineSpec", {{"machineType", "n1-standard-4"}}},
+                                                   {"replicaCount", "1"},
+                                                   {"containerSpec", {{"imageUri", "us-central1-docker.pkg.dev/test-project/train/model:1"}}}}})}}}};
+  return stack().vertex().createJob({kTestProject, location}, vertex::JobKind::Custom, body).name;
+}
+
+std::string validCondition(const std::string& name) {
+  auto run = stack().getRun(kNamespace, name);
+  for (const auto& c : run["status"].value("conditions", json::array())) {
+    if (c.value("type", "") == "Valid") return c.value("status", "") + "/" + c.value("reason", "") + ": " + c.value("message", "");
+  }
+  return "";
+}
+
+// spec.adoptJob hands a job started elsewhere to vto, inside the run's place and rule only; a job that
+// another run holds (adopted, or created by vto for it) or that is elsewhere is refused, and untouched.
+TEST(Ownership, AJobStartedOutsideVtoIsAdoptedByNameAndRefusedToEveryoneElse) {
+  auto byHand = handMadeJob("us-central1");
+  applyRun("adopter", "{machineType: n1-standard-4}", "  adoptJob: " + byHand + "\n");
+  ASSERT_TRUE(waitFor([&] { return eventsOf("adopter").find("JobAdopted") != std::string::npos; }, seconds(60)))
+      << stack().getRun(kNamespace, "adopter").dump(2) << eventsOf("adopter");
+  EXPECT_EQ(jobOfAttempt("adopter", 1), byHand);
+  // Followed like its own, to its end.
+  ASSERT_TRUE(stack().waitForPhase(kNamespace, "adopter", "Succeeded", seconds(90)))
+      << stack().getRun(kNamespace, "adopter").dump(2) << eventsOf("adopter");
+  EXPECT_EQ(stack().listJobs("labels.vto-name=\"adopter\"").size(), 0u) << "no job of its own was created";
+
+  // Another run naming the same job: refused, naming the run that holds it.
+  applyRun("second", "{machineType: n1-standard-4}", "  adoptJob: " + byHand + "\n");
+  ASSERT_TRUE(stack().waitForPhase(kNamespace, "second", "Invalid", seconds(60))) << stack().getRun(kNamespace, "second").dump(2);
+  EXPECT_EQ(validCondition("second").rfind("False/AdoptionRefused", 0), 0u) << validCondition("second");
+  EXPECT_NE(validCondition("second").find(std::string(kNamespace) + "/adopter"), std::string::npos) << validCondition("second");
+  EXPECT_NE(eventsOf("second").find("AdoptionRefused"), std::string::npos) << eventsOf("second");
+
+  // A job vto made for another run: that run's.
+  applyRun("holder", "{machineType: n1-standard-4}", "");
+  auto held = jobOfAttempt("holder", 1);
+  ASSERT_FALSE(held.empty());
+  applyRun("grabber", "{machineType: n1-standard-4}", "  adoptJob: " + held + "\n");
+  ASSERT_TRUE(stack().waitForPhase(kNamespace, "grabber", "Invalid", seconds(60))) << stack().getRun(kNamespace, "grabber").dump(2);
+  EXPECT_NE(validCondition("grabber").find("TrainingRun " + std::string(kNamespace) + "/holder"), std::string::npos)
+      << validCondition("grabber");
+
+  // A job outside the run's location (the run's place from the operator's defaults, us-central1).
+  auto elsewhere = handMadeJob("europe-west1");  // held pending: it stays unfinished
+  std::string path = stack().dir() + "/elsewhere.yaml";
+  std::ofstream(path) << "apiVersion: vto.dev/v1beta1\nkind: TrainingRun\nmetadata:\n  name: elsewhere\n  namespace: " << kNamespace
+                      << "\nspec:\n  framework: pytorch\n  adoptJob: " << elsewhere
+                      << "\n  trainer:\n    container:\n      imageUri: us-central1-docker.pkg.dev/test-project/train/model:1\n"
+                      << "  resources: {machineType: n1-standard-4}\n  baseOutputDirectory: gs://" << kTestBucket << "/"
+                      << kNamespace << "/elsewhere\n";
+  stack().kubectlOk("apply -f '" + path + "'");
+  ASSERT_TRUE(stack().waitForPhase(kNamespace, "elsewhere", "Invalid", seconds(60))) << stack().getRun(kNamespace, "elsewhere").dump(2);
+  EXPECT_NE(validCondition("elsewhere").find("not a CustomJob in the run's project and location"), std::string::npos)
+      << validCondition("elsewhere");
+
+  // Refusals touch nothing: deleting the refused runs (deletionPolicy Cancel) cancels no job.
+  for (const char* name : {"second", "grabber", "elsewhere"}) {
+    stack().kubectlOk(std::string("-n ") + kNamespace + " delete trun " + name + " --wait=true --timeout=60s");
+  }
+  EXPECT_EQ(stack().vertex().getJob(elsewhere).state, vertex::JobState::Pending);
+  EXPECT_NE(stack().vertex().getJob(held).state, vertex::JobState::Cancelled);
+  EXPECT_NE(stack().vertex().getJob(held).state, vertex::JobState::Cancelling);
+}
+
 // A run deleted with deletionPolicy Orphan while its job waits for capacity, the operator restarted
 // (as a rebuilt cluster's starts with nothing cached), and the same manifest applied again: the new run
 // (a new uid, no status) takes the job over instead of paying for a second.

@@ -1095,5 +1095,68 @@ TEST(DecideTest, TheRunsUidsAreKeptInItsMetadata) {
   EXPECT_EQ(decide(forged).runUids, std::optional<std::string>("a,b,u-1")) << "what is not a uid is dropped";
 }
 
+// spec.adoptJob: a job started outside vto becomes attempt 1, or the run says why it may not.
+TEST(DecideTest, AJobNamedInAdoptJobIsFollowedAsAttemptOneOrRefusedUntouched) {
+  const std::string named = "projects/test-project/locations/us-central1/customJobs/900";
+  auto adopting = [&] {
+    auto o = fresh();
+    o.run->spec.adoptJob = named;
+    return o;
+  };
+  auto foreign = [&](JobState state) {
+    auto job = jobIn(state);
+    job.name = named;
+    job.labels = {{"owner", "alice"}};
+    return job;
+  };
+  runTable({
+      {"allowed and running: attempt 1 is that job, no job created",
+       [&] {
+         auto o = adopting();
+         o.vertex.adoptable = foreign(JobState::Running);
+         return o;
+       },
+       crd::Phase::Running, {"JobAdopted", "JobRunning"},
+       [&](const Plan& p) {
+         EXPECT_FALSE(p.createJob.has_value());
+         ASSERT_EQ(p.status->history.attempts.size(), 1u);
+         EXPECT_EQ(p.status->history.attempts[0].jobName, named);
+         EXPECT_NE(p.events[0].message.find("spec.adoptJob"), std::string::npos) << p.events[0].message;
+       }},
+      {"allowed and already succeeded: the run succeeds with it",
+       [&] {
+         auto o = adopting();
+         o.vertex.adoptable = foreign(JobState::Succeeded);
+         return o;
+       },
+       crd::Phase::Succeeded, {"JobAdopted", "Succeeded"},
+       [](const Plan& p) { EXPECT_FALSE(p.createJob.has_value()); }},
+      {"refused: Invalid with AdoptionRefused, the job neither cancelled nor replaced",
+       [&] {
+         auto o = adopting();
+         o.vertex.adoptionRefused = "spec.adoptJob " + named + " is already adopted by TrainingRun ns/first";
+         return o;
+       },
+       crd::Phase::Invalid, {"AdoptionRefused"},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.createJob.has_value());
+         EXPECT_FALSE(p.cancelJob.has_value());
+         EXPECT_EQ(conditionReason(*p.status, "Valid"), "False/AdoptionRefused");
+         EXPECT_NE(p.status->message.find("ns/first"), std::string::npos) << p.status->message;
+       }},
+      {"not read yet (Vertex unavailable): it waits and never creates a job of its own",
+       [&] {
+         auto o = adopting();
+         o.vertex.unavailable = VertexFailure{403, "reading spec.adoptJob: permission denied"};
+         return o;
+       },
+       crd::Phase::Pending, {},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.createJob.has_value());
+         EXPECT_NE(p.status->message.find("permission denied"), std::string::npos) << p.status->message;
+       }},
+  });
+}
+
 }  // namespace
 }  // namespace vto::reconcilers
