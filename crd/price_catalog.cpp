@@ -9,9 +9,17 @@
 namespace vto::crd {
 namespace {
 
+// Far above anything Vertex charges per machine or accelerator (the built-in table's dearest is under
+// $7; tests price a machine at $1 a second): a larger figure is a typo, and one near 1e17 would swamp
+// every sum a budget makes.
+constexpr double kMaxHourlyPriceUsd = 10000;
+
 double readPrice(const json& value, const std::string& path) {
   double price = readNumber(value, path);
   if (!std::isfinite(price) || price < 0) throw DecodeError(path, "must be a price in USD per hour, 0 or more");
+  if (price > kMaxHourlyPriceUsd)
+    throw DecodeError(path, "is more than $10,000 an hour, far above what Vertex charges for one machine or accelerator; "
+                            "prices are USD per hour for one machine (or one accelerator): check the figure");
   return price;
 }
 

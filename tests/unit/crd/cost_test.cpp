@@ -61,6 +61,14 @@ TEST(PriceCatalog, AFileThatIsNotATableIsRefusedNamingTheField) {
   }
   EXPECT_THROW(PriceCatalog::parse("date: \"d\"\nlocations: {l: {machines: {m: {standard: -1}}}}", "x"), DecodeError);
   EXPECT_THROW(PriceCatalog::parse("source: s\n", "x"), DecodeError);  // no date
+  // An absurd price (a typo, or 1e17 an hour) would swamp every budget's sums: refused when read.
+  try {
+    PriceCatalog::parse("date: \"d\"\nlocations: {l: {machines: {m: {standard: 1e17}}}}", "x");
+    ADD_FAILURE() << "a price of 1e17 an hour was accepted";
+  } catch (const DecodeError& e) {
+    EXPECT_NE(std::string(e.what()).find("more than $10,000 an hour"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(PriceCatalog::parse("date: \"d\"\nlocations: {l: {accelerators: {a: {standard: 10000}}}}", "x"));
 }
 
 TEST(Cost, MultiPoolWithReductionServerPricesEveryPool) {
