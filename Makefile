@@ -7,7 +7,7 @@ FUZZ_DIR   ?= build/fuzz
 BIN_DIR    := $(CURDIR)/build/bin
 CTEST_ARGS ?=
 
-.PHONY: all bootstrap build release-before test unit-test integration-test asan fuzz demo bench image clean help
+.PHONY: all bootstrap build test-tools test unit-test integration-test asan fuzz demo bench image clean help
 
 all: build
 
@@ -28,11 +28,11 @@ build: bootstrap
 	@cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release -DVTO_BIN_DIR=$(BIN_DIR) >/dev/null
 	@cmake --build $(BUILD_DIR)
 
-# The release before (scripts/release-before.sh): its `vto` and chart, built once into the tool cache
-# outside the checkout, for integration.upgrade_release_test; here, not in the test, so that no test
-# waits on a compile. After `build`, so the two builds never share the cores.
-release-before: build
-	@scripts/release-before.sh >/dev/null
+# What only the tests need (scripts/test-tools.sh): Kueue's manager and the release before's `vto` and
+# chart, built once into the tool cache outside the checkout; here, not in a test, so that no test waits
+# on a compile, and after `build`, so the builds never share the cores. `make demo` never pays for them.
+test-tools: build
+	@scripts/test-tools.sh
 
 # Four tests at a time on two cores: an integration test waits mostly on its own API server, emulator
 # and real-time job lifecycles, so two at a time left the cores 57% idle (CTest 615 s); four keep them
@@ -41,7 +41,7 @@ release-before: build
 # lists the ones seen failing once): on loaded cores a real-time end-to-end test can miss a deadline,
 # and one such miss must not hide every other result.
 TEST_JOBS ?= 4
-test: build release-before
+test: build test-tools
 	@status=0; ctest --test-dir $(BUILD_DIR) --output-on-failure --timeout 1200 -j$(TEST_JOBS) --repeat until-pass:2 \
 	  --output-junit $(CURDIR)/$(BUILD_DIR)/test-results.xml $(CTEST_ARGS) || status=$$?; \
 	  scripts/slowest-tests.py $(BUILD_DIR)/test-results.xml 10; exit $$status
@@ -50,7 +50,7 @@ test: build release-before
 unit-test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -L unit $(CTEST_ARGS)
 
-integration-test: build release-before
+integration-test: build test-tools
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -L integration $(CTEST_ARGS)
 
 # Debug with AddressSanitizer and UndefinedBehaviorSanitizer; its binaries go to build/asan/bin.

@@ -44,20 +44,7 @@ go_minor=$(go env GOVERSION | sed -E 's/^go1\.([0-9]+).*/\1/')
 # 3. Go tools, built once per version into a cache outside the checkout (a fresh clone, a worktree and
 # CI's clone reuse it; a change to the Go version, the module or a flag builds anew) and copied into
 # build/bin. The first build of the API server takes 10-20 minutes on two cores.
-TOOL_CACHE=${VTO_TOOL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vto-tools}
-build_go() {  # build_go NAME MODULE_DIR PACKAGE [go build flags]
-  local name=$1 dir=$2 pkg=$3; shift 3
-  local key
-  key=$( { go env GOVERSION GOOS GOARCH; echo "$name $pkg $*"; cat "$dir"/go.mod "$dir"/go.sum "$dir"/*.go 2>/dev/null || true; } \
-         | sha256sum | cut -c1-16)
-  local cached=$TOOL_CACHE/$name-$key
-  if [ ! -x "$cached" ]; then
-    say "building $name (a first build of a Go tool can take many minutes)"
-    mkdir -p "$TOOL_CACHE"
-    (cd "$dir" && go build -trimpath "$@" -o "$cached.tmp" "$pkg") && mv "$cached.tmp" "$cached"
-  fi
-  cmp -s "$cached" "$BIN/$name" || cp "$cached" "$BIN/$name"
-}
+. "$ROOT/scripts/lib/build-go.sh"
 # The API server reports the release it was built from, as a release build does (kubectl version, /version).
 k8s=$(cd "$ROOT/tests/cluster" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
 minor=$(echo "$k8s" | cut -d. -f2)
@@ -69,27 +56,6 @@ build_go fake-gcs-server "$ROOT/scripts/go-tools" github.com/fsouza/fake-gcs-ser
 build_go helm "$ROOT/scripts/go-tools" helm.sh/helm/v3/cmd/helm
 # The GitOps health checks under the libraries Argo CD and Flux embed (tests/health).
 build_go vto-health-check "$ROOT/tests/health" .
-
-# Kueue's manager, pinned, for the tests of admission by Kueue (tests/support/kueue_process.h): built
-# from the release's module (checked against sum.golang.org) in its own directory of the module cache,
-# so with exactly the dependencies its go.mod and go.sum pin, as `make build` upstream does. A cold
-# build (empty module and build caches) took 9m46s on two cores. Its CRDs go next to it, into
-# build/bin/kueue-crds (tests install them from there).
-KUEUE=v0.17.0
-kueue_module=$(cd / && GOFLAGS=-mod=mod go mod download -json "sigs.k8s.io/kueue@$KUEUE" \
-  | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
-[ -f "$kueue_module/go.mod" ] || { say "ERROR: could not download sigs.k8s.io/kueue@$KUEUE"; exit 1; }
-build_go kueue "$kueue_module" ./cmd/kueue -ldflags "-X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE"
-kueue_crds=$TOOL_CACHE/kueue-crds-$KUEUE
-if [ ! -f "$kueue_crds/VERSION" ]; then
-  mkdir -p "$kueue_crds"
-  cp "$kueue_module"/config/components/crd/bases/kueue.x-k8s.io_*.yaml "$kueue_crds/"
-  chmod u+w "$kueue_crds"/*.yaml
-  echo "$KUEUE" > "$kueue_crds/VERSION"
-fi
-if ! diff -rq "$kueue_crds" "$BIN/kueue-crds" >/dev/null 2>&1; then
-  rm -rf "$BIN/kueue-crds" && cp -r "$kueue_crds" "$BIN/kueue-crds"
-fi
 
 # 4. npm packages for the Vertex conformance test (the official @google-cloud/aiplatform client).
 if [ -f "$ROOT/tests/conformance/package-lock.json" ]; then
