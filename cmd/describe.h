@@ -39,15 +39,16 @@ struct JobRead {
 struct RunIdentity {
   std::string ns, name, uid;
   std::vector<std::string> runUids;  // the vto.dev/run-uids annotation, valid uids only
+  std::string adoptJob;              // spec.adoptJob when it is a Vertex job name, else ""
 };
 
-// Who made the job with `labels`, and whose it is, in words, e.g. "made by this cluster (dr-prod) for
-// this run", "another cluster's (staging): not this run's", "started outside vto (no vto labels)".
-// `clusterId` "" when unknown. With `ownership` (the operator's key), the job's vto-owner tag is
-// checked too, and a tag that does not verify says "forged".
+// Who made the job named `job` with `labels`, and whose it is, in words, e.g. "made by this cluster
+// (dr-prod) for this run", "another cluster's (staging): not this run's", "started outside vto,
+// adopted by this run (spec.adoptJob)". `clusterId` "" when unknown. With `ownership` (the operator's
+// key), the job's vto-owner tag is checked too, and a tag that does not verify says "forged".
 std::string whoseJob(const std::map<std::string, std::string>& labels, const RunIdentity& run,
                      const std::string& clusterId, const reconcilers::JobOwnership* ownership = nullptr,
-                     std::optional<Clock::time_point> createTime = std::nullopt);
+                     std::optional<Clock::time_point> createTime = std::nullopt, const std::string& job = "");
 
 struct DescribeInput {
   nlohmann::json run;  // the TrainingRun as the API server returned it
@@ -61,7 +62,7 @@ struct DescribeInput {
   Clock::time_point now;
 };
 
-// The run's identity read from `run` (metadata and the run-uids annotation).
+// The run's identity read from `run` (metadata, the run-uids annotation, spec.adoptJob).
 RunIdentity runIdentityOf(const nlohmann::json& run);
 
 // The attempts whose jobs are worth a GET: the newest kDescribeMaxJobReads of status.attempts with a

@@ -82,6 +82,11 @@ RunIdentity runIdentityOf(const json& run) {
   id.ns = metadataField(run, "namespace");
   id.name = metadataField(run, "name");
   id.uid = metadataField(run, "uid");
+  if (run.is_object() && run.contains("spec")) {
+    auto adopt = stringField(run["spec"], "adoptJob");
+    auto parsed = vertex::parseResourceName(adopt);
+    if (parsed && parsed->kind && parsed->operationId.empty()) id.adoptJob = adopt;
+  }
   if (run.is_object() && run.contains("metadata")) {
     try {
       id.runUids = crd::runUidsOf(crd::decodeObjectMeta(run["metadata"], "metadata"));
@@ -93,7 +98,8 @@ RunIdentity runIdentityOf(const json& run) {
 }
 
 std::string whoseJob(const std::map<std::string, std::string>& labels, const RunIdentity& run, const std::string& clusterId,
-                     const reconcilers::JobOwnership* ownership, std::optional<Clock::time_point> createTime) {
+                     const reconcilers::JobOwnership* ownership, std::optional<Clock::time_point> createTime,
+                     const std::string& job) {
   auto cluster = labelOf(labels, reconcilers::kClusterLabel);
   auto tag = labelOf(labels, reconcilers::kOwnerTagLabel);
   auto runUid = labelOf(labels, crd::kRunUidLabel);
@@ -103,7 +109,11 @@ std::string whoseJob(const std::map<std::string, std::string>& labels, const Run
   auto managedBy = labels.find(crd::kManagedByLabel);
   bool vtoLabels = cluster.present || tag.present || runUid.present || jobNamespace.present || jobName.present ||
                    attempt.present || (managedBy != labels.end() && managedBy->second == crd::kManagedByValue);
-  if (!vtoLabels) return "started outside vto (no vto labels): not this run's";
+  bool adopted = !job.empty() && job == run.adoptJob;
+  if (!vtoLabels) {
+    return adopted ? "started outside vto (no vto labels), adopted by this run (spec.adoptJob)"
+                   : "started outside vto (no vto labels): not this run's";
+  }
 
   // Who made it.
   std::string maker;
@@ -181,6 +191,9 @@ std::string describeRun(const DescribeInput& input) {
                                           ? "checked with the operator's key (--ownership-key-file)"
                                           : "not checked: the labels say who made each job (--ownership-key-file "
                                             "checks their vto-owner tags)"});
+  if (run.is_object() && run.contains("spec") && !stringField(run["spec"], "adoptJob").empty()) {
+    header.push_back({"Adopt Job", id.adoptJob.empty() ? "<not a Vertex job name>" : id.adoptJob + " (spec.adoptJob)"});
+  }
   std::string uids;
   for (const auto& uid : id.runUids) {
     uids += (uids.empty() ? "" : "\n") + uid + (uid == id.uid ? " (this run)" : " (an earlier run of this name: restored from it)");
@@ -214,7 +227,7 @@ std::string describeRun(const DescribeInput& input) {
         const auto& job = read->second;
         // What Vertex says now, when status says otherwise (status lags by a poll, or was edited).
         if (!job.state.empty() && job.state != attempt.state) rows.push_back({"Vertex State", shown(job.state, 64)});
-        rows.push_back({"Owner", whoseJob(job.labels, id, input.clusterId, input.ownership, job.createTime)});
+        rows.push_back({"Owner", whoseJob(job.labels, id, input.clusterId, input.ownership, job.createTime, attempt.jobName)});
       } else if (read != input.jobs.end()) {
         rows.push_back({"Owner", "unknown: the job cannot be read: " + read->second.error});
       } else if (!input.jobsNote.empty()) {

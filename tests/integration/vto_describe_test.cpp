@@ -1,7 +1,8 @@
 // `vto describe` and `kubectl vto describe` as a user runs them: the built binary, the user's kubeconfig
 // against a real API server, the Vertex emulator for the jobs (its metadata server as the user's Google
 // credentials). It says the operator's cluster identity and, from each job's labels, whose the job is:
-// this run's, or an earlier run's of the same name that this one took over.
+// this run's, an earlier run's of the same name that this one took over, or one started outside vto
+// that the run adopted by name.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -59,9 +60,9 @@ TEST(VtoDescribe, SaysTheClusterIdentityAndThatTheJobIsThisRunsOwn) {
   EXPECT_NE(said.output.find("UID:               " + uid + "\n"), std::string::npos) << said.output;
   EXPECT_NE(said.output.find("Cluster Identity:  describe-test (--cluster-id)\n"), std::string::npos) << said.output;
   EXPECT_NE(said.output.find("Run UIDs:          " + uid + " (this run)\n"), std::string::npos) << said.output;
-  EXPECT_NE(said.output.find("    Job:    " + job + "\n"), std::string::npos) << said.output;
-  EXPECT_NE(said.output.find("    State:  JOB_STATE_SUCCEEDED\n"), std::string::npos) << said.output;
-  EXPECT_NE(said.output.find("    Owner:  made by this cluster (describe-test) for this run\n"), std::string::npos)
+  EXPECT_NE(said.output.find(" " + job + "\n"), std::string::npos) << said.output;
+  EXPECT_NE(said.output.find("State:  JOB_STATE_SUCCEEDED\n"), std::string::npos) << said.output;
+  EXPECT_NE(said.output.find("  made by this cluster (describe-test) for this run\n"), std::string::npos)
       << said.output;
 
   // With the operator's key, the job's vto-owner tag is checked too.
@@ -78,7 +79,7 @@ TEST(VtoDescribe, SaysTheClusterIdentityAndThatTheJobIsThisRunsOwn) {
   ASSERT_EQ(byDefault.exitCode, 0) << byDefault.output;
   EXPECT_NE(byDefault.output.find("Cluster Identity:  " + kubeSystem + " (the kube-system namespace's uid"), std::string::npos)
       << byDefault.output;
-  EXPECT_NE(byDefault.output.find("Owner:  another cluster's (describe-test): not this run's\n"), std::string::npos)
+  EXPECT_NE(byDefault.output.find("  another cluster's (describe-test): not this run's\n"), std::string::npos)
       << byDefault.output;
 
   auto missing = vtoDescribe("trun/nope -n " + ns);
@@ -108,13 +109,46 @@ TEST(VtoDescribe, SaysARunTookOverItsNamesakesJob) {
 
   auto said = vtoDescribe("trun/phoenix -n " + ns + " --cluster-id " + kClusterId);
   ASSERT_EQ(said.exitCode, 0) << said.output;
-  EXPECT_NE(said.output.find("    Job:    " + job + "\n"), std::string::npos) << said.output;
-  EXPECT_NE(said.output.find("    Owner:  made by this cluster (describe-test) for an earlier run of this name (uid " +
+  EXPECT_NE(said.output.find(" " + job + "\n"), std::string::npos) << said.output;
+  EXPECT_NE(said.output.find("  made by this cluster (describe-test) for an earlier run of this name (uid " +
                              firstUid + ", attempt 1): taken over (re-applied"),
             std::string::npos)
       << said.output;
   EXPECT_NE(said.output.find("  Normal  JobAdopted  "), std::string::npos) << said.output;
   EXPECT_NE(said.output.find("which a run of the same name (uid " + firstUid), std::string::npos) << said.output;
+}
+
+// A job started by hand, handed to a run by spec.adoptJob, and a second run refused the same job: the
+// first run's job is started outside vto and its own; the second run's Event says who holds it.
+TEST(VtoDescribe, SaysAJobStartedOutsideVtoIsTheRunsThatAdoptedIt) {
+  const std::string ns = "describe-by-name";
+  stack().createNamespace(ns);
+  nlohmann::json body = {
+      {"displayName", "started-by-hand"},
+      {"labels", {{"owner", "alice"}}},
+      {"jobSpec",
+       {{"workerPoolSpecs", nlohmann::json::array({{{"machineSpec", {{"machineType", "n1-standard-4"}}},
+                                                    {"replicaCount", "1"},
+                                                    {"containerSpec", {{"imageUri", "us-central1-docker.pkg.dev/test-project/train/model:1"}}}}})}}}};
+  auto byHand = stack().vertex().createJob({kTestProject, kTestLocation}, vertex::JobKind::Custom, body).name;
+  applyManifest(ns, "adopter", "  adoptJob: " + byHand + "\n");
+  applyManifest(ns, "second", "  adoptJob: " + byHand + "\n");
+  ASSERT_TRUE(waitFor([&] { return stack().eventsOf(ns, "adopter").find("JobAdopted") != std::string::npos; }, seconds(30)))
+      << stack().eventsOf(ns, "adopter") << stack().getRun(ns, "adopter").dump(2);
+  ASSERT_TRUE(waitFor([&] { return stack().eventsOf(ns, "second").find("AdoptionRefused") != std::string::npos; }, seconds(30)))
+      << stack().eventsOf(ns, "second") << stack().getRun(ns, "second").dump(2);
+
+  auto said = vtoDescribe("trun/adopter -n " + ns + " --cluster-id " + kClusterId);
+  ASSERT_EQ(said.exitCode, 0) << said.output;
+  EXPECT_NE(said.output.find("Adopt Job:         " + byHand + " (spec.adoptJob)\n"), std::string::npos) << said.output;
+  EXPECT_NE(said.output.find("  started outside vto (no vto labels), adopted by this run (spec.adoptJob)\n"),
+            std::string::npos)
+      << said.output;
+  auto refused = vtoDescribe("trun/second -n " + ns + " --cluster-id " + kClusterId);
+  ASSERT_EQ(refused.exitCode, 0) << refused.output;
+  EXPECT_NE(refused.output.find("Phase:             Invalid\n"), std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find("  Warning  AdoptionRefused  "), std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find(ns + "/adopter"), std::string::npos) << refused.output;
 }
 
 }  // namespace

@@ -53,6 +53,36 @@ TEST(DescribeWhoseJob, SaysWhoMadeEachJobAndWhoseItIs) {
             "made by cluster dr-prod (this cluster's identity is unknown: pass --cluster-id) for this run");
 }
 
+TEST(DescribeWhoseJob, AJobStartedOutsideVtoIsTheRunsWhenItsSpecAdoptsIt) {
+  auto run = mnist();
+  run.adoptJob = kJob1;
+  EXPECT_EQ(whoseJob({{"team", "vision"}}, run, "dr-prod", nullptr, std::nullopt, kJob1),
+            "started outside vto (no vto labels), adopted by this run (spec.adoptJob)");
+  EXPECT_EQ(whoseJob({{"team", "vision"}}, run, "dr-prod", nullptr, std::nullopt, kJob2),
+            "started outside vto (no vto labels): not this run's");
+  // A resume after the adopted job: vto's own job for this run.
+  EXPECT_EQ(whoseJob(vtoLabels("new-uid", "2", "dr-prod"), run, "dr-prod", nullptr, std::nullopt, kJob2),
+            "made by this cluster (dr-prod) for this run");
+
+  DescribeInput input;
+  input.run = {{"metadata", {{"name", "mnist"}, {"namespace", "team-a"}, {"uid", "new-uid"}}},
+               {"spec", {{"adoptJob", kJob1}}},
+               {"status", {{"phase", "Running"}, {"attemptCount", 1},
+                           {"attempts", json::array({{{"attempt", 1}, {"jobName", kJob1}, {"state", "JOB_STATE_RUNNING"}}})}}}};
+  input.clusterId = "dr-prod";
+  input.clusterIdSource = "--cluster-id";
+  input.jobs[1] = {true, {{"team", "vision"}}, "JOB_STATE_RUNNING", std::nullopt, ""};
+  input.events = json::array();
+  auto text = describeRun(input);
+  EXPECT_NE(text.find("Adopt Job:         " + kJob1 + " (spec.adoptJob)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("    Owner:  started outside vto (no vto labels), adopted by this run (spec.adoptJob)\n"), std::string::npos)
+      << text;
+  input.run["spec"]["adoptJob"] = "projects/p/locations/us-central1/customJobs/../../evil\x1b[0m";
+  text = describeRun(input);
+  EXPECT_NE(text.find("Adopt Job:         <not a Vertex job name>\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("    Owner:  started outside vto (no vto labels): not this run's\n"), std::string::npos) << text;
+}
+
 TEST(DescribeWhoseJob, ShowsOnlyValidLabelValues) {
   // Labels are anyone's who may create a Vertex job: an escape sequence or a long text is never printed.
   auto hostile = vtoLabels("new-uid", "1", "\x1b[31mred");
