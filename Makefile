@@ -15,6 +15,7 @@ help:
 	@echo "make demo         start the local system: API server, Vertex emulator, GCS emulator, operator, samples"
 	@echo "make test         install, build and run every test (unit, integration, conformance)"
 	@echo "make build        build/bin/vto and the other binaries (Release)"
+	@echo "make test-tools   what only the tests need: Kueue and the release before (make test runs it)"
 	@echo "make asan         Debug build with AddressSanitizer+UBSan and its unit tests"
 	@echo "make fuzz         the manifest decoder and validator under libFuzzer for 30 s"
 	@echo "make bench        benchmarks that print figures (not tests)"
