@@ -61,7 +61,9 @@ TEST(Budget, DecidesBeforeAJobIsCreated) {
     auto decision = decideBudget(row.in);
     EXPECT_EQ(decision.create, row.create);
     EXPECT_EQ(decision.warn, row.warn);
-    if (!row.message.empty()) EXPECT_EQ(decision.message, row.message);
+    if (!row.message.empty()) {
+      EXPECT_EQ(decision.message, row.message);
+    }
   }
 }
 
