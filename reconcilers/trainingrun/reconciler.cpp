@@ -591,7 +591,15 @@ std::optional<std::string> TrainingRunReconciler::adoptionRefusal(const Observed
   return std::nullopt;
 }
 
+bool TrainingRunReconciler::outsideItsRule(Observed& o) {
+  if (options_.tenancy.empty()) return false;
+  o.tenancy.rules = &options_.tenancy;
+  o.tenancy.ns = namespaces_.get(o.metadata.namespace_);
+  return tenancyOf(o).violation.has_value();
+}
+
 void TrainingRunReconciler::observeAdoption(Observed& o) {
+  if (outsideItsRule(o)) return;  // decide refuses the run; its adoptJob is never read
   const auto& name = o.run->spec.adoptJob;
   auto where = crd::locationOf(o.run->spec, o.defaults);
   auto target = pollTargetOfJob(name);
@@ -625,6 +633,7 @@ void TrainingRunReconciler::observeAdoption(Observed& o) {
 }
 
 bool TrainingRunReconciler::observeRestored(Observed& o) {
+  if (outsideItsRule(o)) return false;  // decide refuses the run before anything is listed
   auto uids = crd::runUidsOf(o.metadata);
   std::erase(uids, o.metadata.uid);
   if (uids.empty()) return false;  // a new run (a manifest from Git has no such annotation), or already taken back

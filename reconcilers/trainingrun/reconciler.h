@@ -134,6 +134,8 @@ class TrainingRunReconciler final : public controller::Reconciler {
   bool observeRestored(Observed& observed);
   // spec.adoptJob before the run has a job: the job read, and whether it may be taken.
   void observeAdoption(Observed& observed);
+  // Whether the run's spec is outside its tenancy rule: then nothing of it reaches Vertex.
+  bool outsideItsRule(Observed& observed);
   // Why the run may not take spec.adoptJob, a job with `labels` (another run's or another cluster's;
   // `askOtherRuns`: or a job another run recorded or named first); nullopt when it may.
   std::optional<std::string> adoptionRefusal(const Observed& observed, const std::map<std::string, std::string>& labels,

@@ -206,8 +206,21 @@ TEST(Ownership, AJobStartedOutsideVtoIsAdoptedByNameAndRefusedToEveryoneElse) {
   EXPECT_NE(validCondition("elsewhere").find("not a CustomJob in the run's project and location"), std::string::npos)
       << validCondition("elsewhere");
 
+  // Outside the run's tenancy rule (a project the rule does not list): refused as any run there is,
+  // before the job it names is read.
+  std::string outsidePath = stack().dir() + "/outside.yaml";
+  std::ofstream(outsidePath) << "apiVersion: vto.dev/v1beta1\nkind: TrainingRun\nmetadata:\n  name: outside\n  namespace: " << kNamespace
+                             << "\nspec:\n  framework: pytorch\n  project: other-project\n  location: us-central1\n"
+                             << "  adoptJob: projects/other-project/locations/us-central1/customJobs/1"
+                             << "\n  trainer:\n    container:\n      imageUri: us-central1-docker.pkg.dev/test-project/train/model:1\n"
+                             << "  resources: {machineType: n1-standard-4}\n  baseOutputDirectory: gs://" << kTestBucket << "/"
+                             << kNamespace << "/outside\n";
+  stack().kubectlOk("apply -f '" + outsidePath + "'");
+  ASSERT_TRUE(stack().waitForPhase(kNamespace, "outside", "Invalid", seconds(60))) << stack().getRun(kNamespace, "outside").dump(2);
+  EXPECT_EQ(validCondition("outside").rfind("False/TenantPolicyViolation", 0), 0u) << validCondition("outside");
+
   // Refusals touch nothing: deleting the refused runs (deletionPolicy Cancel) cancels no job.
-  for (const char* name : {"second", "grabber", "elsewhere"}) {
+  for (const char* name : {"second", "grabber", "elsewhere", "outside"}) {
     stack().kubectlOk(std::string("-n ") + kNamespace + " delete trun " + name + " --wait=true --timeout=60s");
   }
   EXPECT_EQ(stack().vertex().getJob(elsewhere).state, vertex::JobState::Pending);
