@@ -84,6 +84,8 @@ Flags runFlags() {
       // Two clusters sharing a project never count, adopt or cancel each other's jobs (docs/security.md).
       {"cluster-id", 0, "", "this operator instance's identity, the vto-cluster label of its jobs (default: the kube-system namespace's uid)"},
       {"ownership-key-file", 0, "", "YAML file with the keys that sign and verify the vto-owner tag of this operator's jobs (the chart's Secret)"},
+      // Admission by Kueue (docs/kueue.md): needs Kueue installed and the chart's kueue.enabled RBAC.
+      {"kueue", 0, "false", "admit runs labelled kueue.x-k8s.io/queue-name through Kueue: a Workload each, no job before Kueue admits it", true},
       // Tests only: the operator's clock is real time plus the seconds written in this file.
       {"clock-offset-file", 0, "", "", false, false, true},
   });
@@ -211,6 +213,14 @@ int run(const Args& args) {
   metrics::TrainingRunMetrics trainingRunMetrics(*registry);
   auto observer = runObserver(manager, clock);
   auto runOptions = trainingRunOptions(flags, tenancy);
+  // Only with --kueue: vto's Workloads (by their run-uid label), which wake their runs.
+  controller::Informer* workloads = nullptr;
+  if (flags.getBool("kueue")) {
+    workloads = &manager.addInformer(
+        reconcilers::workloadInformerOptions(informerOptions(flags, reconcilers::workloadResource())));
+    runOptions.kueue = true;
+    runOptions.workloads = &workloads->cache();
+  }
   runOptions.ownership = ownership.get();
   runOptions.registry = &clients.registry();
   runOptions.prices = priceFile ? &*priceFile : &crd::PriceCatalog::builtIn();
@@ -250,6 +260,7 @@ int run(const Args& args) {
   // poll target and accelerator claim are current.
   reconcilers::wireRetraining(manager, policies, runs, retraining, flags.getInt("max-concurrent-policy-reconciles"));
   reconcilers::wireTrainingRuns(manager, runs, trainingRuns, flags.getInt("max-concurrent-reconciles"));
+  if (workloads != nullptr) reconcilers::wireWorkloads(*workloads, trainingRuns);
   return manager.run(signals.token());
 }
 

@@ -60,6 +60,10 @@ struct InformerOptions {
   // Applied to every listed or watched object before it is cached or handed to a handler (a cache
   // transform); null keeps objects whole.
   std::function<void(nlohmann::json&)> transform = stripUnreadFields;
+  // Whether the manager's readiness waits for this informer's sync and fails while its watch is stale.
+  // False for a resource another product may install later (Kueue's Workloads): its absence is told
+  // where it matters, not by making the whole operator unready.
+  bool gatesReadiness = true;
 };
 
 class Informer {
@@ -80,6 +84,7 @@ class Informer {
   // True once every namespace's first list is in the cache.
   bool hasSynced() const;
   const ObjectCache& cache() const { return cache_; }
+  bool gatesReadiness() const { return options_.gatesReadiness; }
   // How many full syncs (streamed or listed) have completed: one per namespace at start, one more per 410.
   int listCount() const { return listCount_; }
 

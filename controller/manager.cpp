@@ -60,7 +60,7 @@ WorkQueue& Manager::queue(const std::string& controllerName) {
 
 bool Manager::cachesSynced() const {
   for (const auto& informer : informers_) {
-    if (!informer->hasSynced()) return false;
+    if (informer->gatesReadiness() && !informer->hasSynced()) return false;
   }
   return true;
 }
@@ -98,7 +98,8 @@ int Manager::run(std::stop_token stop) {
     // serving. Liveness is untouched: restarting cannot heal the network, and the watch recovers
     // by itself once the API server answers again.
     healthServer_->addReadyCheck("watches-live", [this] {
-      return std::none_of(informers_.begin(), informers_.end(), [](const auto& informer) { return informer->stale(); });
+      return std::none_of(informers_.begin(), informers_.end(),
+                          [](const auto& informer) { return informer->gatesReadiness() && informer->stale(); });
     });
   }
   // The addresses actually bound (port 0 picks one): tests and the demo read them from this log.

@@ -94,6 +94,8 @@ Plan finalize(Draft& d, bool cancel, const DecideOptions& options) {
     return finish(d);
   }
   d.plan.removeFinalizer = true;
+  // Its Workload goes with it, now: its quota returns at once, with or without a garbage collector.
+  if (d.o.kueue.workload) d.plan.deleteWorkload = d.o.kueue.workload->name;
   return std::move(d.plan);
 }
 
@@ -269,6 +271,9 @@ Plan create(Draft& d, const DecideOptions& options) {
     d.plan.failure = PassFailure{false, message};
     return finish(d);
   }
+  // Kueue last: vto's own walls (the cap, the budget, the bucket) are decided at once, while an
+  // admission may take hours; once Kueue admits, the job follows in the same pass.
+  if (auto waiting = kueueGate(d, at)) return *waiting;
   if (d.run.spec.capacity) announceMove(d, placementOf(d), refusedNow);
   d.plan.createJob = CreateJob{attempt.attempt, attempt.resumedFrom, where, crd::jobKindOf(at.spec), placementOf(d)};
   d.phase(Phase::Submitted, "attempt " + std::to_string(attempt.attempt) + " submitted");
@@ -299,6 +304,8 @@ Plan suspend(Draft& d, const DecideOptions& options) {
     d.phase(Phase::Suspended, "suspended; set spec.suspend to false to continue from the latest checkpoint");
     d.condition(ConditionType::Running, false, Reason::Suspended, "spec.suspend is true");
   }
+  // No job runs: what Kueue admitted (or queued) goes back now; unsuspended, the run queues anew.
+  if (d.o.kueue.workload) d.plan.deleteWorkload = d.o.kueue.workload->name;
   return crd::isFinished(d.next.phase) ? finished(d) : finish(d);
 }
 

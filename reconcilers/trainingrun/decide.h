@@ -11,6 +11,7 @@
 // the job (the run has settled, or Vertex cannot be read), the last view of it stands, as one
 // explicit decision.
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,7 @@
 #include "reconcilers/jobs/checkpoints.h"
 #include "reconcilers/jobs/job_cache.h"
 #include "reconcilers/tenancy/budget_ledger.h"
+#include "reconcilers/trainingrun/kueue.h"
 #include "vertex/model_registry.h"
 #include "vertex/vertex_client.h"
 
@@ -48,7 +50,7 @@ enum class Reason {
   OutputBucketNotFound, CheckpointsListed, CheckpointsForbidden, CheckpointListFailed, WaitingForCapacity,
   CapacityUnavailable, Registering, VersionRegistered, ArtifactMissing, UploadFailed, PermissionDenied,
   Priced, PriceMissing, CostLimitReached, BudgetExceeded,
-  RegistrationRefused, EvaluationNotImported, AdoptionRefused,
+  RegistrationRefused, EvaluationNotImported, AdoptionRefused, WaitingForKueue, KueueUnavailable,
 };
 const char* reasonName(Reason reason);
 
@@ -146,6 +148,28 @@ struct LogTailReading {
   std::map<int32_t, std::string> read;  // by attempt number: tails read and not yet in status
 };
 
+// Admission by Kueue (kueue.h), for a run labelled kueue.x-k8s.io/queue-name only: nothing is read
+// for any other run.
+struct KueueReading {
+  bool enabled = false;  // vto run --kueue: the operator follows Workloads
+  // The run's Workload (workloadNameOf) as the informer caches it, when the run controls it.
+  std::optional<WorkloadView> workload;
+  std::shared_ptr<const nlohmann::json> workloadObject;  // the same, whole: a status write starts from it
+  // A Workload of the run's Workload name exists that the run does not control: never used or replaced.
+  std::optional<std::string> foreign;
+  // Before a Workload is created: the value of the WorkloadPriorityClass the run names, or why it
+  // cannot be read.
+  std::optional<int32_t> priority;
+  std::optional<std::string> priorityProblem;
+  // Creating the Workload answered 404: Kueue's CRDs are not installed.
+  bool notInstalled = false;
+  // The API server refused the Workload (403, 422, ...): its answer.
+  std::optional<std::string> refused;
+  // The cached Workload is a version this operator's own status write replaced: the pass waits for
+  // that write's echo (which wakes the run) instead of deciding on it and conflicting.
+  bool behind = false;
+};
+
 struct Observed {
   Clock::time_point now{};
   crd::ObjectMeta metadata;             // always decoded
@@ -162,6 +186,7 @@ struct Observed {
   TenancyReading tenancy;
   RegistryReading registry;
   LogTailReading logTails;
+  KueueReading kueue;
   const crd::PriceCatalog* prices = nullptr;  // --price-catalog; null: the built-in table
 };
 
@@ -240,6 +265,13 @@ struct Plan {
   // act writes status (the upload journal, uploadStartTime) before the upload, its operation after.
   std::optional<UploadModel> uploadModel;
   std::optional<ImportEvaluation> importEvaluation;  // before the status write that says it was imported
+  // Admission by Kueue: the run's Workload to delete (before a new one, or with the run), to create (its
+  // body), to mark Finished once the run has ended, or whose admission to release after an eviction
+  // once no job runs (the last two: server-side apply bodies for its status, kueue.h).
+  std::optional<std::string> deleteWorkload;
+  std::optional<nlohmann::json> createWorkload;
+  std::optional<nlohmann::json> finishWorkload;
+  std::optional<nlohmann::json> releaseAdmission;
   // The status to write; nullopt when it equals what is stored (no write).
   std::optional<crd::TrainingRunStatus> status;
   std::vector<controller::Event> events;

@@ -95,6 +95,12 @@ bool resumableAtCostLimit(const Observed& o);
 // The budget gate (budget.cpp) for a job about to be created at `where`: nullopt lets it go (a Warn
 // rule's Warning Event and the budget reservation are in the plan); else the pass's plan, held.
 std::optional<Plan> budgetGate(Draft& d, const crd::TrainingRun& at, const Location& where);
+// Admission by Kueue (kueue_gate.cpp), the last gate before a job for a run labelled
+// kueue.x-k8s.io/queue-name: its Workload is made, replaced or waited for; nullopt once Kueue admitted
+// it (and always for a run without the label). `at` is the run at the placement about to be created.
+std::optional<Plan> kueueGate(Draft& d, const crd::TrainingRun& at);
+// An ended run's Workload is marked Finished, so its quota returns at once.
+void finishWorkload(Draft& d);
 // The governing rule's name, for the job's vto-team label ("" without one).
 std::string teamOf(const Observed& o);
 // "; cost $12.80 at list prices" for the Succeeded/Failed Events ("" while unpriced).

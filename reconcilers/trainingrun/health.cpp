@@ -14,10 +14,13 @@ using crd::Phase;
 
 namespace {
 
-// Gates that hold a run until a person changes something (a budget, a bucket) are Stalled; those that
-// clear by themselves (capacity, the tenant's quota, a Vertex error) are not. Named as strings: a gate's
-// reason may come from a room that does not share this file's Reason enum.
-bool gateNeedsAChange(const std::string& reason) { return reason == "BudgetExceeded" || reason == "OutputBucketNotFound"; }
+// Gates that hold a run until a person changes something (a budget, a bucket, Kueue's setup) are
+// Stalled; those that clear by themselves (capacity, the tenant's quota, a Vertex error, Kueue's queue)
+// are not. Named as strings: a gate's reason may come from a room that does not share this file's
+// Reason enum.
+bool gateNeedsAChange(const std::string& reason) {
+  return reason == "BudgetExceeded" || reason == "OutputBucketNotFound" || reason == "KueueUnavailable";
+}
 
 const crd::Condition* find(const HealthInput& in, ConditionType type) {
   return controller::findStatusCondition(in.conditions, conditionTypeName(type));

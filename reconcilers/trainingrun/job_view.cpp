@@ -246,6 +246,7 @@ Plan finish(Draft& d) {
 
 // A finished run: the work after its success first (decide.h's workAfterSuccess), then only its TTL.
 Plan finished(Draft& d) {
+  finishWorkload(d);  // the job has ended: its quota returns whatever follows (registration, TTL)
   if (d.run.spec.model && d.next.phase == Phase::Succeeded) {
     const auto* registered = controller::findStatusCondition(d.next.conditions, conditionTypeName(ConditionType::ModelRegistered));
     if (registered == nullptr || registered->status != "True") return continueWorkAfterSuccess(d);
@@ -279,7 +280,7 @@ const char* reasonName(Reason reason) {
       "CheckpointsForbidden", "CheckpointListFailed", "WaitingForCapacity", "CapacityUnavailable",
       "Registering", "VersionRegistered", "ArtifactMissing", "UploadFailed", "PermissionDenied",
       "Priced", "PriceMissing", "CostLimitReached", "BudgetExceeded",
-      "RegistrationRefused", "EvaluationNotImported", "AdoptionRefused",
+      "RegistrationRefused", "EvaluationNotImported", "AdoptionRefused", "WaitingForKueue", "KueueUnavailable",
   };
   return names[static_cast<size_t>(reason)];
 }

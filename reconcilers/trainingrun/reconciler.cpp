@@ -1,6 +1,7 @@
 #include "reconcilers/trainingrun/reconciler.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 #include <spdlog/spdlog.h>
@@ -68,6 +69,7 @@ Result TrainingRunReconciler::reconcile(const controller::ObjectKey& key) {
   // the echo of that write brings the run back.
   if (options_.ownWrites != nullptr && options_.ownWrites->behind(*cached)) return {};
   auto observed = observe(*cached);
+  if (observed.kueue.behind) return {};  // the echo of our own write on its Workload brings it back
   return act(*cached, observed, decide(observed, decideOptions_));
 }
 
@@ -119,7 +121,8 @@ Observed TrainingRunReconciler::observe(const nlohmann::json& object) {
     }
   }
   bool deleting = !o.metadata.deletionTimestamp.empty();
-  if (!o.run) return o;
+  observeWorkload(o);
+  if (!o.run || o.kueue.behind) return o;
   o.vertex.impostors = jobs_.impostorsOf(o.metadata.uid);
   if (const auto* tails = options_.logTails; tails != nullptr && tails->enabled()) {
     o.logTails.enabled = true;
@@ -175,7 +178,93 @@ Observed TrainingRunReconciler::observe(const nlohmann::json& object) {
   observeTenancy(o);
   observeCheckpoint(o);
   observeBuckets(o);
+  observePriority(o);
   return o;
+}
+
+void TrainingRunReconciler::observeWorkload(Observed& o) {
+  if (!queueNameOf(o.metadata)) return;  // not Kueue's: nothing is read
+  o.kueue.enabled = options_.kueue;
+  if (!options_.kueue || options_.workloads == nullptr) return;
+  auto name = workloadNameOf(o.metadata);
+  auto cached = options_.workloads->get({o.metadata.namespace_, name});
+  if (!cached) return;
+  if (options_.workloadWrites != nullptr && options_.workloadWrites->behind(*cached)) {
+    o.kueue.behind = true;
+    return;
+  }
+  auto view = readWorkload(*cached);
+  // Its name is the run's, but anyone who may create Workloads could have taken it: only the one the
+  // run controls is followed, finished or deleted.
+  if (view.controllerUid != o.metadata.uid) {
+    o.kueue.foreign = "a Workload named " + name + " already exists in " + o.metadata.namespace_ +
+                      " and this run does not control it: vto never uses or replaces another's Workload (delete "
+                      "it, and the run gets its own)";
+    return;
+  }
+  o.kueue.workload = std::move(view);
+  o.kueue.workloadObject = std::move(cached);
+}
+
+void TrainingRunReconciler::observePriority(Observed& o) {
+  // Only just before a Workload is made: its priority is read once, then Kueue keeps it current.
+  auto priorityClass = priorityClassOf(o.metadata);
+  if (priorityClass.empty() || !o.kueue.enabled || o.kueue.workload || o.kueue.foreign || !isKueueObjectName(priorityClass))
+    return;
+  bool mayCreate = o.metadata.deletionTimestamp.empty() && !o.run->spec.suspend && !ended(o) &&
+                   (!o.vertex.job || vertex::isTerminal(o.vertex.job->state));
+  if (!mayCreate) return;
+  try {
+    auto found = kube_.get(workloadPriorityClassResource(), "", priorityClass);
+    const auto& value = found.contains("value") ? found["value"] : nlohmann::json();
+    if (value.is_number_integer() && value.get<int64_t>() >= std::numeric_limits<int32_t>::min() &&
+        value.get<int64_t>() <= std::numeric_limits<int32_t>::max()) {
+      o.kueue.priority = static_cast<int32_t>(value.get<int64_t>());
+    } else {
+      o.kueue.priorityProblem = "the WorkloadPriorityClass " + priorityClass + " (label " + kPriorityClassLabel +
+                                ") has no whole-number value";
+    }
+  } catch (const controller::ApiError& e) {
+    if (e.isRetryable()) throw;
+    o.kueue.priorityProblem = e.isNotFound() ? "the WorkloadPriorityClass " + priorityClass + " (label " +
+                                                   kPriorityClassLabel + ") does not exist: create it, or name another"
+                                             : "reading the WorkloadPriorityClass " + priorityClass + ": " + e.what();
+  }
+}
+
+Plan TrainingRunReconciler::createPlannedWorkload(const Observed& o, Plan plan) {
+  const auto& body = *plan.createWorkload;
+  KueueReading refusal = o.kueue;
+  try {
+    kube_.create(workloadResource(), o.metadata.namespace_, body);
+    return plan;
+  } catch (const controller::ApiError& e) {
+    if (e.isAlreadyExists()) {
+      // The cache is behind our own earlier create, or someone took the name: the one read answers which.
+      auto name = metadataField(body, "name");
+      auto existing = kube_.get(workloadResource(), o.metadata.namespace_, name);
+      if (controllerUidOf(existing) == o.metadata.uid) return plan;  // ours: its event brings it
+      refusal.foreign = "a Workload named " + name + " already exists in " + o.metadata.namespace_ +
+                        " and this run does not control it: vto never uses or replaces another's Workload "
+                        "(delete it, and the run gets its own)";
+    } else if (e.isNotFound()) {
+      refusal.notInstalled = true;
+    } else if (e.isRetryable()) {
+      throw;
+    } else {
+      refusal.refused = std::string(e.what()) +
+                        (e.isForbidden() ? " (the operator's RBAC lacks create on workloads.kueue.x-k8s.io: install "
+                                           "the chart with kueue.enabled=true)"
+                                         : "");
+    }
+  }
+  // Decided again knowing it: the run says why, and nothing else of this plan happens.
+  Observed again = o;
+  again.hasFinalizer = true;  // act put it on before
+  again.kueue = std::move(refusal);
+  auto decided = decide(again, decideOptions_);
+  decided.addFinalizer = plan.addFinalizer;
+  return decided;
 }
 
 void TrainingRunReconciler::observeRegistry(Observed& o) {
@@ -747,6 +836,22 @@ Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& 
     }
     jobs_.erase(*plan.cancelJob);  // the next pass reads the CANCELLING/CANCELLED state from Vertex
   }
+  if (plan.deleteWorkload) {
+    try {
+      kube_.remove(workloadResource(), meta.namespace_, *plan.deleteWorkload);
+    } catch (const controller::ApiError& e) {
+      if (!e.isNotFound()) throw;
+    }
+  }
+  if (plan.createWorkload) plan = createPlannedWorkload(o, std::move(plan));
+  if (plan.releaseAdmission) {
+    // As Kueue's own integrations release it: the manager that owns status.admission, forced.
+    try {
+      patchWorkloadStatus(meta.namespace_, *plan.releaseAdmission);
+    } catch (const controller::ApiError& e) {
+      if (!e.isNotFound()) throw;  // gone: nothing holds the quota
+    }
+  }
   if (plan.createJob) plan = createPlannedJob(o, std::move(plan));
   if (plan.uploadModel) plan = uploadPlannedModel(o, std::move(plan), written, cached);
   if (const auto& evaluation = plan.importEvaluation) {
@@ -775,6 +880,14 @@ Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& 
     if (!plan.registeredModel.empty()) metrics_->versionRegistered(meta.namespace_, plan.registeredModel);
     if (plan.registrationFailed) metrics_->registrationFailed(meta.namespace_, reasonName(*plan.registrationFailed));
   }
+  if (plan.finishWorkload) {
+    // After the status that says the run ended: a pass that fails here is retried from that status.
+    try {
+      patchWorkloadStatus(meta.namespace_, *plan.finishWorkload);
+    } catch (const controller::ApiError& e) {
+      if (!e.isNotFound()) throw;  // gone: its quota is back anyway
+    }
+  }
   if (plan.finished || plan.removeFinalizer) checkpoints_.forget(meta.uid);
   if (plan.removeFinalizer) controller::removeFinalizer(kube_, trainingRunResource(), current(), kFinalizer);
   if (plan.deleteRun) {
@@ -787,6 +900,16 @@ Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& 
   if (plan.failure && plan.failure->terminal) throw controller::TerminalError(plan.failure->message);
   if (plan.failure) throw std::runtime_error(plan.failure->message);
   return Result{plan.requeueAfter};
+}
+
+void TrainingRunReconciler::patchWorkloadStatus(const std::string& ns, const nlohmann::json& body) {
+  auto name = metadataField(body, "name");
+  auto written = kube_.patch(workloadResource(), ns, name, controller::PatchType::Apply, body,
+                             kKueueAdmissionFieldManager, /*force=*/true, "status");
+  // Conditional on the version the body names (its resourceVersion): until the cache shows ours, a
+  // pass would decide on the one it replaced and write again into a 409.
+  if (options_.workloadWrites != nullptr)
+    options_.workloadWrites->record({ns, name}, metadataField(body, "resourceVersion"), metadataField(written, "resourceVersion"));
 }
 
 void TrainingRunReconciler::rememberOwnWrite(const nlohmann::json& replaced, const nlohmann::json& written) {

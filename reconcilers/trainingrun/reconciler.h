@@ -83,6 +83,12 @@ struct TrainingRunReconcilerOptions {
   const LogTailPoller* logTails = nullptr;
   // How long an upload asked for but not recorded (a crash in between) is waited for (DecideOptions).
   Clock::duration uploadGracePeriod = std::chrono::minutes(5);
+  // Admission by Kueue (vto run --kueue): runs labelled kueue.x-k8s.io/queue-name get a Workload and
+  // wait for its admission. `workloads` is the informer cache of vto's Workloads (null: none yet).
+  bool kueue = false;
+  const controller::ObjectCache* workloads = nullptr;
+  // Where this reconciler's status writes on Workloads are recorded until the cache shows them.
+  controller::OwnWrites* workloadWrites = nullptr;
 };
 
 // Buckets whose listing succeeded lately (for any run): a new run in one of them needs no GCS
@@ -151,6 +157,14 @@ class TrainingRunReconciler final : public controller::Reconciler {
   // act's upload: status first (the journal), then models:upload, then its operation into status.
   Plan uploadPlannedModel(const Observed& observed, Plan plan, std::optional<nlohmann::json>& written,
                           const nlohmann::json& cached);
+  // A run labelled kueue.x-k8s.io/queue-name: its Workload from the cache (and nothing for any other run).
+  void observeWorkload(Observed& observed);
+  // Before its Workload is created: the value of the WorkloadPriorityClass the run names.
+  void observePriority(Observed& observed);
+  // act's Workload create; a refusal is decided again (Kueue not installed, a name taken, ...).
+  Plan createPlannedWorkload(const Observed& observed, Plan plan);
+  // act's server-side apply on a Workload's status (Finished, an admission released), recorded as our own.
+  void patchWorkloadStatus(const std::string& ns, const nlohmann::json& body);
   // Before attempt 1: one listing each of the output prefix and the checkpoint directory.
   void observeBuckets(Observed& observed);
   // The tenancy inputs: this run's namespace and, where a job may be created, the other runs'

@@ -9,8 +9,9 @@ namespace vto::reconcilers {
 
 namespace {
 TrainingRunReconcilerOptions withOwnWrites(TrainingRunReconcilerOptions options, controller::OwnWrites& ownWrites,
-                                           const LogTailPoller& logTails) {
+                                           controller::OwnWrites& workloadWrites, const LogTailPoller& logTails) {
   options.ownWrites = &ownWrites;
+  options.workloadWrites = &workloadWrites;
   options.logTails = &logTails;
   return options;
 }
@@ -53,7 +54,7 @@ TrainingRunController::TrainingRunController(const controller::ObjectCache& runs
           logTailPollingOptions(logTails_)),
       reconciler_(std::make_unique<TrainingRunReconciler>(runs, deps.kube, deps.vertex, deps.gcs, jobs_, deps.events,
                                                           deps.clock,
-                                                          withOwnWrites(std::move(options), ownWrites_, logTails_),
+                                                          withOwnWrites(std::move(options), ownWrites_, workloadWrites_, logTails_),
                                                           deps.metrics)),
       pollerOptions_(pollerOptions),
       poller_(deps.vertex, jobs_, deps.clock, [this](const auto& name, const auto& labels) { wakeTheRunOf(name, labels); }, pollerOptions),
@@ -147,6 +148,30 @@ void TrainingRunController::onRunEvent(const nlohmann::json& run) {
     observer_->observe(trainingRunSnapshot(run, decodedRun, readPools));
   }
   if (!ownWrites_.consume(run)) enqueue_(key);
+}
+
+void TrainingRunController::onWorkloadEvent(const nlohmann::json& workload, const controller::ObjectCache& workloads) {
+  auto at = controller::keyOf(workload);
+  bool gone = workloads.uidAt(at) != metadataField(workload, "uid");
+  if (gone) workloadWrites_.forget(at);
+  // Its controller, not its label, says whose it is: only a run of its own namespace is woken.
+  auto key = runs_.keyByUid(controllerUidOf(workload));
+  if (!key || key->ns != at.ns) return;
+  // The echo of the run's own status write shows it nothing new, unless a pass waits for it.
+  if (gone || !workloadWrites_.consume(workload)) enqueue_(*key);
+}
+
+void wireWorkloads(controller::Informer& workloads, TrainingRunController& controller) {
+  workloads.addHandler([&controller, &workloads](const nlohmann::json& workload) {
+    controller.onWorkloadEvent(workload, workloads.cache());
+  });
+}
+
+controller::InformerOptions workloadInformerOptions(controller::InformerOptions base) {
+  base.resource = workloadResource();
+  base.labelSelector = kWorkloadRunUidLabel;  // vto's own Workloads only
+  base.gatesReadiness = false;
+  return base;
 }
 
 void wireTrainingRuns(controller::Manager& manager, controller::Informer& runs, TrainingRunController& controller,

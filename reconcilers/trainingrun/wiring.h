@@ -46,6 +46,10 @@ class TrainingRunController {
   // metrics snapshot from one decode (the runs whose accelerators it frees are reconciled), then the
   // run itself, unless the event is the echo of this reconciler's own write.
   void onRunEvent(const nlohmann::json& run);
+  // The informer handler for vto's Workloads (vto run --kueue): the run that controls one is
+  // reconciled when Kueue admits, evicts or finishes it, or it is deleted (gone from `workloads`, the
+  // informer's cache), not for the echo of its own status write.
+  void onWorkloadEvent(const nlohmann::json& workload, const controller::ObjectCache& workloads);
 
   TrainingRunReconciler& reconciler() { return *reconciler_; }
   controller::OwnWrites& ownWrites() { return ownWrites_; }
@@ -63,6 +67,7 @@ class TrainingRunController {
   metrics::TrainingRunObserver* observer_;
   Enqueue enqueue_ = [](const controller::ObjectKey&) {};
   controller::OwnWrites ownWrites_;
+  controller::OwnWrites workloadWrites_;  // the reconciler's status writes on Workloads
   JobCache jobs_;
   PollTargets targets_;
   LogTailPoller logTails_;
@@ -77,5 +82,10 @@ class TrainingRunController {
 // and Vertex polling (and, with a Logging client, the log tails' reads) as loops that run only on the leader.
 void wireTrainingRuns(controller::Manager& manager, controller::Informer& runs, TrainingRunController& controller,
                       int workers);
+// The Workload informer's handler (after wireTrainingRuns, which sets where reconciles go).
+void wireWorkloads(controller::Informer& workloads, TrainingRunController& controller);
+// The informer options of vto's Workloads (those labelled with a run's uid), from `base` (namespaces,
+// idle limit). Kueue may be installed after vto: this informer does not hold back readiness.
+controller::InformerOptions workloadInformerOptions(controller::InformerOptions base);
 
 }  // namespace vto::reconcilers

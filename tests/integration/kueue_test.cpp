@@ -1,0 +1,297 @@
+// Admission by Kueue end to end (API.md "Admission by Kueue"): the real Kueue v0.17.0 manager
+// (tests/support/kueue_process.h) and `vto run --kueue` as the Helm chart's ServiceAccount with
+// kueue.enabled, against the test API server and the Vertex emulator.
+//   - A ClusterQueue of 2 vto.dev/nvidia-l4 and three runs of one L4 each: two jobs, the third waits
+//     (Queued, WaitingForKueue with Kueue's own message) and gets its job once a run ends and its
+//     Workload is Finished (quota back); one job per run.
+//   - A missing LocalQueue is said in the run's status, no job; the run's priority is its
+//     WorkloadPriorityClass's; deleting the run deletes its Workload.
+//   - A run without the label is untouched: its job at once, no Workload.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "controller/kube_client.h"
+#include "controller/rest_config.h"
+#include "reconcilers/trainingrun/kueue.h"
+#include "tests/support/kueue_process.h"
+#include "tests/support/operator_stack.h"
+#include "tests/support/prometheus_text.h"
+#include "tests/support/wait.h"
+
+namespace vto::testing {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+
+// Jobs queue 1 s and train 8 steps of 1 s: long enough to see two run while the third waits.
+OperatorStack& stack() {
+  static OperatorStack shared({"--queue-time", "1s", "--steps", "8", "--step-time", "1s", "--cancel-time", "300ms"});
+  return shared;
+}
+
+KueueProcess& kueue() {
+  static KueueProcess process(stack().cluster());
+  return process;
+}
+
+class Kueue : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto started = std::chrono::steady_clock::now();
+    stack();
+    kueue();
+    // The chart's RBAC with kueue.enabled (its configmap says kueue: "true"; the stack passes flags).
+    stack().useChartServiceAccount({"kueue.enabled=true"});
+    stack().startOperator({"--kueue"});
+    std::cout << "stack, Kueue " << kKueueVersion << " and the operator ready in "
+              << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count()
+              << " ms\n";
+  }
+  void TearDown() override {
+    if (HasFailure()) {
+      std::cout << "operator log:\n" << stack().operatorLog().substr(0, 20000) << "\nKueue's log ends with:\n"
+                << kueue().logTail() << "\n";
+    }
+  }
+
+  void apply(const std::string& yaml) {
+    std::string path = stack().dir() + "/manifest-" + std::to_string(std::hash<std::string>{}(yaml)) + ".yaml";
+    std::ofstream(path) << yaml;
+    stack().kubectlOk("apply --server-side -f '" + path + "'");
+  }
+
+  // A ResourceFlavor, a ClusterQueue named after the namespace with `l4` vto.dev/nvidia-l4 and 10
+  // vto.dev/runs, and a LocalQueue of the same name in it: docs/kueue.md's Vertex GPUs queue.
+  void makeQueues(const std::string& ns, int l4) {
+    stack().createNamespace(ns);
+    apply("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: vertex\n");
+    apply("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: " + ns +
+          "\nspec:\n  namespaceSelector: {}\n  resourceGroups:\n"
+          "  - coveredResources: [vto.dev/nvidia-l4, vto.dev/runs]\n"
+          "    flavors:\n    - name: vertex\n      resources:\n"
+          "      - name: vto.dev/nvidia-l4\n        nominalQuota: " + std::to_string(l4) +
+          "\n      - name: vto.dev/runs\n        nominalQuota: 10\n");
+    apply("apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata:\n  name: " + ns + "\n  namespace: " + ns +
+          "\nspec:\n  clusterQueue: " + ns + "\n");
+  }
+
+  // A run on one g2-standard-8 (its one NVIDIA_L4) with `labels` (YAML lines under labels:).
+  static std::string l4Run(const std::string& ns, const std::string& name, const std::string& labels) {
+    return "apiVersion: vto.dev/v1beta1\nkind: TrainingRun\nmetadata:\n  name: " + name + "\n  namespace: " + ns +
+           (labels.empty() ? "" : "\n  labels:\n" + labels) +
+           "\nspec:\n  framework: pytorch\n  trainer:\n    container:\n"
+           "      imageUri: us-central1-docker.pkg.dev/test-project/train/model:1\n"
+           "  resources: {machineType: g2-standard-8, acceleratorType: NVIDIA_L4, acceleratorCount: 1}\n"
+           "  baseOutputDirectory: gs://" + std::string(kTestBucket) + "/" + ns + "/" + name + "\n";
+  }
+
+  std::string jobOf(const std::string& ns, const std::string& name) {
+    auto run = stack().getRun(ns, name);
+    return run.is_object() ? run.value(json::json_pointer("/status/job/name"), "") : "";
+  }
+  // The run's Ready condition as "status/reason: message".
+  std::string readyOf(const std::string& ns, const std::string& name) {
+    auto run = stack().getRun(ns, name);
+    if (!run.is_object()) return "";
+    for (const auto& c : run.value(json::json_pointer("/status/conditions"), json::array()))
+      if (c.value("type", "") == "Ready")
+        return c.value("status", "") + "/" + c.value("reason", "") + ": " + c.value("message", "");
+    return "";
+  }
+  json workloads(const std::string& ns) {
+    return kube.list(reconcilers::workloadResource(), ns, {}).items;
+  }
+  json workloadOf(const std::string& ns, const std::string& run) {
+    auto object = stack().getRun(ns, run);
+    std::string uid = object.is_object() ? object["metadata"].value("uid", "") : "";
+    for (const auto& w : workloads(ns))
+      if (w.value(json::json_pointer("/metadata/labels/vto.dev~1run-uid"), "") == uid) return w;
+    return nullptr;
+  }
+  static std::string conditionOf(const json& workload, const std::string& type) {
+    for (const auto& c : workload.value(json::json_pointer("/status/conditions"), json::array()))
+      if (c.value("type", "") == type) return c.value("status", "") + "/" + c.value("reason", "");
+    return "";
+  }
+
+  controller::RestKubeClient kube{controller::loadKubeconfig(stack().cluster().kubeconfig())};
+};
+
+TEST_F(Kueue, TwoL4sRunTwoJobsTheThirdWaitsForKueueAndStartsWhenOneEnds) {
+  const std::string ns = "kueue-l4";
+  makeQueues(ns, 2);
+  const std::string queue = "    kueue.x-k8s.io/queue-name: " + ns + "\n";
+  apply(l4Run(ns, "l4-0", queue) + "---\n" + l4Run(ns, "l4-1", queue) + "---\n" + l4Run(ns, "l4-2", queue));
+  const std::vector<std::string> runs = {"l4-0", "l4-1", "l4-2"};
+
+  // Two jobs, and the third run waiting with Kueue's words, while the two still run.
+  std::string waiting;
+  std::string seen;
+  ASSERT_TRUE(waitFor(
+      [&] {
+        int withJob = 0;
+        waiting.clear();
+        seen.clear();
+        for (const auto& run : runs) {
+          auto ready = readyOf(ns, run);
+          seen += run + " [" + stack().phaseOf(ns, run) + "] " + ready + "\n";
+          if (!jobOf(ns, run).empty()) ++withJob;
+          else if (ready.find("False/WaitingForKueue: couldn't assign flavors to pod set workerpool0: insufficient unused "
+                              "quota for vto.dev/nvidia-l4 in flavor vertex, 1 more needed") == 0)
+            waiting = run;
+        }
+        return withJob == 2 && !waiting.empty();
+      },
+      seconds(90)))
+      << seen;
+  EXPECT_EQ(stack().phaseOf(ns, waiting), "Queued");
+  EXPECT_NE(stack().eventsOf(ns, waiting).find("WaitingForKueue: Workload trainingrun-" + waiting), std::string::npos)
+      << stack().eventsOf(ns, waiting);
+  auto held = workloadOf(ns, waiting);
+  ASSERT_TRUE(held.is_object());
+  EXPECT_EQ(conditionOf(held, "QuotaReserved"), "False/Pending");
+  EXPECT_EQ(held["metadata"]["ownerReferences"][0]["name"], waiting);
+  EXPECT_EQ(held["metadata"]["ownerReferences"][0]["controller"], true);
+
+  // One of the two ends: its Workload is Finished, the quota comes back, the third gets its job.
+  for (const auto& run : runs) {
+    ASSERT_TRUE(stack().waitForPhase(ns, run, "Succeeded", seconds(120)))
+        << run << " is " << stack().phaseOf(ns, run) << ": " << readyOf(ns, run);
+  }
+  for (const auto& run : runs) {
+    auto workload = workloadOf(ns, run);
+    ASSERT_TRUE(workload.is_object()) << run;
+    EXPECT_EQ(conditionOf(workload, "Finished"), "True/Succeeded") << workload.dump(2);
+    EXPECT_EQ(stack().jobsOfRun(stack().getRun(ns, run)["metadata"]["uid"].get<std::string>()).size(), 1u) << run;
+  }
+  // The third's job was created only after another run's job had ended.
+  auto third = stack().jobsOfRun(stack().getRun(ns, waiting)["metadata"]["uid"].get<std::string>());
+  ASSERT_EQ(third.size(), 1u);
+  bool afterAnEnd = false;
+  for (const auto& run : runs) {
+    if (run == waiting) continue;
+    auto jobs = stack().jobsOfRun(stack().getRun(ns, run)["metadata"]["uid"].get<std::string>());
+    if (!jobs.empty() && jobs[0].endTime && third[0].createTime && *jobs[0].endTime <= *third[0].createTime) afterAnEnd = true;
+  }
+  EXPECT_TRUE(afterAnEnd) << "the third job started before any other had ended";
+}
+
+TEST_F(Kueue, AMissingLocalQueueIsSaidAndTheRunsWorkloadGoesWithIt) {
+  const std::string ns = "kueue-lost";
+  stack().createNamespace(ns);
+  apply("apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata:\n  name: vto-test-high\nvalue: 1000\n");
+  apply(l4Run(ns, "lost", "    kueue.x-k8s.io/queue-name: no-such-queue\n    kueue.x-k8s.io/priority-class: vto-test-high\n"));
+  ASSERT_TRUE(waitFor([&] { return readyOf(ns, "lost") == "False/WaitingForKueue: LocalQueue no-such-queue doesn't exist"; },
+                      seconds(60)))
+      << readyOf(ns, "lost");
+  EXPECT_EQ(stack().phaseOf(ns, "lost"), "Queued");
+  EXPECT_EQ(jobOf(ns, "lost"), "");
+  EXPECT_TRUE(stack().jobsOfRun(stack().getRun(ns, "lost")["metadata"]["uid"].get<std::string>()).empty());
+  auto workload = workloadOf(ns, "lost");
+  ASSERT_TRUE(workload.is_object());
+  EXPECT_EQ(workload["spec"]["priority"], 1000);
+  EXPECT_EQ(workload["spec"]["priorityClassRef"]["name"], "vto-test-high");
+  EXPECT_EQ(workload["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"],
+            json({{"vto.dev/nvidia-l4", "1"}, {"vto.dev/runs", "1"}, {"cpu", "0"}, {"memory", "0"}}));
+
+  // Deleted: the finalizer deletes its Workload (the test cluster has no garbage collector).
+  stack().kubectlOk("-n " + ns + " delete trainingrun lost --wait=false");
+  EXPECT_TRUE(waitFor([&] { return stack().getRun(ns, "lost").is_null() && workloads(ns).empty(); }, seconds(60)))
+      << workloads(ns).dump(2);
+}
+
+TEST_F(Kueue, ARunWithoutTheLabelIsUntouched) {
+  const std::string ns = "kueue-plain";
+  stack().createNamespace(ns);
+  apply(l4Run(ns, "plain", ""));
+  ASSERT_TRUE(stack().waitForPhase(ns, "plain", "Succeeded", seconds(90))) << readyOf(ns, "plain");
+  EXPECT_TRUE(workloads(ns).empty()) << workloads(ns).dump(2);
+  EXPECT_EQ(stack().eventsOf(ns, "plain").find("Kueue"), std::string::npos) << stack().eventsOf(ns, "plain");
+  EXPECT_EQ(stack().jobsOfRun(stack().getRun(ns, "plain")["metadata"]["uid"].get<std::string>()).size(), 1u);
+}
+
+// What a labelled run costs the API server beyond an unlabelled one, over its whole life, counted by
+// the operator itself (rest_client_requests_total: every request its kube client sent, Events too).
+// By design: its Workload's create, one more status write (Queued, waiting for Kueue) and the
+// Workload's Finished write; the same job lifecycle otherwise.
+TEST_F(Kueue, ALabelledRunCostsItsWorkloadOneStatusWriteAndItsFinish) {
+  const std::string ns = "kueue-cost";
+  makeQueues(ns, 10);
+  const int runs = 4;
+  auto idle = [] {
+    return waitFor(
+        [] {
+          auto metrics = runShell("curl -sf " + stack().metricsUrl()).output;
+          return !metrics.empty() && sampleSum(metrics, "workqueue_depth") == 0 &&
+                 sampleSum(metrics, "controller_runtime_active_workers") == 0;
+        },
+        seconds(30));
+  };
+  auto requests = [](bool writes) {
+    return sampleSum(runShell("curl -sf " + stack().metricsUrl()).output, "rest_client_requests_total",
+                     [writes](const Labels& l) { return (l.at("method") != "GET") == writes; });
+  };
+  auto refused = [] {  // writes the API server refused (a 409 is a write made from a stale read)
+    return sampleSum(runShell("curl -sf " + stack().metricsUrl()).output, "rest_client_requests_total",
+                     [](const Labels& l) { return l.at("method") != "GET" && l.at("code")[0] != '2'; });
+  };
+  struct Cost {
+    double writes = 0, reads = 0, refused = 0;
+  };
+  auto lifeOf = [&](const std::string& prefix, const std::string& labels) {
+    EXPECT_TRUE(idle());
+    double writesBefore = requests(true), readsBefore = requests(false), refusedBefore = refused();
+    std::string manifests;
+    for (int i = 0; i < runs; ++i) manifests += "---\n" + l4Run(ns, prefix + std::to_string(i), labels);
+    apply(manifests);
+    for (int i = 0; i < runs; ++i) {
+      EXPECT_TRUE(stack().waitForPhase(ns, prefix + std::to_string(i), "Succeeded", seconds(120)));
+    }
+    if (!labels.empty()) {
+      EXPECT_TRUE(waitFor(
+          [&] {
+            for (int i = 0; i < runs; ++i)
+              if (conditionOf(workloadOf(ns, prefix + std::to_string(i)), "Finished") != "True/Succeeded") return false;
+            return true;
+          },
+          seconds(30)));
+    }
+    EXPECT_TRUE(idle());
+    return Cost{(requests(true) - writesBefore) / runs, (requests(false) - readsBefore) / runs,
+                refused() - refusedBefore};
+  };
+  auto plain = lifeOf("plain-", "");
+  auto queued = lifeOf("queued-", "    kueue.x-k8s.io/queue-name: " + ns + "\n");
+  std::cout << "per run, over its life: " << plain.writes << " writes and " << plain.reads << " reads without the label, "
+            << queued.writes << " writes and " << queued.reads << " reads with it (" << queued.writes - plain.writes
+            << " more writes); writes refused: " << plain.refused << " and " << queued.refused << "\n";
+  // 3 by design; whether a pass sees a job's QUEUED state moves either batch's average by up to 1, so
+  // this only catches a write per pass (a loop), not one write more.
+  EXPECT_LE(queued.writes - plain.writes, 5.0);
+  EXPECT_LE(queued.reads, plain.reads) << "a run without a priority class reads nothing more (the cache answers)";
+  EXPECT_EQ(queued.refused, 0) << "a write from a stale read of a run or its Workload (409)";
+}
+
+TEST_F(Kueue, TheChartGrantsWhatKueueNeedsAndTheOperatorNeededNoMore) {
+  auto canI = [](const std::string& what) {
+    return stack().cluster().kubectl("auth can-i " + what + " --as=system:serviceaccount:vto-system:vto").exitCode == 0;
+  };
+  EXPECT_TRUE(canI("create workloads.kueue.x-k8s.io -n default"));
+  EXPECT_TRUE(canI("watch workloads.kueue.x-k8s.io --all-namespaces"));
+  EXPECT_TRUE(canI("delete workloads.kueue.x-k8s.io -n default"));
+  EXPECT_TRUE(canI("patch workloads.kueue.x-k8s.io --subresource=status -n default"));
+  EXPECT_TRUE(canI("get workloadpriorityclasses.kueue.x-k8s.io"));
+  EXPECT_FALSE(canI("update workloads.kueue.x-k8s.io -n default"));
+  EXPECT_FALSE(canI("patch workloads.kueue.x-k8s.io -n default"));
+  EXPECT_FALSE(canI("create clusterqueues.kueue.x-k8s.io"));
+  EXPECT_EQ(stack().operatorLog().find("forbidden"), std::string::npos) << stack().operatorLog();
+}
+
+}  // namespace
+}  // namespace vto::testing
