@@ -29,6 +29,21 @@ bool isSuspensionCancel(const CachedJob& job, const crd::Attempt& attempt) {
   return job.state == vertex::JobState::Cancelled && attempt.message == kSuspendedMessage;
 }
 
+// The same when vto cancels a job because Kueue evicted the run's Workload: the run then waits for
+// Kueue again, and resumes from its newest checkpoint once admitted.
+constexpr const char* kEvictedMessage = "cancelled by vto: Kueue evicted the run's Workload";
+
+bool isEvictionCancel(const CachedJob& job, const crd::Attempt& attempt) {
+  return job.state == vertex::JobState::Cancelled && attempt.message == kEvictedMessage;
+}
+
+// Kueue's Evicted condition on the Workload of a run that is Kueue's, while it stands.
+const WorkloadCondition* evictionOf(const Observed& o) {
+  if (!queueNameOf(o.metadata) || !o.kueue.workload) return nullptr;
+  const auto* evicted = o.kueue.workload->condition("Evicted");
+  return evicted != nullptr && evicted->status == "True" ? evicted : nullptr;
+}
+
 // Nothing retrying can fix until the spec is edited: no job, no retries.
 Plan invalid(Draft& d, const std::string& message, Reason reason = Reason::SpecInvalid, const char* event = "InvalidSpec") {
   bool news = d.o.status.phase != Phase::Invalid || d.o.status.message != message;
@@ -366,6 +381,26 @@ Plan afterFailure(Draft& d, const CachedJob& job, const DecideOptions& options) 
   return create(d, options);
 }
 
+// Kueue evicted the run's Workload (a preemption, a stopped queue, a deactivation) while its job
+// runs: the job is cancelled as for suspend, its checkpoints kept; the admission goes back once Vertex
+// says the job ended (afterEviction).
+Plan evict(Draft& d, const CachedJob& job, const WorkloadCondition& eviction, const DecideOptions& options) {
+  const auto& workload = d.o.kueue.workload->name;
+  if (job.state != vertex::JobState::Cancelling) {
+    d.plan.cancelJob = job.name;
+    d.current().message = kEvictedMessage;
+    d.plan.events.push_back(warningEvent(
+        "Preempted", "Kueue evicted Workload " + workload + " (" + eviction.reason + "): " + eviction.message +
+                         "; cancelling " + job.name + ", the run resumes from its newest checkpoint once Kueue admits it again"));
+  }
+  applyJobState(d, job);
+  d.condition(ConditionType::Running, false, Reason::WaitingForKueue, "evicted by Kueue (" + eviction.reason + ")");
+  d.phase(Phase::Cancelling, "evicted by Kueue (" + eviction.reason + "): waiting for " + job.name + " to be cancelled",
+          Told::ByOwnEvent);
+  d.plan.requeueAfter = options.cancelPollPeriod;
+  return finish(d);
+}
+
 // Unsuspended (or a cost limit raised): the same path as a resume after a failure, without spending
 // the resume budget.
 Plan unsuspend(Draft& d, const CachedJob& job, const DecideOptions& options,
@@ -385,6 +420,22 @@ Plan unsuspend(Draft& d, const CachedJob& job, const DecideOptions& options,
   d.current().endTime = wholeSeconds(job.endTime);
   startNextAttempt(d, why);
   return create(d, options);
+}
+
+// The job vto cancelled for an eviction has ended: the run waits for Kueue (its admission released,
+// as Kueue's integrations release it), then resumes as a new attempt from its newest checkpoint.
+Plan afterEviction(Draft& d, const CachedJob& job, const DecideOptions& options) {
+  const auto& workload = d.o.kueue.workload;
+  if (workload && workload->admitted()) return unsuspend(d, job, options, "Kueue admitted the run again");
+  // The cancelled job's view stands until the next attempt replaces it.
+  d.next.job = d.o.status.job;
+  for (auto type : {ConditionType::Submitted, ConditionType::Running, ConditionType::Succeeded, ConditionType::Failed}) {
+    d.keepCondition(type);
+  }
+  d.current().state = std::string(vertex::jobStateName(job.state));
+  d.current().endTime = wholeSeconds(job.endTime);
+  if (auto waiting = kueueGate(d, runAt(d.run, placementOf(d)))) return *waiting;
+  return unsuspend(d, job, options, "the run is no longer Kueue's");  // its label was removed meanwhile
 }
 
 // The current attempt's job as Vertex reports it: phase, conditions, a resume, or the end.
@@ -491,8 +542,12 @@ crd::TenancyDecision tenancyOf(const Observed& o) {
 }
 
 bool checkpointRequired(const Observed& o) {
+  // A job cancelled for an eviction is resumed only once Kueue admits the run again: not listed before.
+  bool awaitingKueue = !o.status.history.attempts.empty() && o.vertex.job &&
+                       isEvictionCancel(*o.vertex.job, o.status.history.attempts.back()) &&
+                       !(o.kueue.workload && o.kueue.workload->admitted());
   return o.run && o.metadata.deletionTimestamp.empty() && !o.run->spec.suspend && o.vertex.job &&
-         vertex::isTerminal(o.vertex.job->state) &&
+         vertex::isTerminal(o.vertex.job->state) && !awaitingKueue &&
          (!crd::isFinished(o.status.phase) || trainingrun::resumableAtCostLimit(o));
 }
 
@@ -605,6 +660,9 @@ Plan decide(const Observed& o, const DecideOptions& options) {
   }
   if (!o.vertex.job) return create(d, options);
   if (isSuspensionCancel(*o.vertex.job, d.current())) return unsuspend(d, *o.vertex.job, options);
+  if (isEvictionCancel(*o.vertex.job, d.current())) return afterEviction(d, *o.vertex.job, options);
+  if (const auto* eviction = evictionOf(o); eviction != nullptr && !vertex::isTerminal(o.vertex.job->state))
+    return evict(d, *o.vertex.job, *eviction, options);
   return followJob(d, *o.vertex.job, options);
 }
 

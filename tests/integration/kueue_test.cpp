@@ -4,9 +4,12 @@
 //   - A ClusterQueue of 2 vto.dev/nvidia-l4 and three runs of one L4 each: two jobs, the third waits
 //     (Queued, WaitingForKueue with Kueue's own message) and gets its job once a run ends and its
 //     Workload is Finished (quota back); one job per run.
+//   - A higher priority preempts a running low one: its job cancelled, its admission released, the
+//     run resumed from its checkpoint once admitted again; no duplicate job.
 //   - A missing LocalQueue is said in the run's status, no job; the run's priority is its
 //     WorkloadPriorityClass's; deleting the run deletes its Workload.
 //   - A run without the label is untouched: its job at once, no Workload.
+//   - What a labelled run costs the API server beyond an unlabelled one; the chart's RBAC.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -49,6 +52,9 @@ class Kueue : public ::testing::Test {
     // The chart's RBAC with kueue.enabled (its configmap says kueue: "true"; the stack passes flags).
     stack().useChartServiceAccount({"kueue.enabled=true"});
     stack().startOperator({"--kueue"});
+    // Only waited for by its test: it trains beside the others.
+    stack().createNamespace("kueue-plain");
+    apply(l4Run("kueue-plain", "plain", ""));
     std::cout << "stack, Kueue " << kKueueVersion << " and the operator ready in "
               << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count()
               << " ms\n";
@@ -60,7 +66,7 @@ class Kueue : public ::testing::Test {
     }
   }
 
-  void apply(const std::string& yaml) {
+  static void apply(const std::string& yaml) {
     std::string path = stack().dir() + "/manifest-" + std::to_string(std::hash<std::string>{}(yaml)) + ".yaml";
     std::ofstream(path) << yaml;
     stack().kubectlOk("apply --server-side -f '" + path + "'");
@@ -68,11 +74,11 @@ class Kueue : public ::testing::Test {
 
   // A ResourceFlavor, a ClusterQueue named after the namespace with `l4` vto.dev/nvidia-l4 and 10
   // vto.dev/runs, and a LocalQueue of the same name in it: docs/kueue.md's Vertex GPUs queue.
-  void makeQueues(const std::string& ns, int l4) {
+  void makeQueues(const std::string& ns, int l4, const std::string& preemption = "") {
     stack().createNamespace(ns);
     apply("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: vertex\n");
     apply("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: " + ns +
-          "\nspec:\n  namespaceSelector: {}\n  resourceGroups:\n"
+          "\nspec:\n  namespaceSelector: {}\n" + preemption + "  resourceGroups:\n"
           "  - coveredResources: [vto.dev/nvidia-l4, vto.dev/runs]\n"
           "    flavors:\n    - name: vertex\n      resources:\n"
           "      - name: vto.dev/nvidia-l4\n        nominalQuota: " + std::to_string(l4) +
@@ -182,6 +188,46 @@ TEST_F(Kueue, TwoL4sRunTwoJobsTheThirdWaitsForKueueAndStartsWhenOneEnds) {
   EXPECT_TRUE(afterAnEnd) << "the third job started before any other had ended";
 }
 
+TEST_F(Kueue, AHigherPriorityRunPreemptsALowOneWhichResumesFromItsCheckpointOnceReadmitted) {
+  const std::string ns = "kueue-preempt";
+  makeQueues(ns, 1, "  preemption:\n    withinClusterQueue: LowerPriority\n");
+  apply("apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata:\n  name: vto-test-low\nvalue: 100\n");
+  apply("apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata:\n  name: vto-test-high\nvalue: 1000\n");
+  const std::string queue = "    kueue.x-k8s.io/queue-name: " + ns + "\n";
+  apply(l4Run(ns, "low", queue + "    kueue.x-k8s.io/priority-class: vto-test-low\n"));
+  // Training, with a checkpoint written: what the preempted run will resume from.
+  ASSERT_TRUE(stack().waitForPhase(ns, "low", "Running", seconds(60))) << readyOf(ns, "low");
+  ASSERT_TRUE(waitFor(
+      [] { return !stack().gcsClient().listObjects(kTestBucket, "kueue-preempt/low/checkpoints/ckpt-").empty(); },
+      seconds(30)));
+  auto lowUid = stack().getRun(ns, "low")["metadata"]["uid"].get<std::string>();
+
+  apply(l4Run(ns, "high", queue + "    kueue.x-k8s.io/priority-class: vto-test-high\n"));
+  // Kueue evicts the low run's Workload; vto cancels its job, gives the admission back once it ended;
+  // the high run gets the L4.
+  ASSERT_TRUE(waitFor([&] { return !jobOf(ns, "high").empty(); }, seconds(60)))
+      << "high: " << readyOf(ns, "high") << "\nlow: " << stack().phaseOf(ns, "low") << " " << readyOf(ns, "low");
+  auto lowJobs = stack().jobsOfRun(lowUid);
+  ASSERT_EQ(lowJobs.size(), 1u);
+  EXPECT_TRUE(lowJobs[0].state == vertex::JobState::Cancelled || lowJobs[0].state == vertex::JobState::Cancelling)
+      << vertex::jobStateName(lowJobs[0].state);
+  EXPECT_NE(stack().eventsOf(ns, "low").find("Preempted: Kueue evicted Workload trainingrun-low-"), std::string::npos)
+      << stack().eventsOf(ns, "low");
+  EXPECT_EQ(stack().phaseOf(ns, "low"), "Queued") << readyOf(ns, "low");
+
+  // The high run ends: the low one is admitted again and resumes from its newest checkpoint.
+  ASSERT_TRUE(stack().waitForPhase(ns, "high", "Succeeded", seconds(90)));
+  ASSERT_TRUE(stack().waitForPhase(ns, "low", "Succeeded", seconds(90)))
+      << stack().phaseOf(ns, "low") << " " << readyOf(ns, "low") << "\n" << stack().eventsOf(ns, "low");
+  auto low = stack().getRun(ns, "low");
+  ASSERT_EQ(low["status"]["attempts"].size(), 2u) << low["status"].dump(2);
+  std::string resumedFrom = low["status"]["attempts"][1].value("resumedFrom", "");
+  EXPECT_EQ(resumedFrom.rfind("gs://test-bucket/kueue-preempt/low/checkpoints/ckpt-", 0), 0u) << resumedFrom;
+  EXPECT_EQ(stack().jobsOfRun(lowUid).size(), 2u) << "one cancelled, one resumed: no duplicate";
+  EXPECT_EQ(stack().jobsOfRun(stack().getRun(ns, "high")["metadata"]["uid"].get<std::string>()).size(), 1u);
+  EXPECT_EQ(conditionOf(workloadOf(ns, "low"), "Finished"), "True/Succeeded");
+}
+
 TEST_F(Kueue, AMissingLocalQueueIsSaidAndTheRunsWorkloadGoesWithIt) {
   const std::string ns = "kueue-lost";
   stack().createNamespace(ns);
@@ -207,9 +253,7 @@ TEST_F(Kueue, AMissingLocalQueueIsSaidAndTheRunsWorkloadGoesWithIt) {
 }
 
 TEST_F(Kueue, ARunWithoutTheLabelIsUntouched) {
-  const std::string ns = "kueue-plain";
-  stack().createNamespace(ns);
-  apply(l4Run(ns, "plain", ""));
+  const std::string ns = "kueue-plain";  // applied as the operator started
   ASSERT_TRUE(stack().waitForPhase(ns, "plain", "Succeeded", seconds(90))) << readyOf(ns, "plain");
   EXPECT_TRUE(workloads(ns).empty()) << workloads(ns).dump(2);
   EXPECT_EQ(stack().eventsOf(ns, "plain").find("Kueue"), std::string::npos) << stack().eventsOf(ns, "plain");
@@ -222,6 +266,7 @@ TEST_F(Kueue, ARunWithoutTheLabelIsUntouched) {
 // Workload's Finished write; the same job lifecycle otherwise.
 TEST_F(Kueue, ALabelledRunCostsItsWorkloadOneStatusWriteAndItsFinish) {
   const std::string ns = "kueue-cost";
+  ASSERT_TRUE(stack().waitForPhase("kueue-plain", "plain", "Succeeded", seconds(90)));  // its writes are not counted
   makeQueues(ns, 10);
   const int runs = 4;
   auto idle = [] {

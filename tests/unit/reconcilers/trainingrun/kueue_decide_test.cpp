@@ -471,6 +471,67 @@ TEST(KueueDecide, ASuspendedRunGivesItsAdmissionBackOnceItsJobHasStopped) {
   EXPECT_EQ(resumed.status->phase, crd::Phase::Queued);
 }
 
+TEST(KueueDecide, AnEvictionCancelsTheJobReleasesTheAdmissionOnceItEndedAndResumesWhenAdmittedAgain) {
+  auto o = running(vertex::JobState::Running);
+  json evicted = admittedStatus();
+  evicted["conditions"].push_back(condition("Evicted", "True", "Preempted",
+                                            "Preempted to accommodate a workload (UID: x, JobUID: y) due to prioritization"));
+  withWorkload(o, workloadOf(o, evicted));
+
+  // 1. The job is cancelled as for suspend; the quota stays Kueue's until the job has ended.
+  auto cancelling = decide(o);
+  ASSERT_TRUE(cancelling.cancelJob.has_value());
+  EXPECT_EQ(*cancelling.cancelJob, kJob);
+  EXPECT_EQ(reasons(cancelling), std::vector<std::string>{"Preempted"});
+  EXPECT_NE(cancelling.events[0].message.find("(Preempted): Preempted to accommodate"), std::string::npos);
+  EXPECT_EQ(cancelling.status->phase, crd::Phase::Cancelling);
+  noKueueWrites(cancelling);
+  EXPECT_FALSE(cancelling.createJob.has_value());
+  o = next(o, cancelling);
+  o.vertex.job->state = vertex::JobState::Cancelling;
+  auto still = decide(o);
+  EXPECT_FALSE(still.cancelJob.has_value()) << "asked once";
+  EXPECT_TRUE(still.events.empty());
+  noKueueWrites(still);
+
+  // 2. Vertex says it ended: the admission goes back as Kueue's integrations give it; the run waits,
+  // and no checkpoint is listed yet.
+  o = next(o, still);
+  o.vertex.job->state = vertex::JobState::Cancelled;
+  o.vertex.job->endTime = o.now;
+  EXPECT_FALSE(checkpointRequired(o));
+  auto waiting = decide(o);
+  ASSERT_TRUE(waiting.releaseAdmission.has_value());
+  EXPECT_FALSE(waiting.createJob.has_value());
+  EXPECT_EQ(waiting.status->phase, crd::Phase::Queued) << waiting.status->message;
+  EXPECT_EQ(conditionOf(*waiting.status, "Ready").rfind("False/WaitingForKueue: evicted (Preempted)", 0), 0u);
+  EXPECT_FALSE(crd::isFinished(waiting.status->phase)) << "never Cancelled: the run is not over";
+
+  // Kueue took the admission back: pending again, nothing more to write.
+  o = next(o, waiting);
+  json pending = pendingStatus("Pending", "Preempted to accommodate a workload");
+  pending["conditions"].push_back(condition("Evicted", "True", "Preempted", "Preempted to accommodate a workload"));
+  withWorkload(o, workloadOf(o, pending));
+  auto quiet = decide(o);
+  EXPECT_FALSE(quiet.releaseAdmission.has_value());
+  EXPECT_FALSE(quiet.createJob.has_value());
+
+  // 3. Admitted again: attempt 2 from the newest checkpoint.
+  o = next(o, quiet);
+  json again = admittedStatus();
+  again["conditions"].push_back(condition("Evicted", "False", "QuotaReserved", "Previously: Preempted"));
+  withWorkload(o, workloadOf(o, again));
+  EXPECT_TRUE(checkpointRequired(o));
+  o.checkpoints.listed = true;
+  o.checkpoints.latest = Checkpoint{"gs://bucket/bert/checkpoints/ckpt-4", T0};
+  auto resumed = decide(o);
+  ASSERT_TRUE(resumed.createJob.has_value());
+  EXPECT_EQ(resumed.createJob->attempt, 2);
+  EXPECT_EQ(resumed.createJob->resumeFrom, "gs://bucket/bert/checkpoints/ckpt-4");
+  EXPECT_EQ(reasons(resumed), std::vector<std::string>{"Resumed"});
+  noKueueWrites(resumed);
+}
+
 TEST(KueueDecide, TheWorkloadSaysWhatThePlacementAsksFor) {
   auto o = fresh({{"kueue.x-k8s.io/queue-name", "team-a"}, {"kueue.x-k8s.io/priority-class", "urgent"}});
   o.kueue.priority = 1000;
