@@ -46,7 +46,7 @@ baseline as an annotation (patch), writes status, and sets blockOwnerDeletion on
 {{- /* Admission by Kueue, only when enabled: each labelled run's Workload (create, watch, delete with
 the run), its status (patch: marked Finished, an admission released, as Kueue's own integrations do),
 and LocalQueues as the contract names them. WorkloadPriorityClasses are cluster-scoped: rbac.yaml. */}}
-{{- if .Values.kueue.enabled }}
+{{- if (.Values.kueue | default dict).enabled }}
 - apiGroups: [kueue.x-k8s.io]
   resources: [workloads]
   verbs: [create, get, list, watch, delete]
