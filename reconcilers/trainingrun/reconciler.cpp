@@ -267,11 +267,14 @@ Plan TrainingRunReconciler::createPlannedWorkload(const Observed& o, Plan plan) 
   return decided;
 }
 
+void TrainingRunReconciler::readTenancyRules(Observed& o) {
+  if (options_.tenancy.empty() || o.tenancy.rules != nullptr) return;  // no rules, or read this pass already
+  o.tenancy.rules = &options_.tenancy;
+  o.tenancy.ns = namespaces_.get(o.metadata.namespace_);
+}
+
 void TrainingRunReconciler::observeRegistry(Observed& o) {
-  if (!options_.tenancy.empty()) {
-    o.tenancy.rules = &options_.tenancy;
-    o.tenancy.ns = namespaces_.get(o.metadata.namespace_);
-  }
+  readTenancyRules(o);
   auto& reading = o.registry;
   reading.read = true;
   if (tenancyOf(o).violation) return;  // refused before any call
@@ -361,8 +364,7 @@ void TrainingRunReconciler::observeRegistry(Observed& o) {
 
 void TrainingRunReconciler::observeTenancy(Observed& o) {
   if (options_.tenancy.empty()) return;
-  o.tenancy.rules = &options_.tenancy;
-  o.tenancy.ns = namespaces_.get(o.metadata.namespace_);
+  readTenancyRules(o);
   // Others' claims matter only where decide may create a job (no job yet, or one that ended) for a
   // run that wants accelerators on some placement (a CPU-only spec may fail over to GPUs); a running
   // run's pass never reads them.
@@ -682,8 +684,7 @@ std::optional<std::string> TrainingRunReconciler::adoptionRefusal(const Observed
 
 bool TrainingRunReconciler::outsideItsRule(Observed& o) {
   if (options_.tenancy.empty()) return false;
-  o.tenancy.rules = &options_.tenancy;
-  o.tenancy.ns = namespaces_.get(o.metadata.namespace_);
+  readTenancyRules(o);
   return tenancyOf(o).violation.has_value();
 }
 

@@ -142,6 +142,8 @@ class TrainingRunReconciler final : public controller::Reconciler {
   void observeAdoption(Observed& observed);
   // Whether the run's spec is outside its tenancy rule: then nothing of it reaches Vertex.
   bool outsideItsRule(Observed& observed);
+  // The tenancy rules and the run's namespace labels into `observed`, once a pass.
+  void readTenancyRules(Observed& observed);
   // Why the run may not take spec.adoptJob, a job with `labels` (another run's or another cluster's;
   // `askOtherRuns`: or a job another run recorded or named first); nullopt when it may.
   std::optional<std::string> adoptionRefusal(const Observed& observed, const std::map<std::string, std::string>& labels,
