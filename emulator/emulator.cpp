@@ -155,6 +155,7 @@ Response Emulator::handle(const Request& original) {
 
 bool Emulator::injectFault(Response& response) {
   std::lock_guard lock(mutex_);
+  if (!faultsAfter_.empty()) return false;  // armed only by the call they wait for
   std::uniform_real_distribution<double> unit(0, 1);
   if (failNext_ > 0 || (options_.failRate > 0 && unit(random_) < options_.failRate)) {
     if (failNext_ > 0) --failNext_;
@@ -169,6 +170,16 @@ bool Emulator::injectFault(Response& response) {
     return true;
   }
   return false;
+}
+
+void Emulator::lostAnswer(const std::string& verb, Response& response) {
+  {
+    std::lock_guard lock(mutex_);
+    if (faultsAfter_ != verb) return;
+    faultsAfter_.clear();
+    ++stats_["answersLost"];
+  }
+  injectFault(response);
 }
 
 bool Emulator::overCreateQuota() {
@@ -257,7 +268,11 @@ Response Emulator::handleVertex(const Request& request) {
   auto kind = kindOfCollection(collection);
   if (!kind) throw ApiError(404, "NOT_FOUND", "No such collection: " + collection);
   if (segments.size() == 6) {
-    if (request.method == "POST") return createJob(where, *kind, request.body);
+    if (request.method == "POST") {
+      auto created = createJob(where, *kind, request.body);
+      lostAnswer("create", created);
+      return created;
+    }
     if (request.method == "GET") {
       auto filter = request.query.count("filter") ? request.query.at("filter") : "";
       auto token = request.query.count("pageToken") ? request.query.at("pageToken") : "";
@@ -283,7 +298,9 @@ Response Emulator::handleVertex(const Request& request) {
     if (verb.empty() && request.method == "DELETE") return {200, jobs_.remove(name)};
     if (verb == "cancel" && request.method == "POST") {
       jobs_.cancel(name);
-      return {200, json::object()};
+      Response cancelled{200, json::object()};
+      lostAnswer("cancel", cancelled);
+      return cancelled;
     }
   }
   throw ApiError(404, "NOT_FOUND", "No method " + request.method + " " + request.path);
@@ -356,10 +373,15 @@ Response Emulator::handleControl(const Request& request) {
   }
   if (rest == "faults" && request.method == "POST") {
     auto body = json::parse(request.body, nullptr, false);
-    if (!body.is_object()) throw ApiError(400, "INVALID_ARGUMENT", "Expected {\"unavailable\": N, \"throttled\": M}.");
+    auto after = body.is_object() ? body.value("after", std::string()) : std::string();
+    if (!body.is_object() || (after != "" && after != "create" && after != "cancel")) {
+      throw ApiError(400, "INVALID_ARGUMENT",
+                     "Expected {\"unavailable\": N, \"throttled\": M} and optionally \"after\": \"create\" or \"cancel\".");
+    }
     std::lock_guard lock(mutex_);
     failNext_ = body.value("unavailable", 0);
     throttleNext_ = body.value("throttled", 0);
+    faultsAfter_ = failNext_ + throttleNext_ > 0 ? after : "";
     return {200, json::object()};
   }
   auto colon = rest.rfind(':');

@@ -131,6 +131,12 @@ class Emulator {
   std::mutex mutex_;  // guards the members below
   std::mt19937 random_;
   int failNext_ = 0, throttleNext_ = 0;  // queued by POST /emulator/v1/faults
+  // "create" or "cancel" ("after" in the faults body): the faults above wait for the next job create or
+  // cancel, which is carried out and answered with the first of them (an answer lost after Google acted).
+  std::string faultsAfter_;
+  // Arms the faults when `verb` is what they wait for: `response` (of the call just carried out) becomes
+  // the first of them.
+  void lostAnswer(const std::string& verb, Response& response);
   vertex::SlidingWindow recentCreates_;
   std::map<std::string, vertex::SlidingWindow> recentLogReads_;  // by project
   std::map<std::string, int> stats_;

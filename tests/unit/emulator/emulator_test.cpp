@@ -321,6 +321,34 @@ TEST_F(EmulatorTest, QueuedFaultsAnswer503Then429ThenSucceed) {
   EXPECT_EQ(stats["throttled"], 1);
 }
 
+// Faults that wait for a create or a cancel: it is carried out and its answer lost, then the rest
+// follow; what comes before passes.
+TEST_F(EmulatorTest, FaultsAfterACreateOrCancelLoseItsAnswerOnceItWasCarriedOut) {
+  token_ = token();
+  auto control = [&](const std::string& body) {
+    return emulator_.handle({"POST", "/emulator/v1/faults", {}, {}, body}).status;
+  };
+  EXPECT_EQ(control(R"({"unavailable": 2, "after": "delete"})"), 400);
+  ASSERT_EQ(control(R"({"unavailable": 2, "after": "create"})"), 200);
+  EXPECT_EQ(call("GET", kParent + "/customJobs").status, 200) << "nothing before the create fails";
+  EXPECT_EQ(call("POST", kParent + "/customJobs", customJob()).status, 503);
+  EXPECT_EQ(call("GET", kParent + "/customJobs").status, 503);
+  auto listed = call("GET", kParent + "/customJobs");
+  ASSERT_EQ(listed.status, 200);
+  ASSERT_EQ(listed.body["customJobs"].size(), 1u) << "the create whose answer was lost was carried out";
+  auto name = listed.body["customJobs"][0]["name"].get<std::string>();
+
+  ASSERT_EQ(control(R"({"unavailable": 1000, "after": "cancel"})"), 200);
+  EXPECT_EQ(call("POST", "/v1/" + name + ":cancel", json::object()).status, 503);
+  EXPECT_EQ(call("GET", "/v1/" + name).status, 503) << "Vertex unreachable after it";
+  ASSERT_EQ(control("{}"), 200);
+  auto job = call("GET", "/v1/" + name);
+  ASSERT_EQ(job.status, 200);
+  EXPECT_NE(job.body["state"], "JOB_STATE_RUNNING");
+  EXPECT_NE(job.body["state"], "JOB_STATE_QUEUED") << "the cancel whose answer was lost was carried out";
+  EXPECT_EQ(emulator_.handle({"GET", "/emulator/v1/stats", {}, {}, ""}).body["answersLost"], 2);
+}
+
 TEST(EmulatorFaultRates, AnswerEveryRequestWithTheConfiguredFault) {
   testing::FakeClock clock;
   for (auto [failRate, throttleRate, status] : {std::tuple{1.0, 0.0, 503}, std::tuple{0.0, 1.0, 429}}) {
