@@ -1,5 +1,7 @@
 #include "metrics/trainingrun_metrics.h"
 
+#include <set>
+
 namespace vto::metrics {
 
 TrainingRunMetrics::TrainingRunMetrics(prometheus::Registry& registry)
@@ -27,7 +29,21 @@ TrainingRunMetrics::TrainingRunMetrics(prometheus::Registry& registry)
       registrationFailures_(prometheus::BuildCounter()
                                 .Name("vto_model_registration_failures_total")
                                 .Help("Failed attempts to register a succeeded TrainingRun's model, by reason (each is retried)")
-                                .Register(registry)) {}
+                                .Register(registry)),
+      kueueEvictions_(prometheus::BuildCounter()
+                          .Name("vto_trainingrun_kueue_evictions_total")
+                          .Help("Running TrainingRun jobs cancelled because Kueue evicted the run's Workload, by "
+                                "Kueue's reason")
+                          .Register(registry)) {}
+
+void TrainingRunMetrics::kueueEviction(const std::string& ns, const std::string& reason) {
+  // Kueue v0.17.0's reasons (a Deactivated one may carry a cause); a label value from an object stays bounded.
+  static const std::set<std::string> known = {
+      "Preempted", "PodsReadyTimeout", "AdmissionCheck", "ClusterQueueStopped", "LocalQueueStopped", "NodeFailures",
+      "Deactivated", "DeactivatedDueToRequeuingLimitExceeded", "DeactivatedDueToMaximumExecutionTimeExceeded",
+      "DeactivatedDueToAdmissionCheck", "EvictedOnManagerCluster", "WorkloadSliceReplaced"};
+  kueueEvictions_.Add({{"namespace", ns}, {"reason", known.contains(reason) ? reason : "Other"}}).Increment();
+}
 
 void TrainingRunMetrics::versionRegistered(const std::string& ns, const std::string& model) {
   versionsRegistered_.Add({{"namespace", ns}, {"model", model}}).Increment();

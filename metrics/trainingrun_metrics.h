@@ -28,6 +28,10 @@ class TrainingRunMetrics {
   // vto_model_registration_failures_total{namespace,reason}: registration passes that failed
   // (ArtifactMissing, UploadFailed, PermissionDenied, TenantPolicyViolation); each is retried.
   void registrationFailed(const std::string& ns, const std::string& reason);
+  // vto_trainingrun_kueue_evictions_total{namespace,reason}: running jobs cancelled because Kueue
+  // evicted their run's Workload, by Kueue's reason (Preempted, ClusterQueueStopped, Deactivated, ...;
+  // anything else Kueue may add: Other).
+  void kueueEviction(const std::string& ns, const std::string& reason);
   // Drops a run's per-run series once it is no longer running.
   void forgetRun(const std::string& ns, const std::string& name);
 
@@ -38,6 +42,7 @@ class TrainingRunMetrics {
   prometheus::Family<prometheus::Gauge>& checkpointAge_;
   prometheus::Family<prometheus::Counter>& versionsRegistered_;
   prometheus::Family<prometheus::Counter>& registrationFailures_;
+  prometheus::Family<prometheus::Counter>& kueueEvictions_;
 };
 
 }  // namespace vto::metrics

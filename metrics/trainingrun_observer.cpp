@@ -35,6 +35,16 @@ TrainingRunObserver::TrainingRunObserver(const Clock& clock, std::vector<std::st
                    .Name("vto_trainingruns_waiting_for_capacity")
                    .Help("TrainingRuns waiting now because every placement they may use has no capacity, by namespace")
                    .Register(*registry_)),
+      waitingForKueue_(prometheus::BuildGauge()
+                           .Name("vto_trainingruns_waiting_for_kueue")
+                           .Help("TrainingRuns waiting now for Kueue to admit their Workload (queue-name label), by "
+                                 "namespace")
+                           .Register(*registry_)),
+      kueueWaitSeconds_(prometheus::BuildHistogram()
+                            .Name("vto_trainingrun_kueue_wait_seconds")
+                            .Help("Time a TrainingRun waited for Kueue's admission, each wait (before its first job "
+                                  "and after each eviction), by namespace")
+                            .Register(*registry_)),
       queueSeconds_(prometheus::BuildHistogram()
                         .Name("vto_trainingrun_queue_seconds")
                         .Help("Time from a TrainingRun's creation to its first job running")
@@ -125,6 +135,7 @@ void TrainingRunObserver::observe(RunSnapshot run) {
     record.finished = isTerminal(run.phase);
     record.lastFailedAttempt = run.failedAttempts.empty() ? 0 : run.failedAttempts.rbegin()->first;
     record.accountedUntil = now;
+    if (run.waitingForKueue && !isTerminal(run.phase)) record.kueueWaitingSince = now;
     gaugeStale_ = true;
     return;
   }
@@ -156,6 +167,16 @@ void TrainingRunObserver::observe(RunSnapshot run) {
         }
       }
     }
+  }
+  // A wait for Kueue ends when it admits (the job follows in the same pass), or the run ends waiting.
+  bool waitsForKueue = run.waitingForKueue && !isTerminal(run.phase);
+  if (waitsForKueue && !record.kueueWaitingSince) {
+    record.kueueWaitingSince = now;
+  } else if (!waitsForKueue && record.kueueWaitingSince) {
+    if (active_) {
+      kueueWaitSeconds_.Add({{"namespace", run.ns}}, queueBuckets()).Observe(seconds(now - *record.kueueWaitingSince));
+    }
+    record.kueueWaitingSince.reset();
   }
   if (run.phase == "Running" || run.firstRunning) record.sawRunning = true;
   record.finished = isTerminal(run.phase);  // a run edited out of Invalid may finish again
@@ -216,31 +237,41 @@ void TrainingRunObserver::setPerRunLocked(prometheus::Family<prometheus::Gauge>&
   }
 }
 
+void TrainingRunObserver::setPerNamespaceLocked(prometheus::Family<prometheus::Gauge>& family,
+                                                std::map<std::string, prometheus::Gauge*>& gauges,
+                                                const std::set<std::string>& namespaces,
+                                                const std::map<std::string, int>& counts) const {
+  for (const auto& ns : namespaces) {
+    auto& gauge = gauges[ns];
+    if (gauge == nullptr) gauge = &family.Add({{"namespace", ns}});
+    auto count = counts.find(ns);
+    gauge->Set(count == counts.end() ? 0 : count->second);
+  }
+  for (auto it = gauges.begin(); it != gauges.end();) {
+    if (namespaces.count(it->first) == 0) {
+      family.Remove(it->second);
+      it = gauges.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
 void TrainingRunObserver::recomputeGaugeLocked() const {
   gaugeStale_ = false;
   std::map<std::pair<std::string, std::string>, int> counts;
-  std::map<std::string, int> waiting;
+  std::map<std::string, int> waiting, waitingForKueue;
   std::set<std::string> namespaces;
   if (active_) {
     for (const auto& [uid, record] : records_) {
       namespaces.insert(record.run.ns);
       ++counts[{record.run.ns, record.run.phase}];
       if (record.run.waitingForCapacity) ++waiting[record.run.ns];
+      if (record.run.waitingForKueue && !isTerminal(record.run.phase)) ++waitingForKueue[record.run.ns];
     }
   }
-  for (const auto& ns : namespaces) {
-    auto& gauge = waitingGauges_[ns];
-    if (gauge == nullptr) gauge = &waiting_.Add({{"namespace", ns}});
-    gauge->Set(waiting.count(ns) ? waiting[ns] : 0);
-  }
-  for (auto it = waitingGauges_.begin(); it != waitingGauges_.end();) {
-    if (namespaces.count(it->first) == 0) {
-      waiting_.Remove(it->second);
-      it = waitingGauges_.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  setPerNamespaceLocked(waiting_, waitingGauges_, namespaces, waiting);
+  setPerNamespaceLocked(waitingForKueue_, kueueWaitingGauges_, namespaces, waitingForKueue);
   // Per run, only while it is not finished: the number of series follows the active runs.
   std::map<std::string, std::pair<const RunSnapshot*, double>> progress, eta;
   if (active_) {

@@ -16,6 +16,7 @@
 #include <prometheus/registry.h>
 
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -52,6 +53,7 @@ struct RunSnapshot {
   std::optional<Clock::time_point> completed;
   std::map<int, std::string> failedAttempts;      // attempt number -> failure class
   bool waitingForCapacity = false;                // every placement of spec.capacity is blocked
+  bool waitingForKueue = false;                   // Ready=False WaitingForKueue: no job until Kueue admits
   std::optional<double> hourlyUsd;                // status.cost.hourlyUsd: what the running job costs per hour
   std::optional<double> progressRatio;            // status.progress step / totalSteps, 0 to 1
   std::optional<Clock::time_point> eta;           // status.progress.eta
@@ -87,11 +89,17 @@ class TrainingRunObserver final : public prometheus::Collectable {
     bool finished = false;        // counted in finished_total for its current terminal phase
     int lastFailedAttempt = 0;    // attempts up to this number are counted in attempt_failures_total
     Clock::time_point accountedUntil{};
+    // Since when it waits for Kueue, as this process saw it (a run already waiting at the first sight:
+    // from then, a lower bound).
+    std::optional<Clock::time_point> kueueWaitingSince;
   };
   void accrueLocked(Record& record, Clock::time_point now) const;
   // The phase gauge is rebuilt at scrape time, not per observe: a rebuild walks every record, and
   // doing it per event made submitting N runs cost O(N^2).
   void recomputeGaugeLocked() const;
+  // Sets one gauge per namespace that has runs (0 for those `counts` lacks) and removes the others'.
+  void setPerNamespaceLocked(prometheus::Family<prometheus::Gauge>& family, std::map<std::string, prometheus::Gauge*>& gauges,
+                             const std::set<std::string>& namespaces, const std::map<std::string, int>& counts) const;
   // Sets one gauge per run of `values` (by uid: namespace and name) and removes those of runs not in it.
   void setPerRunLocked(prometheus::Family<prometheus::Gauge>& family, std::map<std::string, prometheus::Gauge*>& gauges,
                        const std::map<std::string, std::pair<const RunSnapshot*, double>>& values) const;
@@ -101,6 +109,8 @@ class TrainingRunObserver final : public prometheus::Collectable {
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Gauge>& runs_;
   prometheus::Family<prometheus::Gauge>& waiting_;
+  prometheus::Family<prometheus::Gauge>& waitingForKueue_;
+  prometheus::Family<prometheus::Histogram>& kueueWaitSeconds_;
   prometheus::Family<prometheus::Histogram>& queueSeconds_;
   prometheus::Family<prometheus::Histogram>& durationSeconds_;
   prometheus::Family<prometheus::Counter>& finished_;
@@ -116,6 +126,7 @@ class TrainingRunObserver final : public prometheus::Collectable {
   mutable std::map<std::string, Record> records_;  // by uid; accounting at scrape time moves accountedUntil
   mutable std::map<std::pair<std::string, std::string>, prometheus::Gauge*> gauges_;  // (namespace, phase)
   mutable std::map<std::string, prometheus::Gauge*> waitingGauges_;                   // by namespace
+  mutable std::map<std::string, prometheus::Gauge*> kueueWaitingGauges_;              // by namespace
   mutable std::map<std::string, prometheus::Gauge*> progressGauges_, etaGauges_;      // by uid
   mutable bool gaugeStale_ = false;
 };

@@ -33,15 +33,18 @@ bool isSuspensionCancel(const CachedJob& job, const crd::Attempt& attempt) {
 // Kueue again, and resumes from its newest checkpoint once admitted.
 constexpr const char* kEvictedMessage = "cancelled by vto: Kueue evicted the run's Workload";
 
-bool isEvictionCancel(const CachedJob& job, const crd::Attempt& attempt) {
-  return job.state == vertex::JobState::Cancelled && attempt.message == kEvictedMessage;
-}
-
 // Kueue's Evicted condition on the Workload of a run that is Kueue's, while it stands.
 const WorkloadCondition* evictionOf(const Observed& o) {
   if (!queueNameOf(o.metadata) || !o.kueue.workload) return nullptr;
   const auto* evicted = o.kueue.workload->condition("Evicted");
   return evicted != nullptr && evicted->status == "True" ? evicted : nullptr;
+}
+
+// The attempt's message says it; or the pass that cancelled the job never wrote status (the operator
+// died after Vertex took the cancel) and the eviction still stands: it stays True until Kueue admits
+// the Workload again, which needs the release that only follows this job's end.
+bool isEvictionCancel(const Observed& o, const CachedJob& job, const crd::Attempt& attempt) {
+  return job.state == vertex::JobState::Cancelled && (attempt.message == kEvictedMessage || evictionOf(o) != nullptr);
 }
 
 // Nothing retrying can fix until the spec is edited: no job, no retries.
@@ -381,18 +384,25 @@ Plan afterFailure(Draft& d, const CachedJob& job, const DecideOptions& options) 
   return create(d, options);
 }
 
+// Told once per eviction, with the mark that makes its cancelled job the eviction's: by the pass that
+// cancels, or by the first that finds the job cancelling or cancelled unmarked (the pass that asked
+// died before its status write, and its Event with it).
+void tellEviction(Draft& d, const CachedJob& job, const WorkloadCondition& eviction) {
+  if (d.current().message == kEvictedMessage) return;
+  d.current().message = kEvictedMessage;
+  d.plan.evictedBy = eviction.reason;
+  d.plan.events.push_back(warningEvent(
+      "Preempted", "Kueue evicted Workload " + d.o.kueue.workload->name + " (" + eviction.reason + "): " +
+                       eviction.message + "; cancelling " + job.name +
+                       ", the run resumes from its newest checkpoint once Kueue admits it again"));
+}
+
 // Kueue evicted the run's Workload (a preemption, a stopped queue, a deactivation) while its job
 // runs: the job is cancelled as for suspend, its checkpoints kept; the admission goes back once Vertex
 // says the job ended (afterEviction).
 Plan evict(Draft& d, const CachedJob& job, const WorkloadCondition& eviction, const DecideOptions& options) {
-  const auto& workload = d.o.kueue.workload->name;
-  if (job.state != vertex::JobState::Cancelling) {
-    d.plan.cancelJob = job.name;
-    d.current().message = kEvictedMessage;
-    d.plan.events.push_back(warningEvent(
-        "Preempted", "Kueue evicted Workload " + workload + " (" + eviction.reason + "): " + eviction.message +
-                         "; cancelling " + job.name + ", the run resumes from its newest checkpoint once Kueue admits it again"));
-  }
+  if (job.state != vertex::JobState::Cancelling) d.plan.cancelJob = job.name;
+  tellEviction(d, job, eviction);
   applyJobState(d, job);
   d.condition(ConditionType::Running, false, Reason::WaitingForKueue, "evicted by Kueue (" + eviction.reason + ")");
   d.phase(Phase::Cancelling, "evicted by Kueue (" + eviction.reason + "): waiting for " + job.name + " to be cancelled",
@@ -434,6 +444,8 @@ Plan afterEviction(Draft& d, const CachedJob& job, const DecideOptions& options)
   }
   d.current().state = std::string(vertex::jobStateName(job.state));
   d.current().endTime = wholeSeconds(job.endTime);
+  // Marked before the release (act's order), as Evicted clears at the re-admission that may follow it.
+  if (const auto* eviction = evictionOf(d.o)) tellEviction(d, job, *eviction);
   if (auto waiting = kueueGate(d, runAt(d.run, placementOf(d)))) return *waiting;
   return unsuspend(d, job, options, "the run is no longer Kueue's");  // its label was removed meanwhile
 }
@@ -544,7 +556,7 @@ crd::TenancyDecision tenancyOf(const Observed& o) {
 bool checkpointRequired(const Observed& o) {
   // A job cancelled for an eviction is resumed only once Kueue admits the run again: not listed before.
   bool awaitingKueue = !o.status.history.attempts.empty() && o.vertex.job &&
-                       isEvictionCancel(*o.vertex.job, o.status.history.attempts.back()) &&
+                       isEvictionCancel(o, *o.vertex.job, o.status.history.attempts.back()) &&
                        !(o.kueue.workload && o.kueue.workload->admitted());
   return o.run && o.metadata.deletionTimestamp.empty() && !o.run->spec.suspend && o.vertex.job &&
          vertex::isTerminal(o.vertex.job->state) && !awaitingKueue &&
@@ -660,7 +672,7 @@ Plan decide(const Observed& o, const DecideOptions& options) {
   }
   if (!o.vertex.job) return create(d, options);
   if (isSuspensionCancel(*o.vertex.job, d.current())) return unsuspend(d, *o.vertex.job, options);
-  if (isEvictionCancel(*o.vertex.job, d.current())) return afterEviction(d, *o.vertex.job, options);
+  if (isEvictionCancel(o, *o.vertex.job, d.current())) return afterEviction(d, *o.vertex.job, options);
   if (const auto* eviction = evictionOf(o); eviction != nullptr && !vertex::isTerminal(o.vertex.job->state))
     return evict(d, *o.vertex.job, *eviction, options);
   return followJob(d, *o.vertex.job, options);

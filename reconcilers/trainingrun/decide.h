@@ -287,6 +287,7 @@ struct Plan {
   bool finished = false;
   std::string registeredModel;  // a version of this model ID was registered (vto_model_versions_registered_total)
   std::optional<Reason> registrationFailed;  // vto_model_registration_failures_total
+  std::string evictedBy;  // Kueue's eviction reason, when this pass cancels a job for it (vto_trainingrun_kueue_evictions_total)
 };
 
 struct DecideOptions {

@@ -845,14 +845,6 @@ Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& 
     }
   }
   if (plan.createWorkload) plan = createPlannedWorkload(o, std::move(plan));
-  if (plan.releaseAdmission) {
-    // As Kueue's own integrations release it: the manager that owns status.admission, forced.
-    try {
-      patchWorkloadStatus(meta.namespace_, *plan.releaseAdmission);
-    } catch (const controller::ApiError& e) {
-      if (!e.isNotFound()) throw;  // gone: nothing holds the quota
-    }
-  }
   if (plan.createJob) plan = createPlannedJob(o, std::move(plan));
   if (plan.uploadModel) plan = uploadPlannedModel(o, std::move(plan), written, cached);
   if (const auto& evaluation = plan.importEvaluation) {
@@ -868,6 +860,16 @@ Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& 
     rememberOwnWrite(current(), status);
     written = std::move(status);
   }
+  if (plan.releaseAdmission) {
+    // After the status that marks the cancelled job as the eviction's: Kueue may admit again at once,
+    // and the Evicted condition that otherwise tells is then gone. As Kueue's own integrations release
+    // it: the manager that owns status.admission, forced.
+    try {
+      patchWorkloadStatus(meta.namespace_, *plan.releaseAdmission);
+    } catch (const controller::ApiError& e) {
+      if (!e.isNotFound()) throw;  // gone: nothing holds the quota
+    }
+  }
   controller::recordEvents(events_, current(), plan.events);
   if (!plan.impostorsWarned.empty()) jobs_.impostorsReported(meta.uid, plan.impostorsWarned);
   if (metrics_ != nullptr) {
@@ -879,6 +881,7 @@ Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& 
     }
     if (plan.finished) metrics_->forgetRun(meta.namespace_, meta.name);
     if (!plan.registeredModel.empty()) metrics_->versionRegistered(meta.namespace_, plan.registeredModel);
+    if (!plan.evictedBy.empty()) metrics_->kueueEviction(meta.namespace_, plan.evictedBy);
     if (plan.registrationFailed) metrics_->registrationFailed(meta.namespace_, reasonName(*plan.registrationFailed));
   }
   if (plan.finishWorkload) {

@@ -99,6 +99,8 @@ metrics::RunSnapshot trainingRunSnapshot(const nlohmann::json& object, const crd
   snapshot.scheduling = crd::enumName(run.spec.scheduling.strategy, crd::schedulingStrategyNames());
   snapshot.completed = run.status.completionTime;
   snapshot.waitingForCapacity = run.status.history.capacity && run.status.history.capacity->waitingSince;
+  for (const auto& c : run.status.conditions)
+    if (c.type == "Ready" && c.status == "False" && c.reason == "WaitingForKueue") snapshot.waitingForKueue = true;
   if (run.status.cost && run.status.cost->hourlyUsd) {
     char* end = nullptr;
     double hourly = std::strtod(run.status.cost->hourlyUsd->c_str(), &end);

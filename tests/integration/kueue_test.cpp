@@ -10,7 +10,13 @@
 //     WorkloadPriorityClass's; deleting the run deletes its Workload.
 //   - A run without the label is untouched: its job at once, no Workload.
 //   - What a labelled run costs the API server beyond an unlabelled one; the chart's RBAC.
+//   - The operator killed with SIGKILL inside the two windows admission opens: after Kueue admitted
+//     and Vertex created the job but before the run's status names it; after Kueue evicted and Vertex
+//     took the cancel but before the run's status says so. The emulator loses that call's answer and
+//     then answers nothing (its faults "after" a create or a cancel), so the operator is provably in the
+//     window when killed. After a restart: one job per attempt, the admission released, the run resumed.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <chrono>
 #include <fstream>
@@ -95,6 +101,30 @@ class Kueue : public ::testing::Test {
            "      imageUri: us-central1-docker.pkg.dev/test-project/train/model:1\n"
            "  resources: {machineType: g2-standard-8, acceleratorType: NVIDIA_L4, acceleratorCount: 1}\n"
            "  baseOutputDirectory: gs://" + std::string(kTestBucket) + "/" + ns + "/" + name + "\n";
+  }
+
+  // Labels for namespace `ns`'s LocalQueue and a WorkloadPriorityClass.
+  static std::string priorityLabels(const std::string& ns, const std::string& priorityClass) {
+    return "    kueue.x-k8s.io/queue-name: " + ns + "\n    kueue.x-k8s.io/priority-class: " + priorityClass + "\n";
+  }
+
+  // A queue of one L4 where a higher priority preempts a lower one (vto-test-high over vto-test-low),
+  // and run "low" training on it with a checkpoint written, what it resumes from once preempted: its
+  // uid, or "" (a failure) if it never got there.
+  std::string trainLowPriorityRun(const std::string& ns) {
+    makeQueues(ns, 1, "  preemption:\n    withinClusterQueue: LowerPriority\n");
+    apply("apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata:\n  name: vto-test-low\nvalue: 100\n");
+    apply("apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata:\n  name: vto-test-high\nvalue: 1000\n");
+    apply(l4Run(ns, "low", priorityLabels(ns, "vto-test-low")));
+    bool training =
+        stack().waitForPhase(ns, "low", "Running", seconds(60)) &&
+        waitFor([&] { return !stack().gcsClient().listObjects(kTestBucket, ns + "/low/checkpoints/ckpt-").empty(); },
+                seconds(30));
+    if (!training) {
+      ADD_FAILURE() << "low never trained with a checkpoint: " << stack().phaseOf(ns, "low") << " " << readyOf(ns, "low");
+      return "";
+    }
+    return stack().getRun(ns, "low")["metadata"]["uid"].get<std::string>();
   }
 
   std::string jobOf(const std::string& ns, const std::string& name) {
@@ -190,19 +220,10 @@ TEST_F(Kueue, TwoL4sRunTwoJobsTheThirdWaitsForKueueAndStartsWhenOneEnds) {
 
 TEST_F(Kueue, AHigherPriorityRunPreemptsALowOneWhichResumesFromItsCheckpointOnceReadmitted) {
   const std::string ns = "kueue-preempt";
-  makeQueues(ns, 1, "  preemption:\n    withinClusterQueue: LowerPriority\n");
-  apply("apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata:\n  name: vto-test-low\nvalue: 100\n");
-  apply("apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata:\n  name: vto-test-high\nvalue: 1000\n");
-  const std::string queue = "    kueue.x-k8s.io/queue-name: " + ns + "\n";
-  apply(l4Run(ns, "low", queue + "    kueue.x-k8s.io/priority-class: vto-test-low\n"));
-  // Training, with a checkpoint written: what the preempted run will resume from.
-  ASSERT_TRUE(stack().waitForPhase(ns, "low", "Running", seconds(60))) << readyOf(ns, "low");
-  ASSERT_TRUE(waitFor(
-      [] { return !stack().gcsClient().listObjects(kTestBucket, "kueue-preempt/low/checkpoints/ckpt-").empty(); },
-      seconds(30)));
-  auto lowUid = stack().getRun(ns, "low")["metadata"]["uid"].get<std::string>();
+  auto lowUid = trainLowPriorityRun(ns);
+  ASSERT_FALSE(lowUid.empty());
 
-  apply(l4Run(ns, "high", queue + "    kueue.x-k8s.io/priority-class: vto-test-high\n"));
+  apply(l4Run(ns, "high", priorityLabels(ns, "vto-test-high")));
   // Kueue evicts the low run's Workload; vto cancels its job, gives the admission back once it ended;
   // the high run gets the L4.
   ASSERT_TRUE(waitFor([&] { return !jobOf(ns, "high").empty(); }, seconds(60)))
@@ -336,6 +357,92 @@ TEST_F(Kueue, TheChartGrantsWhatKueueNeedsAndTheOperatorNeededNoMore) {
   EXPECT_FALSE(canI("patch workloads.kueue.x-k8s.io -n default"));
   EXPECT_FALSE(canI("create clusterqueues.kueue.x-k8s.io"));
   EXPECT_EQ(stack().operatorLog().find("forbidden"), std::string::npos) << stack().operatorLog();
+}
+
+// The emulator's faults: `body` as POST /emulator/v1/faults takes it ({} clears them).
+void emulatorFaults(const std::string& body) {
+  auto result = runShell("curl -sf -X POST -d '" + body + "' " + stack().emulator().url() + "/emulator/v1/faults");
+  ASSERT_EQ(result.exitCode, 0) << result.output;
+}
+int answersLost() {
+  auto stats = json::parse(runShell("curl -sf " + stack().emulator().url() + "/emulator/v1/stats").output, nullptr, false);
+  return stats.is_object() ? stats.value("answersLost", 0) : -1;
+}
+
+// A create whose answer is lost, then Vertex unreachable: the job exists, the run's status does not
+// name it, Kueue has admitted. Killed there and restarted, the operator finds the job by its labels
+// (the exactly-once lookup) instead of making a second, and follows it under the same Workload.
+TEST_F(Kueue, KilledBetweenAdmissionAndRecordingTheJobTheRestartedOperatorMakesNoSecond) {
+  const std::string ns = "kueue-kill-admit";
+  makeQueues(ns, 1);
+  int lostBefore = answersLost();
+  emulatorFaults(R"({"unavailable": 1000000, "after": "create"})");
+  apply(l4Run(ns, "admitted", "    kueue.x-k8s.io/queue-name: " + ns + "\n"));
+  ASSERT_TRUE(waitFor([&] { return answersLost() == lostBefore + 1; }, seconds(60)))
+      << stack().phaseOf(ns, "admitted") << " " << readyOf(ns, "admitted");
+  // Inside the window: admitted, the job made, and the run does not know it.
+  EXPECT_EQ(conditionOf(workloadOf(ns, "admitted"), "Admitted"), "True/Admitted");
+  EXPECT_EQ(jobOf(ns, "admitted"), "");
+  EXPECT_EQ(stack().stopOperator(SIGKILL), 128 + SIGKILL);
+  emulatorFaults("{}");
+  stack().startOperator({"--kueue"});
+
+  ASSERT_TRUE(stack().waitForPhase(ns, "admitted", "Succeeded", seconds(90)))
+      << stack().phaseOf(ns, "admitted") << " " << readyOf(ns, "admitted");
+  auto uid = stack().getRun(ns, "admitted")["metadata"]["uid"].get<std::string>();
+  EXPECT_EQ(stack().jobsOfRun(uid).size(), 1u) << "the job of the lost answer, and no second";
+  EXPECT_EQ(workloads(ns).size(), 1u) << "no second Workload";
+  EXPECT_EQ(conditionOf(workloadOf(ns, "admitted"), "Finished"), "True/Succeeded");
+}
+
+// A cancel whose answer is lost, then Vertex unreachable: Kueue evicted the low run for the high one,
+// Vertex is cancelling its job, the run's status still says Running and the admission is held.
+// Killed there and restarted, the operator treats the cancelled job as the eviction's (not as a
+// user's cancel that would end the run), releases the admission so the high run starts, and resumes
+// the low run from its checkpoint once Kueue admits it again.
+TEST_F(Kueue, KilledBetweenEvictionAndRecordingTheCancelTheRunStillResumesOnce) {
+  const std::string ns = "kueue-kill-evict";
+  auto lowUid = trainLowPriorityRun(ns);
+  ASSERT_FALSE(lowUid.empty());
+
+  int lostBefore = answersLost();
+  emulatorFaults(R"({"unavailable": 1000000, "after": "cancel"})");
+  apply(l4Run(ns, "high", priorityLabels(ns, "vto-test-high")));
+  ASSERT_TRUE(waitFor([&] { return answersLost() == lostBefore + 1; }, seconds(60)))
+      << "low: " << stack().phaseOf(ns, "low") << " " << readyOf(ns, "low") << "\nhigh: " << readyOf(ns, "high");
+  // Inside the window: evicted, the cancel taken by Vertex, the admission still held, the run unaware.
+  auto held = workloadOf(ns, "low");
+  EXPECT_EQ(conditionOf(held, "Evicted"), "True/Preempted");
+  EXPECT_EQ(conditionOf(held, "QuotaReserved"), "True/QuotaReserved") << "released only after the job's end";
+  EXPECT_EQ(stack().phaseOf(ns, "low"), "Running");
+  EXPECT_EQ(jobOf(ns, "high"), "");
+  EXPECT_EQ(stack().stopOperator(SIGKILL), 128 + SIGKILL);
+  emulatorFaults("{}");
+  stack().startOperator({"--kueue"});
+
+  ASSERT_TRUE(stack().waitForPhase(ns, "high", "Succeeded", seconds(90)))
+      << "high: " << readyOf(ns, "high") << "\nlow: " << stack().phaseOf(ns, "low") << " " << readyOf(ns, "low");
+  ASSERT_TRUE(stack().waitForPhase(ns, "low", "Succeeded", seconds(90)))
+      << stack().phaseOf(ns, "low") << " " << readyOf(ns, "low") << "\n" << stack().eventsOf(ns, "low");
+  auto low = stack().getRun(ns, "low");
+  ASSERT_EQ(low["status"]["attempts"].size(), 2u) << low["status"].dump(2);
+  std::string resumedFrom = low["status"]["attempts"][1].value("resumedFrom", "");
+  EXPECT_EQ(resumedFrom.rfind("gs://test-bucket/" + ns + "/low/checkpoints/ckpt-", 0), 0u) << resumedFrom;
+  EXPECT_EQ(stack().jobsOfRun(lowUid).size(), 2u) << "the cancelled one and the resumed one: no duplicate";
+  EXPECT_EQ(stack().jobsOfRun(stack().getRun(ns, "high")["metadata"]["uid"].get<std::string>()).size(), 1u);
+  // Told once, by the restarted operator (the killed pass's Event died with it), and counted.
+  auto events = stack().eventsOf(ns, "low");
+  EXPECT_NE(events.find("Preempted: Kueue evicted Workload trainingrun-low-"), std::string::npos) << events;
+  auto metrics = runShell("curl -sf " + stack().metricsUrl()).output;
+  EXPECT_EQ(sampleSum(metrics, "vto_trainingrun_kueue_evictions_total",
+                      [&](const Labels& l) { return l.at("namespace") == ns && l.at("reason") == "Preempted"; }),
+            1);
+  EXPECT_GE(sampleSum(metrics, "vto_trainingrun_kueue_wait_seconds_count",
+                      [&](const Labels& l) { return l.at("namespace") == ns; }),
+            1)
+      << "the low run's wait after its eviction, seen by the restarted operator";
+  EXPECT_EQ(sampleSum(metrics, "vto_trainingruns_waiting_for_kueue", [&](const Labels& l) { return l.at("namespace") == ns; }),
+            0);
 }
 
 }  // namespace

@@ -43,6 +43,10 @@ const std::map<std::string, std::string> kAbsentMetrics = {
      "ArtifactMissing, and tests/promtool fires VtoModelRegistrationFailing on it"},
     {"vto_budget_spent_usd", "no tenancy rule here has a budget; unit tests set it and tests/promtool fires the budget alerts on it"},
     {"vto_budget_limit_usd", "no tenancy rule here has a budget"},
+    {"vto_trainingrun_kueue_wait_seconds",
+     "no run here is Kueue's (a histogram appears at its first wait); kueue_test scrapes it after a preemption"},
+    {"vto_trainingrun_kueue_evictions_total",
+     "no run here is Kueue's (a counter appears at its first eviction); kueue_test scrapes it after a preemption"},
     {"vto_trainingrun_cost_usd_total",
      "a counter appears when a priced job is scraped while running; this scenario's jobs may finish between scrapes"},
 };

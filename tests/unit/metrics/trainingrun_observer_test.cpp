@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "metrics/trainingrun_metrics.h"
 #include "tests/fakes/clock_fake.h"
 
 namespace vto::metrics {
@@ -134,6 +135,55 @@ TEST_F(TrainingRunObserverTest, CountsEachFailedAttemptOnceByFailureClass) {
   observer.observe(again);
   EXPECT_EQ(valueOf(observer, "vto_trainingrun_attempt_failures_total", {{"failure_class", "Preemption"}}), 1);
   EXPECT_EQ(valueOf(observer, "vto_trainingrun_attempt_failures_total", {{"failure_class", "Stockout"}}), 1);
+}
+
+// Runs waiting for Kueue: a gauge per namespace (0 included), and each wait, before the first job
+// and again after an eviction, once it ends.
+TEST_F(TrainingRunObserverTest, KueueWaitsAreCountedNowAndTimedWhenKueueAdmits) {
+  auto waiting = gpuRun("Queued");
+  waiting.waitingForKueue = true;
+  observer.observe(waiting);
+  auto other = gpuRun("Running");
+  other.uid = "uid-2";
+  observer.observe(other);
+  EXPECT_EQ(valueOf(observer, "vto_trainingruns_waiting_for_kueue", {{"namespace", "team-a"}}), 1);
+  EXPECT_EQ(valueOf(observer, "vto_trainingrun_kueue_wait_seconds", {}), -1) << "still waiting";
+  clock.advance(seconds(40));
+  observer.observe(gpuRun("Submitted"));  // admitted: its job is created in the same pass
+  EXPECT_EQ(valueOf(observer, "vto_trainingruns_waiting_for_kueue", {{"namespace", "team-a"}}), 0);
+  EXPECT_EQ(valueOf(observer, "vto_trainingrun_kueue_wait_seconds", {{"namespace", "team-a"}}), 1);
+  double sum = -1;
+  for (const auto& family : observer.Collect())
+    if (family.name == "vto_trainingrun_kueue_wait_seconds") sum = family.metric.at(0).histogram.sample_sum;
+  EXPECT_EQ(sum, 40);
+  // Evicted, waiting again, and deleted while waiting: a second wait, the gauge back to 0.
+  observer.observe(waiting);
+  clock.advance(seconds(5));
+  observer.observe(waiting);
+  EXPECT_EQ(valueOf(observer, "vto_trainingrun_kueue_wait_seconds", {{"namespace", "team-a"}}), 1);
+  auto cancelled = gpuRun("Cancelled");
+  cancelled.waitingForKueue = true;  // its last Ready condition, kept by a finished run
+  observer.observe(cancelled);
+  EXPECT_EQ(valueOf(observer, "vto_trainingrun_kueue_wait_seconds", {{"namespace", "team-a"}}), 2);
+  EXPECT_EQ(valueOf(observer, "vto_trainingruns_waiting_for_kueue", {{"namespace", "team-a"}}), 0);
+}
+
+TEST(TrainingRunMetrics, KueueEvictionsAreCountedByKueuesReasonBoundedToTheReasonsItHas) {
+  prometheus::Registry registry;
+  TrainingRunMetrics metrics(registry);
+  metrics.kueueEviction("team-a", "Preempted");
+  metrics.kueueEviction("team-a", "Preempted");
+  metrics.kueueEviction("team-a", "DeactivatedDueToMaximumExecutionTimeExceeded");
+  metrics.kueueEviction("team-a", "whatever a hand-written condition says");
+  std::map<std::string, double> byReason;
+  for (const auto& family : registry.Collect()) {
+    if (family.name != "vto_trainingrun_kueue_evictions_total") continue;
+    for (const auto& metric : family.metric)
+      for (const auto& label : metric.label)
+        if (label.name == "reason") byReason[label.value] = metric.counter.value;
+  }
+  EXPECT_EQ(byReason, (std::map<std::string, double>{
+                          {"Preempted", 2}, {"DeactivatedDueToMaximumExecutionTimeExceeded", 1}, {"Other", 1}}));
 }
 
 TEST_F(TrainingRunObserverTest, TheFirstSightIsABaselineNotATransition) {

@@ -8,11 +8,17 @@
 #include <memory>
 
 #include "base/rfc3339.h"
+#include "reconcilers/retraining/decide.h"
 #include "reconcilers/trainingrun/decide.h"
 #include "reconcilers/trainingrun/kueue.h"
+#include "tests/unit/reconcilers/trainingrun/decide_table.h"
 
 namespace vto::reconcilers {
 namespace {
+
+using decide_table::reasons;
+using decide_table::Row;
+using decide_table::runTable;
 
 using nlohmann::json;
 using std::chrono::seconds;
@@ -101,41 +107,10 @@ Observed next(Observed o, const Plan& plan) {
   return o;
 }
 
-std::vector<std::string> reasons(const Plan& plan) {
-  std::vector<std::string> out;
-  for (const auto& e : plan.events) out.push_back(e.reason);
-  return out;
-}
-
 std::string conditionOf(const crd::TrainingRunStatus& status, const std::string& type) {
   for (const auto& c : status.conditions)
     if (c.type == type) return c.status + "/" + c.reason + ": " + c.message;
   return "";
-}
-
-struct Row {
-  std::string name;
-  std::function<Observed()> observed;
-  std::optional<crd::Phase> phase;  // nullopt: no status write expected
-  std::vector<std::string> events;
-  std::function<void(const Plan&)> check = [](const Plan&) {};
-};
-
-void runTable(const std::vector<Row>& rows) {
-  for (const auto& row : rows) {
-    SCOPED_TRACE(row.name);
-    auto plan = decide(row.observed());
-    if (row.phase) {
-      ASSERT_TRUE(plan.status.has_value());
-      ASSERT_TRUE(plan.status->phase.has_value());
-      EXPECT_EQ(crd::enumName(*plan.status->phase, crd::phaseNames()), crd::enumName(*row.phase, crd::phaseNames()))
-          << plan.status->message;
-    } else {
-      EXPECT_FALSE(plan.status.has_value()) << plan.status->message;
-    }
-    EXPECT_EQ(reasons(plan), row.events);
-    row.check(plan);
-  }
 }
 
 void noKueueWrites(const Plan& p) {
@@ -530,6 +505,246 @@ TEST(KueueDecide, AnEvictionCancelsTheJobReleasesTheAdmissionOnceItEndedAndResum
   EXPECT_EQ(resumed.createJob->resumeFrom, "gs://bucket/bert/checkpoints/ckpt-4");
   EXPECT_EQ(reasons(resumed), std::vector<std::string>{"Resumed"});
   noKueueWrites(resumed);
+}
+
+// The admitted Workload of `o`'s run, then evicted by Kueue for `reason` (still holding its admission:
+// only vto releases it).
+json evictedStatus(const std::string& reason, const std::string& message = "evicted by Kueue") {
+  json status = admittedStatus();
+  status["conditions"].push_back(condition("Evicted", "True", reason, message));
+  return status;
+}
+
+std::map<std::string, std::string> conditionsIn(const json& statusApply) {
+  std::map<std::string, std::string> out;
+  for (const auto& c : statusApply["status"]["conditions"])
+    out[c["type"]] = c["status"].get<std::string>() + "/" + c["reason"].get<std::string>();
+  return out;
+}
+
+// Every reason Kueue v0.17.0 evicts with (apis/kueue/v1beta2/workload_types.go; Deactivated with a
+// cause as workload.ReasonWithCause writes it): the job is cancelled, told in a Warning with Kueue's
+// reason; once it ended the admission goes back, requeued at once only after a preemption or a node
+// failure, as Kueue's integrations do; the run waits and never ends Cancelled.
+TEST(KueueDecide, EveryEvictionReasonCancelsTheJobAndReleasesTheAdmissionOnceItEnded) {
+  const std::vector<std::pair<std::string, bool>> evictions = {
+      {"Preempted", true},
+      {"NodeFailures", true},
+      {"PodsReadyTimeout", false},
+      {"AdmissionCheck", false},
+      {"ClusterQueueStopped", false},
+      {"LocalQueueStopped", false},
+      {"Deactivated", false},
+      {"DeactivatedDueToRequeuingLimitExceeded", false},
+      {"DeactivatedDueToMaximumExecutionTimeExceeded", false},
+      {"DeactivatedDueToAdmissionCheck", false},
+      {"EvictedOnManagerCluster", false},
+      {"WorkloadSliceReplaced", false},
+  };
+  std::vector<Row> rows;
+  for (const auto& [reason, requeued] : evictions) {
+    rows.push_back({reason + ", the job running: cancelled, a Warning with Kueue's reason",
+                    [reason] {
+                      auto o = running(vertex::JobState::Running);
+                      withWorkload(o, workloadOf(o, evictedStatus(reason)));
+                      return o;
+                    },
+                    crd::Phase::Cancelling, {"Preempted"},
+                    [reason](const Plan& p) {
+                      EXPECT_EQ(p.cancelJob, kJob);
+                      EXPECT_EQ(p.events[0].type, controller::EventType::Warning);
+                      EXPECT_NE(p.events[0].message.find("(" + reason + "): evicted by Kueue"), std::string::npos)
+                          << p.events[0].message;
+                      EXPECT_EQ(p.evictedBy, reason);
+                      noKueueWrites(p);
+                    }});
+    rows.push_back({reason + ", the job cancelled: the admission released, the run waits",
+                    [reason] {
+                      auto o = running(vertex::JobState::Running);
+                      withWorkload(o, workloadOf(o, evictedStatus(reason)));
+                      o = next(o, decide(o));
+                      o.vertex.job->state = vertex::JobState::Cancelled;
+                      o.vertex.job->endTime = o.now;
+                      return o;
+                    },
+                    crd::Phase::Queued, {"WaitingForKueue"},
+                    [reason, requeued](const Plan& p) {
+                      EXPECT_FALSE(p.cancelJob.has_value());
+                      EXPECT_FALSE(p.createJob.has_value());
+                      ASSERT_TRUE(p.releaseAdmission.has_value());
+                      EXPECT_FALSE((*p.releaseAdmission)["status"].contains("admission"));
+                      auto conditions = conditionsIn(*p.releaseAdmission);
+                      EXPECT_EQ(conditions["Requeued"], (requeued ? "True/" : "False/") + reason);
+                      EXPECT_EQ(conditions["QuotaReserved"], "False/Pending");
+                      EXPECT_EQ(conditions["Admitted"], "False/NoReservation");
+                      EXPECT_EQ(conditionOf(*p.status, "Ready").rfind("False/WaitingForKueue: evicted (" + reason + ")", 0), 0u);
+                      EXPECT_EQ(p.events[0].type, controller::EventType::Warning);
+                    }});
+  }
+  runTable(rows);
+}
+
+// The operator killed inside the windows an eviction opens: after Vertex took the cancel but before
+// the status that marks the job as the eviction's; after that status but before the release. A
+// restarted operator sees only Vertex and the Workload, and must neither end the run Cancelled nor
+// cancel or release twice.
+TEST(KueueDecide, AnEvictionDecidedAgainAfterACrashEndsTheSameWay) {
+  auto evicted = [] {
+    auto o = running(vertex::JobState::Running);
+    withWorkload(o, workloadOf(o, evictedStatus("Preempted")));
+    return o;
+  };
+  runTable({
+      {"killed after the cancel, before its status: Vertex says CANCELLING; not asked again, the job marked",
+       [&] {
+         auto o = evicted();
+         o.vertex.job->state = vertex::JobState::Cancelling;
+         return o;
+       },
+       crd::Phase::Cancelling, {"Preempted"},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.cancelJob.has_value());
+         EXPECT_EQ(p.status->history.attempts.back().message, "cancelled by vto: Kueue evicted the run's Workload");
+         EXPECT_EQ(p.evictedBy, "Preempted") << "the dead pass's Event and count, told now";
+         noKueueWrites(p);
+       }},
+      {"killed after the cancel, before its status: Vertex says CANCELLED; released, waiting, not Cancelled",
+       [&] {
+         auto o = evicted();
+         o.vertex.job->state = vertex::JobState::Cancelled;
+         o.vertex.job->endTime = o.now;
+         return o;
+       },
+       crd::Phase::Queued, {"Preempted", "WaitingForKueue"},
+       [](const Plan& p) {
+         EXPECT_TRUE(p.releaseAdmission.has_value());
+         EXPECT_FALSE(p.finished);
+         EXPECT_FALSE(p.finishWorkload.has_value()) << "a Finished Workload would never be admitted again";
+         EXPECT_EQ(p.status->history.attempts.back().message, "cancelled by vto: Kueue evicted the run's Workload");
+       }},
+      {"no checkpoint listing while it waits for Kueue, marked or not",
+       [&] {
+         auto o = evicted();
+         o.vertex.job->state = vertex::JobState::Cancelled;
+         EXPECT_FALSE(checkpointRequired(o));
+         return o;
+       },
+       crd::Phase::Queued, {"Preempted", "WaitingForKueue"}},
+      {"killed after the status, before the release: released now, once",
+       [&] {
+         auto o = evicted();
+         o = next(o, decide(o));
+         o.vertex.job->state = vertex::JobState::Cancelled;
+         o.vertex.job->endTime = o.now;
+         auto waiting = decide(o);
+         EXPECT_TRUE(waiting.releaseAdmission.has_value());
+         return next(o, waiting);  // the release never reached the API server: the Workload as it was
+       },
+       std::nullopt, {},
+       [](const Plan& p) {
+         EXPECT_TRUE(p.releaseAdmission.has_value()) << "the admission still held";
+         EXPECT_FALSE(p.cancelJob.has_value());
+         EXPECT_FALSE(p.createJob.has_value());
+       }},
+      {"a job cancelled outside vto while the Workload stays admitted is still the user's cancel",
+       [] { return running(vertex::JobState::Cancelled); }, crd::Phase::Cancelled, {"Cancelled"},
+       [](const Plan& p) { EXPECT_TRUE(p.finishWorkload.has_value()); }},
+  });
+}
+
+// The Workload's other states once a job runs: deleted by someone else (the job goes on: a deleted
+// Workload cannot be told from one the cache has not listed yet), Finished by someone else (nothing
+// to do until the run needs a new admission).
+TEST(KueueDecide, AWorkloadGoneOrFinishedUnderARunningJobLeavesTheJobAlone) {
+  runTable({
+      {"deleted under a running job: followed as before, no new Workload while the job runs",
+       [] {
+         auto o = running(vertex::JobState::Running);
+         o = next(o, decide(o));  // Running already stored
+         o.kueue.workload.reset();
+         o.kueue.workloadObject.reset();
+         return o;
+       },
+       std::nullopt, {},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.cancelJob.has_value());
+         noKueueWrites(p);
+       }},
+      {"deleted while waiting for admission: made again, still no job",
+       [] {
+         auto o = fresh();
+         o = next(o, decide(o));
+         withWorkload(o, workloadOf(o, pendingStatus()));
+         o = next(o, decide(o));
+         o.kueue.workload.reset();
+         o.kueue.workloadObject.reset();
+         return o;
+       },
+       crd::Phase::Queued, {},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.createJob.has_value());
+         EXPECT_TRUE(p.createWorkload.has_value());
+       }},
+      {"Finished under a running job: followed, not finished again",
+       [] {
+         auto o = running(vertex::JobState::Running);
+         o = next(o, decide(o));
+         json status = admittedStatus();
+         status["conditions"].push_back(condition("Finished", "True", "Succeeded", "by hand"));
+         withWorkload(o, workloadOf(o, status));
+         return o;
+       },
+       std::nullopt, {},
+       [](const Plan& p) {
+         EXPECT_FALSE(p.cancelJob.has_value());
+         noKueueWrites(p);
+       }},
+  });
+}
+
+// A RetrainingPolicy whose template carries the labels: each run it creates is Kueue's, so it gets a
+// Workload on the policy's queue with the policy's priority class, and no job before admission.
+TEST(KueueDecide, ARetrainingPolicysRunsInheritItsQueueAndWaitForKueue) {
+  json policy = json::parse(R"({"apiVersion": "vto.dev/v1beta1", "kind": "RetrainingPolicy",
+    "metadata": {"name": "fraud", "namespace": "ml", "uid": "p-uid", "generation": 1,
+                 "creationTimestamp": "2026-12-20T11:00:00Z"},
+    "spec": {"template": {"metadata": {"labels": {"kueue.x-k8s.io/queue-name": "team-a",
+                                                  "kueue.x-k8s.io/priority-class": "nightly"}},
+                          "spec": {"trainer": {"container": {"imageUri": "us-docker.pkg.dev/p/r/i:1"}},
+                                   "resources": {"machineType": "g2-standard-8", "acceleratorType": "NVIDIA_L4",
+                                                 "acceleratorCount": 1},
+                                   "baseOutputDirectory": "gs://bucket/fraud/"}},
+             "triggers": {"schedule": {"cron": "0 * * * *"}}}})");
+  auto plan = decidePolicy(readPolicy(policy, {}, T0 + seconds(30)));
+  ASSERT_EQ(plan.create.size(), 1u) << "the 12:00 slot";
+  json run = plan.create[0].run;
+  EXPECT_EQ(run["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "team-a");
+  run["metadata"]["uid"] = kUid;
+  run["metadata"]["generation"] = 1;
+  run["metadata"]["resourceVersion"] = "1";
+
+  Observed o;
+  o.now = T0 + seconds(31);
+  o.run = crd::decodeTrainingRun(run);
+  o.metadata = o.run->metadata;
+  o.defaults = {"test-project", "us-central1"};
+  o.kueue.enabled = true;
+  o.kueue.priority = 10;
+  auto first = decide(o);
+  EXPECT_FALSE(first.createJob.has_value());
+  ASSERT_TRUE(first.createWorkload.has_value());
+  EXPECT_EQ((*first.createWorkload)["spec"]["queueName"], "team-a");
+  EXPECT_EQ((*first.createWorkload)["spec"]["priorityClassRef"]["name"], "nightly");
+  EXPECT_EQ((*first.createWorkload)["spec"]["priority"], 10);
+  EXPECT_EQ((*first.createWorkload)["metadata"]["ownerReferences"][0]["name"], run["metadata"]["name"]);
+  EXPECT_EQ(first.status->phase, crd::Phase::Queued);
+  // Admitted: its job, as for any labelled run.
+  o = next(o, first);
+  json admitted = *first.createWorkload;
+  admitted["metadata"]["uid"] = "w-uid";
+  admitted["status"] = admittedStatus();
+  withWorkload(o, admitted);
+  EXPECT_TRUE(decide(o).createJob.has_value());
 }
 
 TEST(KueueDecide, TheWorkloadSaysWhatThePlacementAsksFor) {

@@ -9,10 +9,15 @@
 #include "base/rfc3339.h"
 #include "reconcilers/jobs/log_tail.h"
 #include "vertex/api_error.h"
+#include "tests/unit/reconcilers/trainingrun/decide_table.h"
 #include "vertex/json_codec.h"
 
 namespace vto::reconcilers {
 namespace {
+
+using decide_table::reasons;
+using decide_table::Row;
+using decide_table::runTable;
 
 using nlohmann::json;
 using std::chrono::seconds;
@@ -71,43 +76,11 @@ Observed fresh() {
   return o;
 }
 
-std::vector<std::string> reasons(const Plan& plan) {
-  std::vector<std::string> out;
-  for (const auto& e : plan.events) out.push_back(e.reason);
-  return out;
-}
-
 std::string conditionReason(const crd::TrainingRunStatus& status, const std::string& type) {
   for (const auto& c : status.conditions) {
     if (c.type == type) return c.status + "/" + c.reason;
   }
   return "";
-}
-
-struct Row {
-  std::string name;
-  std::function<Observed()> observed;
-  std::optional<crd::Phase> phase;  // nullopt: no status write expected
-  std::vector<std::string> events;
-  std::function<void(const Plan&)> check = [](const Plan&) {};
-};
-
-void runTable(const std::vector<Row>& rows) {
-  for (const auto& row : rows) {
-    SCOPED_TRACE(row.name);
-    auto o = row.observed();
-    auto plan = decide(o);
-    if (row.phase) {
-      ASSERT_TRUE(plan.status.has_value());
-      ASSERT_TRUE(plan.status->phase.has_value()) << "a status without a phase";
-      EXPECT_EQ(crd::enumName(*plan.status->phase, crd::phaseNames()), crd::enumName(*row.phase, crd::phaseNames()))
-          << plan.status->message;
-    } else {
-      EXPECT_FALSE(plan.status.has_value());
-    }
-    EXPECT_EQ(reasons(plan), row.events);
-    row.check(plan);
-  }
 }
 
 TEST(DecideTest, PhaseTransitionsFollowTheJob) {
