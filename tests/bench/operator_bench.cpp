@@ -7,13 +7,17 @@
 //      requests and writes, GCS checkpoint lists;
 //   3. cold start: the operator restarted with the N runs stored, until every run was reconciled once;
 //   4. submission alone: N runs again on a fresh stack whose jobs stay queued, API server requests per
-//      run once the operator is idle (phase 1's count includes jobs that start inside its window).
+//      run once the operator is idle (phase 1's count includes jobs that start inside its window);
+//   5. submission through Kueue: the same with every run labelled kueue.x-k8s.io/queue-name, the real
+//      Kueue manager admitting them all (a ClusterQueue of N vto.dev/runs) and `vto run --kueue`: the
+//      operator's own writes and Vertex requests per run, against phase 4's.
 // The emulator's flags and vto's poll intervals match ../shared/peer/bench.sh, so that
 // scripts/bench.sh can print these figures beside the Go peer's. Figures only; it asserts nothing.
 //
 // Environment: BENCH_RESULTS (a TSV file to append "N vto key value" rows to), BENCH_WINDOW (120),
 // BENCH_SETTLE (30), BENCH_STEP_TIME (10s), BENCH_POLL (30), BENCH_FAST_POLL (5), BENCH_RUNNING_WAIT (600),
-// BENCH_VTO_FLAGS (extra `vto run` flags, separated by spaces; none by default).
+// BENCH_VTO_FLAGS (extra `vto run` flags, separated by spaces; none by default), BENCH_KUEUE (0 skips
+// phase 5; it also says so and goes on when the Kueue build is missing).
 #include <signal.h>
 #include <unistd.h>
 
@@ -32,6 +36,7 @@
 #include "controller/rest_config.h"
 #include "crd/yaml_json.h"
 #include "reconcilers/trainingrun/reconciler.h"
+#include "tests/support/kueue_process.h"
 #include "tests/support/operator_stack.h"
 #include "tests/support/prometheus_text.h"
 #include "tests/support/wait.h"
@@ -122,12 +127,13 @@ long closedConnections(const std::string& url) {
 
 // N runs stored in `ns` with vto's own kube client before the operator starts, so its first list sees
 // them all at once (kubectl apply takes minutes for 10,000 objects: it would measure kubectl).
-void storeRuns(OperatorStack& stack, const std::string& ns, int runs) {
+void storeRuns(OperatorStack& stack, const std::string& ns, int runs, const nlohmann::json& labels = nlohmann::json()) {
   stack.createNamespace(ns);
   controller::RestKubeClient kube(controller::loadKubeconfig(stack.cluster().kubeconfig()));
   auto createStarted = std::chrono::steady_clock::now();
   for (int i = 0; i < runs; ++i) {
     auto manifest = crd::parseYamlDocuments(simpleRunManifest(ns, "run-" + std::to_string(i))).at(0);
+    if (labels.is_object()) manifest["metadata"]["labels"] = labels;
     kube.create(reconcilers::trainingRunResource(), ns, manifest);
   }
   std::printf("%6d runs created in %.1f s (load %.2f)\n", runs,
@@ -323,6 +329,71 @@ void submissionAlone(int runs) {
   std::fflush(stdout);
 }
 
+// 5. What admission by Kueue adds at submission: N labelled runs on a fresh stack with the real Kueue
+// manager and a ClusterQueue that admits them all, jobs held queued as in phase 4. Counted by the
+// operator itself (rest_client_requests_total: every request it sent, its Workloads' included; the API
+// server's counts would add Kueue's own writes and Events), once every run has its job and the operator
+// is idle.
+void submissionThroughKueue(int runs) {
+  if (env("BENCH_KUEUE", "1") == "0") return;
+  Results results{runs};
+  OperatorStack stack({"--queue-time", "3600s"});
+  std::unique_ptr<KueueProcess> kueue;
+  try {
+    kueue = std::make_unique<KueueProcess>(stack.cluster());
+  } catch (const std::exception& e) {
+    std::printf("%6d runs through Kueue: skipped, Kueue %s does not start here (scripts/test-tools.sh builds it): %.200s\n",
+                runs, kKueueVersion, e.what());
+    return;
+  }
+  const std::string ns = "bench-kueue-" + std::to_string(runs);
+  stack.createNamespace(ns);
+  auto apply = [&](const std::string& yaml) {
+    std::string path = stack.dir() + "/kueue-" + std::to_string(std::hash<std::string>{}(yaml)) + ".yaml";
+    std::ofstream(path) << yaml;
+    stack.kubectlOk("apply --server-side -f '" + path + "'");
+  };
+  apply("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: vertex\n");
+  apply("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: " + ns +
+        "\nspec:\n  namespaceSelector: {}\n  resourceGroups:\n  - coveredResources: [vto.dev/runs]\n    flavors:\n"
+        "    - name: vertex\n      resources:\n      - name: vto.dev/runs\n        nominalQuota: " +
+        std::to_string(runs) + "\n");
+  apply("apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata:\n  name: " + ns + "\n  namespace: " + ns +
+        "\nspec:\n  clusterQueue: " + ns + "\n");
+  storeRuns(stack, ns, runs, {{"kueue.x-k8s.io/queue-name", ns}});
+  int metricsPort = freeLoopbackPort();
+  auto flags = operatorFlags(ns, metricsPort);
+  flags.push_back("--kueue");
+  long vertex0 = emulatorRequests(stack);
+  auto started = std::chrono::steady_clock::now();
+  stack.startOperator(flags);
+  auto writes = [&] {
+    auto out = runShell("curl -sf http://127.0.0.1:" + std::to_string(metricsPort) + "/metrics").output;
+    return sampleSum(out, "rest_client_requests_total", [](const Labels& l) { return l.count("method") && l.at("method") != "GET"; });
+  };
+  bool idle = waitFor(
+      [&] {
+        return emulatorStats(stack).value("created", 0) >= runs && metricSum(metricsPort, "workqueue_depth") == 0 &&
+               metricSum(metricsPort, "controller_runtime_active_workers") == 0;
+      },
+      std::chrono::minutes(30), std::chrono::milliseconds(500));
+  double seconds = Seconds(std::chrono::steady_clock::now() - started).count();
+  double written = writes();
+  long vertex = emulatorRequests(stack) - vertex0;
+  stack.stopOperator(SIGTERM);
+  if (!idle) {
+    std::printf("%6d runs through Kueue: NOT every run admitted and submitted within 30 minutes\n", runs);
+    return;
+  }
+  results.record("submit_kueue_seconds", seconds);
+  results.record("submit_kueue_operator_writes", written);
+  results.record("submit_kueue_vertex", static_cast<double>(vertex));
+  std::printf("%6d runs through Kueue (labelled, all admitted, jobs held queued): every run has its job in %.1f s; per run "
+              "%.3f writes by the operator (its Workload's create included) and %.3f Vertex requests\n",
+              runs, seconds, written / runs, static_cast<double>(vertex) / runs);
+  std::fflush(stdout);
+}
+
 int main(int argc, char** argv) {
   std::vector<int> sizes;
   for (int i = 1; i < argc; ++i) sizes.push_back(std::atoi(argv[i]));
@@ -330,6 +401,7 @@ int main(int argc, char** argv) {
   for (int runs : sizes) {
     bench(runs);
     submissionAlone(runs);
+    submissionThroughKueue(runs);
   }
   return 0;
 }

@@ -154,6 +154,16 @@ for n in sizes:
             "≤ 3 (to 2 decimals)", round(alone / n, 2) <= 3, 3)
         rows.append(f"| … of which per run: finalizer writes / status writes / Event writes / reads | – | "
                     f"{split('vto', 'submit_alone_api_') or '–'} | – | – |")
+    # Phase 5: the same submission with every run labelled for Kueue (the operator's own count of its
+    # writes, its Workloads' included), and what that adds to phase 4's writes per run.
+    kueue_writes = v("submit_kueue_operator_writes")
+    if kueue_writes is not None:
+        row("operator writes per run at submit, labelled kueue.x-k8s.io/queue-name (all admitted)", per_run(kueue_writes),
+            None, "–", None, 3)
+        if alone is not None:
+            plain = sum(get(n, "vto", "submit_alone_api_" + kind) or 0 for kind in ("run_writes", "status_writes", "event_writes"))
+            row("… more than a run without the label (phase 4's writes)", (kueue_writes - plain) / n, None, "stated", None, 3)
+        row("Vertex requests per run at submit, labelled", per_run(v("submit_kueue_vertex")), None, "–", None, 2)
     row("cold start to every run reconciled once, s", v("cold_start_seconds"), None, "≤ 20 s",
         None if v("cold_start_seconds") is None or v("cold_start_seconds") < 0 else v("cold_start_seconds") <= 20)
     row("Vertex requests per run at submit", per_run(v("submit_vertex")), per_run(p("submit_vertex")), "–", None, 2)
