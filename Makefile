@@ -13,6 +13,7 @@ all: build
 
 help:
 	@echo "make demo         start the local system: API server, Vertex emulator, GCS emulator, operator, samples"
+	@echo "                  VTO_DEMO_KUEUE=1 make demo: with Kueue admitting and preempting (after make test-tools)"
 	@echo "make test         install, build and run every test (unit, integration, conformance)"
 	@echo "make build        build/bin/vto and the other binaries (Release)"
 	@echo "make test-tools   what only the tests need: Kueue and the release before (make test runs it)"

@@ -4,6 +4,8 @@
 # everything and leaves no process behind. `scripts/demo.sh --no-watch` sets up and exits (smoke test).
 # Every server binds a port it picked itself (or retries a lost one); build/demo/env records them all.
 # VTO_DEMO_STATE and VTO_BIN_DIR move the state directory and the binaries (tests/integration/demo_readme_test.cpp).
+# VTO_DEMO_KUEUE=1 adds admission by Kueue (docs/kueue.md): the real Kueue manager (scripts/test-tools.sh
+# builds it into the bin dir), an L4 queue, and runs that wait for it and are preempted by a higher priority.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -93,6 +95,48 @@ else
   say "the CRDs are not implemented yet (issue 4): skipped"
 fi
 
+# --- Admission by Kueue (VTO_DEMO_KUEUE=1): the manager as tests/support/kueue_process.cpp runs it. ---
+KUEUE_FLAGS=()
+if [ "${VTO_DEMO_KUEUE:-0}" = 1 ]; then
+  [ -x "$BIN/kueue" ] && [ -d "$BIN/kueue-crds" ] || { say "VTO_DEMO_KUEUE=1 needs Kueue in $BIN: make test-tools"; exit 1; }
+  kubectl apply --server-side --force-conflicts -f "$BIN/kueue-crds" >/dev/null
+  kubectl wait --for=condition=Established --timeout=60s -f "$BIN/kueue-crds" >/dev/null
+  K=$STATE/kueue
+  mkdir -p "$K/webhook-certs" "$K/etc-overlay/kueue/metrics/certs"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 30 -subj /CN=127.0.0.1 \
+    -addext subjectAltName=IP:127.0.0.1 -keyout "$K/webhook-certs/tls.key" -out "$K/webhook-certs/tls.crt" 2>/dev/null
+  cp "$K"/webhook-certs/tls.* "$K/etc-overlay/kueue/metrics/certs/"
+  # No webhooks are registered (the API server never calls Kueue); its servers still want certificates,
+  # the metrics one at the fixed /etc/kueue/metrics/certs: a read-only overlay of /etc in Kueue's own
+  # mount namespace gives it that path, the host's /etc untouched (docs/kueue-integration-notes.md).
+  cat >"$K/config.yaml" <<YAML
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+namespace: kueue-system
+health: {healthProbeBindAddress: "127.0.0.1:0"}
+metrics: {bindAddress: "127.0.0.1:$(free_port)"}
+webhook: {host: 127.0.0.1, port: $(free_port), certDir: $K/webhook-certs}
+leaderElection: {leaderElect: false}
+internalCertManagement: {enable: false}
+integrations: {frameworks: ["batch/job"]}
+featureGates: {VisibilityOnDemand: false, MultiKueue: false, TopologyAwareScheduling: false}
+YAML
+  userns=(); [ "$(id -u)" = 0 ] || userns=(--user --map-root-user)
+  start kueue unshare "${userns[@]}" --mount --propagation private sh -c \
+    'mount -t overlay overlay -o lowerdir="$1/etc-overlay":/etc /etc && exec "$2" --config "$1/config.yaml" --kubeconfig "$3"' \
+    sh "$K" "$BIN/kueue" "$KUBECONFIG"
+  kueue_ready() {
+    local port
+    port=$(grep -ho '"name":"health probe","addr":"127.0.0.1:[0-9]*"' "$STATE/kueue.log" "$STATE/kueue.out" | head -1 | grep -o '[0-9]*"$' | tr -d '"')
+    [ -n "$port" ] && curl -sf "http://127.0.0.1:$port/readyz"
+  }
+  wait_until 120 "Kueue (log: $STATE/kueue.log)" kueue_ready
+  kubectl apply -f config/demo/kueue/queues.yaml >/dev/null
+  KUEUE_FLAGS=(--kueue)
+  say "Kueue ready; ClusterQueue vertex-gpus holds one Vertex L4 (config/demo/kueue/)"
+fi
+# --- end Kueue ---
+
 # --- Observability (issue 13): Prometheus scrapes the metrics port the operator bound (read back below). ---
 METRICS_PORT=
 
@@ -103,7 +147,7 @@ if "$BIN/vto" run --help >/dev/null 2>&1; then
     --kubeconfig "$KUBECONFIG" --vertex-endpoint "http://127.0.0.1:$VERTEX_PORT" \
     --gcs-endpoint "http://127.0.0.1:$GCS_PORT" --default-project demo-project --default-location us-central1 \
     --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
-    --config config/demo/tenancy.yaml --budget-poll-interval 5
+    --config config/demo/tenancy.yaml --budget-poll-interval 5 "${KUEUE_FLAGS[@]}"
   # The operator binds free ports itself and logs them: read them back for the user.
   wait_until 60 "the operator's endpoints" grep -q 'health probes listening on http://' "$STATE/operator.log"
   METRICS_URL=$(grep -o 'metrics listening on http://[^ ]*' "$STATE/operator.log" | head -1 | cut -d' ' -f4)
@@ -142,6 +186,19 @@ if [ -n "${VERTEX_PORT:-}" ] && kubectl get trun llm-failover >/dev/null 2>&1; t
   say "capacity: us-central1 runs out of Spot A100s once llm-failover has checkpointed; it resumes in place (a Spot STOCKOUT is a preemption), then moves to us-east4"
 fi
 # --- end capacity failover ---
+
+# --- Kueue: two batch runs on one L4 (one waits), then an urgent one preempts the running batch run once
+# it has checkpointed; the batch run resumes from its checkpoint when the L4 is free again. ---
+if ((${#KUEUE_FLAGS[@]})); then
+  kubectl apply -f config/demo/kueue/batch.yaml >/dev/null
+  start kueue-drill env VERTEX="http://127.0.0.1:$VERTEX_PORT" bash -c '
+    until job=$(kubectl get trun kueue-batch-1 kueue-batch-2 -o jsonpath="{.items[*].status.job.name}") && [ -n "$job" ] &&
+          curl -sf "$VERTEX/emulator/v1/$job:trace" | grep -q "\"stepsRun\":\[[0-9]*,[0-9]"; do sleep 1; done
+    kubectl apply -f config/demo/kueue/urgent.yaml'
+  say "Kueue: kueue-batch-1 and -2 share one L4 (one waits: WaitingForKueue); kueue-urgent preempts the running one once it has checkpointed"
+  say "  kubectl get trun -l kueue.x-k8s.io/queue-name -w   # and: kubectl get workloads; kubectl describe trun kueue-batch-1"
+fi
+# --- end Kueue demo ---
 
 # --- Observability (issue 13): Debian's Prometheus scraping the operator, with vto's alert rules. ---
 if command -v prometheus >/dev/null; then
