@@ -837,6 +837,9 @@ Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& 
     }
     jobs_.erase(*plan.cancelJob);  // the next pass reads the CANCELLING/CANCELLED state from Vertex
   }
+  // After the job's create: a refusal for an accelerator quota decides again there, and the fallback
+  // it moves to may ask for other accelerators, which replaces the Workload in this same pass.
+  if (plan.createJob) plan = createPlannedJob(o, std::move(plan));
   if (plan.deleteWorkload) {
     try {
       kube_.remove(workloadResource(), meta.namespace_, *plan.deleteWorkload);
@@ -845,7 +848,6 @@ Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& 
     }
   }
   if (plan.createWorkload) plan = createPlannedWorkload(o, std::move(plan));
-  if (plan.createJob) plan = createPlannedJob(o, std::move(plan));
   if (plan.uploadModel) plan = uploadPlannedModel(o, std::move(plan), written, cached);
   if (const auto& evaluation = plan.importEvaluation) {
     try {

@@ -10,6 +10,8 @@
 //     WorkloadPriorityClass's; deleting the run deletes its Workload.
 //   - A run without the label is untouched: its job at once, no Workload.
 //   - What a labelled run costs the API server beyond an unlabelled one; the chart's RBAC.
+//   - A capacity failover to other accelerators (a quota refusal) replaces the Workload and waits for
+//     Kueue's admission of the new placement.
 //   - The operator killed with SIGKILL inside the two windows admission opens: after Kueue admitted
 //     and Vertex created the job but before the run's status names it; after Kueue evicted and Vertex
 //     took the cancel but before the run's status says so. The emulator loses that call's answer and
@@ -80,15 +82,17 @@ class Kueue : public ::testing::Test {
 
   // A ResourceFlavor, a ClusterQueue named after the namespace with `l4` vto.dev/nvidia-l4 and 10
   // vto.dev/runs, and a LocalQueue of the same name in it: docs/kueue.md's Vertex GPUs queue.
-  void makeQueues(const std::string& ns, int l4, const std::string& preemption = "") {
+  // `t4` more vto.dev/nvidia-tesla-t4 when not 0.
+  void makeQueues(const std::string& ns, int l4, const std::string& preemption = "", int t4 = 0) {
     stack().createNamespace(ns);
     apply("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: vertex\n");
     apply("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: " + ns +
           "\nspec:\n  namespaceSelector: {}\n" + preemption + "  resourceGroups:\n"
-          "  - coveredResources: [vto.dev/nvidia-l4, vto.dev/runs]\n"
+          "  - coveredResources: [vto.dev/nvidia-l4, vto.dev/runs" + (t4 ? ", vto.dev/nvidia-tesla-t4" : "") + "]\n"
           "    flavors:\n    - name: vertex\n      resources:\n"
           "      - name: vto.dev/nvidia-l4\n        nominalQuota: " + std::to_string(l4) +
-          "\n      - name: vto.dev/runs\n        nominalQuota: 10\n");
+          "\n      - name: vto.dev/runs\n        nominalQuota: 10\n" +
+          (t4 ? "      - name: vto.dev/nvidia-tesla-t4\n        nominalQuota: " + std::to_string(t4) + "\n" : ""));
     apply("apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata:\n  name: " + ns + "\n  namespace: " + ns +
           "\nspec:\n  clusterQueue: " + ns + "\n");
   }
@@ -357,6 +361,35 @@ TEST_F(Kueue, TheChartGrantsWhatKueueNeedsAndTheOperatorNeededNoMore) {
   EXPECT_FALSE(canI("patch workloads.kueue.x-k8s.io -n default"));
   EXPECT_FALSE(canI("create clusterqueues.kueue.x-k8s.io"));
   EXPECT_EQ(stack().operatorLog().find("forbidden"), std::string::npos) << stack().operatorLog();
+}
+
+// A capacity failover to other accelerators is a new admission: an admitted L4 run whose create Vertex
+// refuses for its L4 quota (a 429 naming the quota) moves to its T4 fallback in that pass; its L4
+// Workload is replaced by one asking for the T4, and the job is created once Kueue admits that one.
+TEST_F(Kueue, AFailoverToOtherAcceleratorsIsAdmittedAgainForItsNewPlacement) {
+  const std::string ns = "kueue-failover";
+  makeQueues(ns, 1, "", /*t4=*/1);
+  struct Refusal {  // the emulator's capacity entries removed whatever happens: others use L4s
+    ~Refusal() { runShell("curl -sf -X DELETE " + stack().emulator().url() + "/emulator/v1/capacity"); }
+  } refusal;
+  auto refused = runShell("curl -sf -X POST -H 'Content-Type: application/json' -d '{\"location\": \"us-central1\", "
+                          "\"acceleratorType\": \"NVIDIA_L4\", \"quota\": 0, \"quotaMode\": \"refuse\"}' " +
+                          stack().emulator().url() + "/emulator/v1/capacity");
+  ASSERT_EQ(refused.exitCode, 0) << refused.output;
+  apply(l4Run(ns, "failover", "    kueue.x-k8s.io/queue-name: " + ns + "\n") +
+        "  capacity:\n    fallbacks:\n"
+        "    - resources: {machineType: n1-standard-8, acceleratorType: NVIDIA_TESLA_T4, acceleratorCount: 1}\n");
+  ASSERT_TRUE(waitFor([&] { return !jobOf(ns, "failover").empty(); }, seconds(60)))
+      << stack().phaseOf(ns, "failover") << " " << readyOf(ns, "failover") << "\n" << stack().eventsOf(ns, "failover");
+  auto run = stack().getRun(ns, "failover");
+  EXPECT_EQ(run["status"]["capacity"]["blocked"][0].value("reason", ""), "QuotaExceeded") << run["status"].dump(2);
+  EXPECT_EQ(stack().jobsOfRun(run["metadata"]["uid"].get<std::string>()).size(), 1u) << "only the T4 job";
+  auto all = workloads(ns);
+  ASSERT_EQ(all.size(), 1u) << "the L4 Workload replaced, not kept beside: " << all.dump(2);
+  EXPECT_EQ(all[0]["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"],
+            json({{"vto.dev/nvidia-tesla-t4", "1"}, {"vto.dev/runs", "1"}, {"cpu", "0"}, {"memory", "0"}}));
+  EXPECT_EQ(conditionOf(all[0], "Admitted"), "True/Admitted");
+  stack().kubectlOk("-n " + ns + " delete trainingrun failover --wait=false");  // its job cancelled, not waited for
 }
 
 // The emulator's faults: `body` as POST /emulator/v1/faults takes it ({} clears them).

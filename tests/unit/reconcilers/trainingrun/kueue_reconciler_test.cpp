@@ -209,6 +209,41 @@ TEST_F(KueueReconcilerTest, AWorkloadOfTheRunsNameThatIsAnothersIsNeverUsed) {
   EXPECT_NE(runStatus()["message"].get<std::string>().find("this run does not control it"), std::string::npos);
 }
 
+// An admitted run whose create Vertex refuses for an accelerator quota moves to its fallback placement
+// in the same pass (reconciler.cpp, createPlannedJob): asking for other accelerators, its Workload is
+// replaced there and then, not left for a pass that nothing would wake before the resync.
+TEST_F(KueueReconcilerTest, AFailoverToOtherAcceleratorsReplacesTheWorkloadInTheSamePass) {
+  json run = json::parse(R"({"apiVersion": "vto.dev/v1beta1", "kind": "TrainingRun",
+    "metadata": {"namespace": "ns", "name": "r", "generation": 1, "labels": {"kueue.x-k8s.io/queue-name": "gpus"}},
+    "spec": {"trainer": {"container": {"imageUri": "us-docker.pkg.dev/p/r/i:1"}},
+             "resources": {"machineType": "g2-standard-8", "acceleratorType": "NVIDIA_L4", "acceleratorCount": 1},
+             "capacity": {"fallbacks": [{"resources": {"machineType": "n1-standard-8",
+                                                       "acceleratorType": "NVIDIA_TESLA_T4", "acceleratorCount": 1}}]},
+             "baseOutputDirectory": "gs://bucket/r"}})");
+  run["metadata"]["uid"] = kUid;
+  kube.create(trainingRunResource(), "ns", run);
+  sync();
+  reconcile();
+  seeWorkload();
+  kueueWrites({{"admission", {{"clusterQueue", "gpus"}}},
+               {"conditions", json::array({{{"type", "QuotaReserved"}, {"status", "True"}, {"reason", "QuotaReserved"}},
+                                           {{"type", "Admitted"}, {"status", "True"}, {"reason", "Admitted"}}})}});
+  vertex.failNextCreate(vertex::ApiError(429, "RESOURCE_EXHAUSTED",
+                                         "The following quota metrics exceed quota limits: "
+                                         "aiplatform.googleapis.com/custom_model_training_nvidia_l4_gpus"));
+  reconcile();
+  EXPECT_TRUE(vertex.createdBodies().empty()) << "the fallback's T4s are not admitted yet";
+  EXPECT_THROW(kube.get(workloadResource(), "ns", workloadName()), controller::ApiError)
+      << "the L4 Workload is deleted in the pass that moved the run";
+  EXPECT_EQ(ready(), "False/WaitingForKueue");
+  // Its deletion seen, the next pass makes the fallback's Workload.
+  workloads.erase({"ns", workloadName()});
+  reconcile();
+  auto replaced = kube.get(workloadResource(), "ns", workloadName());
+  EXPECT_EQ(replaced["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["vto.dev/nvidia-tesla-t4"], "1");
+  EXPECT_TRUE(vertex.createdBodies().empty());
+}
+
 class WithoutKueueTest : public KueueReconcilerTest {
  protected:
   WithoutKueueTest() : KueueReconcilerTest(false) {}
