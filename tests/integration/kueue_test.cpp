@@ -10,6 +10,7 @@
 //     WorkloadPriorityClass's; deleting the run deletes its Workload.
 //   - A run without the label is untouched: its job at once, no Workload.
 //   - What a labelled run costs the API server beyond an unlabelled one; the chart's RBAC.
+//   - A RetrainingPolicy's run waits for Kueue's admission before its job, as a TrainingRun does.
 //   - A capacity failover to other accelerators (a quota refusal) replaces the Workload and waits for
 //     Kueue's admission of the new placement.
 //   - The operator killed with SIGKILL inside the two windows admission opens: after Kueue admitted
@@ -77,7 +78,7 @@ class Kueue : public ::testing::Test {
   static void apply(const std::string& yaml) {
     std::string path = stack().dir() + "/manifest-" + std::to_string(std::hash<std::string>{}(yaml)) + ".yaml";
     std::ofstream(path) << yaml;
-    stack().kubectlOk("apply --server-side -f '" + path + "'");
+    stack().kubectlOk("apply --server-side --force-conflicts -f '" + path + "'");  // Kueue also writes its queues
   }
 
   // A ResourceFlavor, a ClusterQueue named after the namespace with `l4` vto.dev/nvidia-l4 and 10
@@ -86,6 +87,11 @@ class Kueue : public ::testing::Test {
   void makeQueues(const std::string& ns, int l4, const std::string& preemption = "", int t4 = 0) {
     stack().createNamespace(ns);
     apply("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: vertex\n");
+    applyClusterQueue(ns, l4, preemption, t4);
+    apply("apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata:\n  name: " + ns + "\n  namespace: " + ns +
+          "\nspec:\n  clusterQueue: " + ns + "\n");
+  }
+  static void applyClusterQueue(const std::string& ns, int l4, const std::string& preemption = "", int t4 = 0) {
     apply("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: " + ns +
           "\nspec:\n  namespaceSelector: {}\n" + preemption + "  resourceGroups:\n"
           "  - coveredResources: [vto.dev/nvidia-l4, vto.dev/runs" + (t4 ? ", vto.dev/nvidia-tesla-t4" : "") + "]\n"
@@ -93,8 +99,6 @@ class Kueue : public ::testing::Test {
           "      - name: vto.dev/nvidia-l4\n        nominalQuota: " + std::to_string(l4) +
           "\n      - name: vto.dev/runs\n        nominalQuota: 10\n" +
           (t4 ? "      - name: vto.dev/nvidia-tesla-t4\n        nominalQuota: " + std::to_string(t4) + "\n" : ""));
-    apply("apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata:\n  name: " + ns + "\n  namespace: " + ns +
-          "\nspec:\n  clusterQueue: " + ns + "\n");
   }
 
   // A run on one g2-standard-8 (its one NVIDIA_L4) with `labels` (YAML lines under labels:).
@@ -390,6 +394,38 @@ TEST_F(Kueue, AFailoverToOtherAcceleratorsIsAdmittedAgainForItsNewPlacement) {
             json({{"vto.dev/nvidia-tesla-t4", "1"}, {"vto.dev/runs", "1"}, {"cpu", "0"}, {"memory", "0"}}));
   EXPECT_EQ(conditionOf(all[0], "Admitted"), "True/Admitted");
   stack().kubectlOk("-n " + ns + " delete trainingrun failover --wait=false");  // its job cancelled, not waited for
+}
+
+// A RetrainingPolicy whose template carries the label: the run it starts (on request here) gets a
+// Workload on the policy's queue and waits while the queue has no L4 for it; its job comes once the
+// ClusterQueue is given one and Kueue admits it.
+TEST_F(Kueue, ARetrainingPolicysRunWaitsForKueueBeforeItsJob) {
+  const std::string ns = "kueue-policy";
+  makeQueues(ns, 0);
+  apply("apiVersion: vto.dev/v1beta1\nkind: RetrainingPolicy\nmetadata:\n  name: nightly\n  namespace: " + ns +
+        "\n  annotations:\n    vto.dev/retrain-requested: \"1\"\nspec:\n  template:\n    metadata:\n      labels:\n"
+        "        kueue.x-k8s.io/queue-name: " + ns + "\n    spec:\n      framework: pytorch\n      trainer:\n"
+        "        container:\n          imageUri: us-central1-docker.pkg.dev/test-project/train/model:1\n"
+        "      resources: {machineType: g2-standard-8, acceleratorType: NVIDIA_L4, acceleratorCount: 1}\n"
+        "      baseOutputDirectory: gs://" + std::string(kTestBucket) + "/" + ns + "\n");
+  std::string run;
+  ASSERT_TRUE(waitFor(
+      [&] {
+        run = stack().kubectlOk("-n " + ns + " get trun -l vto.dev/retraining-policy=nightly -o jsonpath={.items[*].metadata.name}");
+        return !run.empty() && readyOf(ns, run).find("False/WaitingForKueue: couldn't assign flavors") == 0;
+      },
+      seconds(60)))
+      << "run '" << run << "': " << (run.empty() ? "" : readyOf(ns, run));
+  EXPECT_EQ(jobOf(ns, run), "");
+  auto workload = workloadOf(ns, run);
+  ASSERT_TRUE(workload.is_object());
+  EXPECT_EQ(workload["spec"]["queueName"], ns);
+  EXPECT_EQ(workload["metadata"]["ownerReferences"][0]["name"], run);
+
+  applyClusterQueue(ns, 1);  // the ClusterQueue now has an L4
+  ASSERT_TRUE(waitFor([&] { return !jobOf(ns, run).empty(); }, seconds(60))) << readyOf(ns, run);
+  EXPECT_EQ(conditionOf(workloadOf(ns, run), "Admitted"), "True/Admitted");
+  EXPECT_EQ(stack().jobsOfRun(stack().getRun(ns, run)["metadata"]["uid"].get<std::string>()).size(), 1u);
 }
 
 // The emulator's faults: `body` as POST /emulator/v1/faults takes it ({} clears them).
