@@ -393,7 +393,6 @@ TEST_F(Kueue, AFailoverToOtherAcceleratorsIsAdmittedAgainForItsNewPlacement) {
   EXPECT_EQ(all[0]["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"],
             json({{"vto.dev/nvidia-tesla-t4", "1"}, {"vto.dev/runs", "1"}, {"cpu", "0"}, {"memory", "0"}}));
   EXPECT_EQ(conditionOf(all[0], "Admitted"), "True/Admitted");
-  stack().kubectlOk("-n " + ns + " delete trainingrun failover --wait=false");  // its job cancelled, not waited for
 }
 
 // A RetrainingPolicy whose template carries the label: the run it starts (on request here) gets a
@@ -444,6 +443,8 @@ int answersLost() {
 TEST_F(Kueue, KilledBetweenAdmissionAndRecordingTheJobTheRestartedOperatorMakesNoSecond) {
   const std::string ns = "kueue-kill-admit";
   makeQueues(ns, 1);
+  // The next create must be this test's: the unlabelled run the suite applied at its start has its job.
+  ASSERT_TRUE(waitFor([&] { return !jobOf("kueue-plain", "plain").empty(); }, seconds(60)));
   int lostBefore = answersLost();
   emulatorFaults(R"({"unavailable": 1000000, "after": "create"})");
   apply(l4Run(ns, "admitted", "    kueue.x-k8s.io/queue-name: " + ns + "\n"));
@@ -473,6 +474,7 @@ TEST_F(Kueue, KilledBetweenEvictionAndRecordingTheCancelTheRunStillResumesOnce) 
   const std::string ns = "kueue-kill-evict";
   auto lowUid = trainLowPriorityRun(ns);
   ASSERT_FALSE(lowUid.empty());
+  // No other test cancels a job (none deletes a running run): the next cancel is this eviction's.
 
   int lostBefore = answersLost();
   emulatorFaults(R"({"unavailable": 1000000, "after": "cancel"})");
