@@ -12,7 +12,6 @@
 #include "controller/kube_client.h"
 #include "controller/rest_config.h"
 #include "crd/budget.h"
-#include "crd/cost.h"
 #include "crd/retraining_policy.h"
 #include "reconcilers/trainingrun/reconciler.h"
 
@@ -48,12 +47,11 @@ CostReport costReport(const std::vector<crd::TrainingRun>& runs, const std::stri
     for (size_t i = 0; i < attempts.size(); ++i) {
       const auto& attempt = attempts[i];
       if (!attempt.startTime || crd::budgetMonth(*attempt.startTime) != month || !attempt.costUsd) continue;
-      double usd = crd::parseUsd(*attempt.costUsd).value_or(0);
+      crd::Usd usd = *attempt.costUsd;
       double hours = attempt.acceleratorHours;
       // The attempt still running: what it has cost since status was last written.
       if (i + 1 == attempts.size() && !attempt.endTime && cost->hourlyUsd && cost->updateTime && now > *cost->updateTime) {
-        usd += crd::parseUsd(*cost->hourlyUsd).value_or(0) *
-               std::chrono::duration<double, std::ratio<3600>>(now - *cost->updateTime).count();
+        usd += cost->hourlyUsd->forDuration(now - *cost->updateTime).roundedToCents();
       }
       auto& row = rows[key];
       row.key = key;
@@ -124,9 +122,9 @@ int cost(const Args& args) {
                                                              : "ACCELERATOR";
   std::printf("%-48s %6s %12s %12s\n", header, "RUNS", "ACCEL-HOURS", "COST-USD");
   for (const auto& row : report.rows)
-    std::printf("%-48s %6d %12.2f %12s\n", row.key.c_str(), row.runs, row.acceleratorHours, crd::formatUsd(row.usd).c_str());
+    std::printf("%-48s %6d %12.2f %12s\n", row.key.c_str(), row.runs, row.acceleratorHours, row.usd.plain().c_str());
   std::printf("%-48s %6d %12.2f %12s\n", ("TOTAL " + month).c_str(), report.total.runs, report.total.acceleratorHours,
-              crd::formatUsd(report.total.usd).c_str());
+              report.total.usd.plain().c_str());
   if (report.unpriced > 0)
     std::printf("# %d run(s) without a cost estimate (a price is missing: see their CostEstimated condition)\n", report.unpriced);
   return 0;

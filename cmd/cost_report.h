@@ -15,7 +15,7 @@ struct CostRow {
   std::string key;  // the namespace, policy ("-" for runs of none), namespace/run, or accelerator ("none")
   int runs = 0;
   double acceleratorHours = 0;
-  double usd = 0;
+  crd::Usd usd;  // whole cents: the attempts' figures as status shows them
 };
 
 // Each attempt counts in the month (UTC) its job started in; the running attempt up to `now`

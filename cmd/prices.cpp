@@ -35,12 +35,7 @@ crd::PriceCatalog readPriceCatalog(const std::string& path) {
 
 namespace {
 
-std::string priceText(const std::optional<double>& price) {
-  if (!price) return "-";
-  char text[32];
-  std::snprintf(text, sizeof text, "%.4f", *price);
-  return text;
-}
+std::string priceText(const std::optional<crd::Usd>& price) { return price ? price->plain(4) : "-"; }
 
 void printRows(const std::string& location, const char* kind, const std::map<std::string, crd::StrategyPrices>& rows,
                const std::string& only) {

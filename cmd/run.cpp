@@ -241,7 +241,7 @@ int run(const Args& args) {
         budgets->refresh();
         for (size_t i = 0; i < tenancy.size(); ++i) {
           if (!tenancy[i].budget) continue;
-          if (auto spend = budgets->spendOf(i)) budgetMetrics.set(tenancy[i].name, spend->spentUsd, tenancy[i].budget->monthlyUsd);
+          if (auto spend = budgets->spendOf(i)) budgetMetrics.set(tenancy[i].name, spend->spent.toDouble(), tenancy[i].budget->monthlyUsd.toDouble());
         }
         wake.wait_for(lock, stop, interval, [] { return false; });
       }

@@ -1,67 +1,93 @@
 #pragma once
-// What a job costs by the hour, from its worker pools and a price table (crd/price_catalog.h), and
-// what a stretch of running at that rate comes to. Pure: no clock, no I/O. The reconciler
-// (reconcilers/trainingrun/cost.h) applies it to the times Vertex reported; budgets and `vto cost`
-// use the same figures.
+// The cost model: what one Vertex job costs, has cost and may still cost, from what it runs (its
+// worker pools, strategy, location, trials, timeout: JobShape) and the times Vertex reported
+// (JobTimes). Pure: no clock, no I/O. priceJob is the one computation of a job's money: status.cost
+// (reconcilers/trainingrun/cost.cpp, from the run's spec and the job it read), the budget ledger
+// (reconcilers/tenancy/budget_ledger.cpp, from the job Vertex lists), the budget check (a new job:
+// no times yet) and, through status, `vto cost` and the metrics all call it; they differ only in
+// where they read the shape and times from (shapeOfRun / shapeOfJob).
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "base/clock.h"
+#include "crd/money.h"
 #include "crd/price_catalog.h"
 #include "crd/training_run.h"
 
 namespace vto::crd {
 
-// One worker pool as it runs: `replicas` machines, each with `acceleratorCount` x `acceleratorType`
-// (what the pool names, else what its machine type carries by itself).
+// How long Vertex lets a job (a tuning job: each trial) run when its scheduling.timeout is unset.
+inline constexpr std::chrono::seconds kVertexDefaultTimeout{7 * 24 * 3600};
+
+// One worker pool as it runs: `replicas` x (`hosts` machines holding `acceleratorCount` x
+// `acceleratorType` between them; crd::replicaUseOf says how many of each).
 struct PoolUse {
   std::string machineType;
   std::string acceleratorType;  // "" for none
-  int64_t acceleratorCount = 0;
+  int64_t acceleratorCount = 0;  // per replica (a TPU slice: all its chips)
+  int64_t hosts = 1;             // machines per replica (a multi-host TPU slice: more than one)
   int64_t replicas = 0;
   bool operator==(const PoolUse&) const = default;
 };
 
-// The pools of one job (one trial of a tuning job) of `run` as written: the pools vto renders for
-// resources/distribution (reduction server, parameter servers and evaluator included), or the raw
-// workerPoolSpecs. Empty pools (a skipped middle pool) are left out.
-std::vector<PoolUse> poolsOf(const TrainingRun& run);
-// The same from a Vertex job's workerPoolSpecs as Vertex returns them (a job whose run is gone).
+// The pools of a Vertex workerPoolSpecs list (vto's rendering or Vertex's answer). Empty pools (a
+// skipped middle pool) are left out.
 std::vector<PoolUse> poolsOfWorkerPools(const nlohmann::json& workerPoolSpecs);
-// A job's scheduling.strategy as Vertex writes it ("SPOT", "FLEX_START"; anything else: Standard).
-SchedulingStrategy strategyOfJob(const nlohmann::json& scheduling);
 
-// What one job (one trial) costs per hour, with the hours it accrues per hour.
-struct HourlyRate {
-  double usd = 0;
-  double accelerators = 0;  // accelerator-hours per hour: accelerators held at once
-  double replicas = 0;      // machine replica-hours per hour: machines held at once
+// What one job runs: per trial for a tuning job.
+struct JobShape {
+  std::vector<PoolUse> pools;
+  std::string location;
+  SchedulingStrategy strategy = SchedulingStrategy::Standard;
+  bool tuning = false;
+  int64_t maxTrials = 1;       // a tuning job's maxTrialCount; 1 for a custom job
+  int64_t parallelTrials = 1;  // trials at once (1 for a custom job)
+  std::chrono::seconds timeout = kVertexDefaultTimeout;  // per job (a tuning job: per trial)
 };
 
-struct Pricing {
-  std::optional<HourlyRate> rate;  // nullopt: a price is missing
-  std::string missing;             // then which one: "the spot price of NVIDIA_TESLA_A100 in us-east4"
+// The job `run` renders to at `location` (run.spec: the placement's, with crd::specAt applied).
+// Throws what rendering throws (a spec validation refuses).
+JobShape shapeOfRun(const TrainingRun& run, const std::string& location);
+// The same from a Vertex job resource (CustomJob or HyperparameterTuningJob) at `location`.
+JobShape shapeOfJob(const nlohmann::json& job, const std::string& location);
+
+// What Vertex reported of a job's times.
+struct JobTimes {
+  std::optional<Clock::time_point> start, end;
+  bool finished = false;  // terminal: nothing more to spend
+  struct Trial {
+    Clock::time_point start;
+    std::optional<Clock::time_point> end;
+    bool operator==(const Trial&) const = default;
+  };
+  std::vector<Trial> trials;  // the trials that started (a tuning job)
 };
 
-Pricing priceOf(const PriceCatalog& prices, const std::vector<PoolUse>& pools, const std::string& location,
-                SchedulingStrategy strategy);
-
-// What running at `rate` for `hours` comes to.
-struct Usage {
-  double usd = 0, acceleratorHours = 0, replicaHours = 0;
-  Usage& operator+=(const Usage& other);
+// One job's money at one moment.
+struct JobCost {
+  Usd spent;           // from its start (each trial's) to its end or now, rounded to the cent
+  Usd hourly;          // what it spends per hour now: its running trials (a custom job: 1 while it runs)
+  Usd worstRemaining;  // the most it may still spend: each unfinished trial (and every trial not yet
+                       // started) until its timeout; 0 once finished
+  double acceleratorHours = 0, replicaHours = 0;
+  Usd worstTotal() const { return spent + worstRemaining; }
 };
-Usage usageOf(const HourlyRate& rate, Clock::duration running);
 
-// "41.27": dollars to 2 decimals, as status and Events write them.
-std::string formatUsd(double usd);
-// "$4,980.12": for messages people read.
-std::string formatDollars(double usd);
-// Parses a "41.27"-style amount (spec.maxCostUsd, status figures); nullopt for anything else
-// (negative, not a number, more than 2 decimals, over a billion).
-std::optional<double> parseUsd(const std::string& text);
+struct JobPricing {
+  std::optional<JobCost> cost;  // nullopt: a price is missing
+  std::string missing;          // then which one: "the spot price of NVIDIA_TESLA_A100 in us-east4 ..."
+};
+
+// A job of `shape` that Vertex reported `times` for, at `now`. A new job (no times) costs nothing
+// yet and may still spend its whole worst case: maxTrials x its hourly price x its timeout.
+JobPricing priceJob(const PriceCatalog& prices, const JobShape& shape, const JobTimes& times, Clock::time_point now);
+
+// What one trial (a custom job: the job) costs per hour; nullopt with `missing` set when the table
+// lacks a price.
+std::optional<Usd> hourlyPriceOf(const PriceCatalog& prices, const JobShape& shape, std::string* missing = nullptr);
+
 // Hours rounded to 3 decimals (status.cost.acceleratorHours / replicaHours), so a status that
 // nothing new changed compares equal.
 double roundHours(double hours);

@@ -163,6 +163,17 @@ std::optional<int64_t> tpuSliceChips(const std::string& topology) {
   return chips;
 }
 
+ReplicaUse replicaUseOf(const std::string& machineType, int64_t declaredCount, const std::string& tpuTopology) {
+  int64_t perMachine = std::max<int64_t>(declaredCount, 0);
+  if (auto builtIn = MachineCatalog::builtIn().builtInAccelerators(machineType)) perMachine = std::max(perMachine, builtIn->count);
+  ReplicaUse use{perMachine, 1};
+  if (auto chips = tpuTopology.empty() ? std::nullopt : tpuSliceChips(tpuTopology); chips && *chips > perMachine) {
+    use.accelerators = *chips;
+    if (perMachine > 0) use.hosts = (*chips + perMachine - 1) / perMachine;
+  }
+  return use;
+}
+
 std::optional<BuiltInAccelerators> MachineCatalog::builtInAccelerators(const std::string& machineType) const {
   std::optional<BuiltInAccelerators> out;
   for (const auto& o : offers_) {

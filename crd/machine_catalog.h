@@ -33,6 +33,19 @@ struct BuiltInAccelerators {
 // two or three whole numbers joined by 'x'.
 std::optional<int64_t> tpuSliceChips(const std::string& topology);
 
+// What one replica of a worker pool holds while it runs: its accelerators (a TPU slice's chips) and
+// the machines (hosts) they sit on. The accelerators are the most of the declared count, what the
+// machine type carries by itself (ct5lp-hightpu-4t: 4 chips even with no acceleratorType) and the
+// chips of its tpuTopology; a slice larger than one machine spans chips / chips-per-machine hosts
+// (a 4x4 slice of ct5lp-hightpu-4t: 16 chips on 4 hosts). The accelerator cap counts these chips
+// and the price table prices these hosts and chips: one answer for both.
+struct ReplicaUse {
+  int64_t accelerators = 0;
+  int64_t hosts = 1;
+  bool operator==(const ReplicaUse&) const = default;
+};
+ReplicaUse replicaUseOf(const std::string& machineType, int64_t declaredCount, const std::string& tpuTopology);
+
 // One x-kubernetes-validations rule for the CRD's resources object (self = spec.resources).
 struct CelRule {
   std::string rule;

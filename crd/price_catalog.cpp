@@ -14,13 +14,13 @@ namespace {
 // every sum a budget makes.
 constexpr double kMaxHourlyPriceUsd = 10000;
 
-double readPrice(const json& value, const std::string& path) {
+Usd readPrice(const json& value, const std::string& path) {
   double price = readNumber(value, path);
   if (!std::isfinite(price) || price < 0) throw DecodeError(path, "must be a price in USD per hour, 0 or more");
   if (price > kMaxHourlyPriceUsd)
     throw DecodeError(path, "is more than $10,000 an hour, far above what Vertex charges for one machine or accelerator; "
                             "prices are USD per hour for one machine (or one accelerator): check the figure");
-  return price;
+  return *Usd::fromDollars(price);  // at most $10,000: always in range
 }
 
 std::map<std::string, StrategyPrices> readPrices(const json& value, const std::string& path) {
@@ -41,7 +41,7 @@ std::map<std::string, StrategyPrices> readPrices(const json& value, const std::s
 }
 
 template <typename Pick>
-std::optional<double> lookUp(const std::map<std::string, LocationPrices>& locations, const std::string& location,
+std::optional<Usd> lookUp(const std::map<std::string, LocationPrices>& locations, const std::string& location,
                              const std::string& name, SchedulingStrategy strategy, Pick pick) {
   auto where = locations.find(location);
   if (where == locations.end()) return std::nullopt;
@@ -53,7 +53,7 @@ std::optional<double> lookUp(const std::map<std::string, LocationPrices>& locati
 
 }  // namespace
 
-std::optional<double> StrategyPrices::of(SchedulingStrategy strategy) const {
+std::optional<Usd> StrategyPrices::of(SchedulingStrategy strategy) const {
   switch (strategy) {
     case SchedulingStrategy::Standard: return standard;
     case SchedulingStrategy::Spot: return spot;
@@ -105,12 +105,12 @@ const PriceCatalog& PriceCatalog::builtIn() {
   return catalog;
 }
 
-std::optional<double> PriceCatalog::machine(const std::string& location, const std::string& machineType,
+std::optional<Usd> PriceCatalog::machine(const std::string& location, const std::string& machineType,
                                             SchedulingStrategy strategy) const {
   return lookUp(locations_, location, machineType, strategy, [](const LocationPrices& l) -> const auto& { return l.machines; });
 }
 
-std::optional<double> PriceCatalog::accelerator(const std::string& location, const std::string& acceleratorType,
+std::optional<Usd> PriceCatalog::accelerator(const std::string& location, const std::string& acceleratorType,
                                                 SchedulingStrategy strategy) const {
   return lookUp(locations_, location, acceleratorType, strategy,
                 [](const LocationPrices& l) -> const auto& { return l.accelerators; });

@@ -10,13 +10,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "crd/money.h"
 #include "crd/training_run.h"
 
 namespace vto::crd {
 
 struct StrategyPrices {
-  std::optional<double> standard, spot, flexStart;  // USD per hour
-  std::optional<double> of(SchedulingStrategy strategy) const;
+  std::optional<Usd> standard, spot, flexStart;  // per hour
+  std::optional<Usd> of(SchedulingStrategy strategy) const;
 };
 
 struct LocationPrices {
@@ -39,9 +40,9 @@ class PriceCatalog {
   const std::map<std::string, LocationPrices>& locations() const { return locations_; }
 
   // nullopt: the table does not price it at that location for that strategy.
-  std::optional<double> machine(const std::string& location, const std::string& machineType,
+  std::optional<Usd> machine(const std::string& location, const std::string& machineType,
                                 SchedulingStrategy strategy) const;
-  std::optional<double> accelerator(const std::string& location, const std::string& acceleratorType,
+  std::optional<Usd> accelerator(const std::string& location, const std::string& acceleratorType,
                                     SchedulingStrategy strategy) const;
 
  private:

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "base/rfc3339.h"
-#include "crd/cost.h"
+#include "crd/money.h"
 #include "crd/duration.h"
 #include "crd/strict_json.h"
 #include "crd/timestamp.h"
@@ -248,8 +248,8 @@ RetrainingPolicyStatus decodeRetrainingPolicyStatus(const json& value, const std
     o.string("estimatedUsd", estimated);
     o.finish();
     // Figures vto wrote; anything else reads as nothing spent rather than stopping the policy.
-    spend.endedUsd = parseUsd(ended).value_or(0);
-    spend.estimatedUsd = parseUsd(estimated).value_or(0);
+    spend.endedUsd = Usd::parse(ended).value_or(Usd());
+    spend.estimatedUsd = Usd::parse(estimated).value_or(Usd());
     s.history.spend = spend;
   });
   r.with("lastSkippedTrigger", [&](const json& v, const std::string& p) {
@@ -323,7 +323,7 @@ json encodeRetrainingPolicyStatus(const RetrainingPolicyStatus& s) {
   if (!s.history.lastHandledPromoteRequest.empty()) out["lastHandledPromoteRequest"] = s.history.lastHandledPromoteRequest;
   if (!s.history.lastComparedVersion.empty()) out["lastComparedVersion"] = s.history.lastComparedVersion;
   if (const auto& spend = s.history.spend) {
-    out["spend"] = {{"month", spend->month}, {"endedUsd", formatUsd(spend->endedUsd)}, {"estimatedUsd", formatUsd(spend->estimatedUsd)}};
+    out["spend"] = {{"month", spend->month}, {"endedUsd", spend->endedUsd.plain()}, {"estimatedUsd", spend->estimatedUsd.plain()}};
   }
   if (const auto& skipped = s.history.lastSkippedTrigger) {
     out["lastSkippedTrigger"] = {{"time", rfc3339Exact(skipped->time)},

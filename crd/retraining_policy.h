@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "crd/money.h"
 #include "crd/training_run.h"
 
 namespace vto::crd {
@@ -141,8 +142,8 @@ struct MetricStatus {
 // here, so deleting them changes nothing) plus the estimates of those still in the cluster uncounted.
 struct PolicySpend {
   std::string month;       // "2026-12"
-  double endedUsd = 0;     // carried: counted runs created in `month`
-  double estimatedUsd = 0; // endedUsd + the uncounted runs' status.cost.estimatedUsd
+  Usd endedUsd;      // carried: counted runs created in `month`
+  Usd estimatedUsd;  // endedUsd + the uncounted runs' status.cost.estimatedUsd
   bool operator==(const PolicySpend&) const = default;
 };
 

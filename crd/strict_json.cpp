@@ -44,6 +44,12 @@ std::string readString(const json& value, const std::string& path) {
   return value.get<std::string>();
 }
 
+Usd readUsd(const json& value, const std::string& path) {
+  auto usd = Usd::parse(readString(value, path));
+  if (!usd) throw DecodeError(path, "must be US dollars as a string with at most 2 decimals, e.g. \"41.27\"");
+  return *usd;
+}
+
 bool readBool(const json& value, const std::string& path) {
   if (!value.is_boolean()) throw DecodeError(path, "must be true or false, not " + describeType(value));
   return value.get<bool>();

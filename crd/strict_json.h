@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "crd/money.h"
+
 namespace vto::crd {
 
 using nlohmann::json;
@@ -72,6 +74,8 @@ std::string indexPath(const std::string& parent, size_t index);
 std::string describeType(const json& value);
 
 std::string readString(const json& value, const std::string& path);
+// A dollar string of the status figures and dollar fields ("41.27": crd::Usd::parse).
+Usd readUsd(const json& value, const std::string& path);
 bool readBool(const json& value, const std::string& path);
 double readNumber(const json& value, const std::string& path);
 int64_t readInteger(const json& value, const std::string& path,

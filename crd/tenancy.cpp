@@ -138,8 +138,10 @@ TenancyRule parseRule(const json& value, const std::string& path) {
     ObjectReader b(v, p);
     Budget budget;
     b.with("monthlyUsd", [&](const json& m, const std::string& mp) {
-      budget.monthlyUsd = readNumber(m, mp);
-      if (!(budget.monthlyUsd >= 0 && budget.monthlyUsd <= 1e12)) throw DecodeError(mp, "must be US dollars, 0 or more");
+      double dollars = readNumber(m, mp);
+      auto usd = dollars >= 0 && dollars <= 1e12 ? Usd::fromDollars(dollars) : std::nullopt;
+      if (!usd) throw DecodeError(mp, "must be US dollars, 0 or more");
+      budget.monthlyUsd = *usd;
     });
     if (!b.has("monthlyUsd")) throw DecodeError(p + ".monthlyUsd", "is required: the rule's spend per calendar month (UTC) in US dollars");
     b.with("onExceeded", [&](const json& a, const std::string& ap) {
@@ -464,15 +466,9 @@ TenancyDecision decide(const TrainingRunSpec& spec, const Location& defaults, co
   return decision;
 }
 
-// What one machine of a pool holds: the most of its declared count, what its machine type carries
-// by itself, and its TPU slice's chips.
+// What one machine (a TPU slice: all its hosts) of a pool holds: the chips the price table prices too.
 int64_t acceleratorsPerMachine(const std::string& machineType, int64_t declared, const std::string& tpuTopology) {
-  int64_t count = std::max<int64_t>(declared, 0);
-  if (auto builtIn = MachineCatalog::builtIn().builtInAccelerators(machineType)) count = std::max(count, builtIn->count);
-  if (!tpuTopology.empty()) {
-    if (auto chips = tpuSliceChips(tpuTopology)) count = std::max(count, *chips);
-  }
-  return count;
+  return replicaUseOf(machineType, declared, tpuTopology).accelerators;
 }
 
 // (field, type) for a machine that names no accelerator type but carries some by itself.

@@ -27,6 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "crd/money.h"
 #include "crd/render.h"
 #include "crd/retraining_policy.h"
 #include "crd/training_run.h"
@@ -36,7 +37,7 @@ namespace vto::crd {
 // A rule's monthly budget (API.md "Cost and budgets"); crd/budget.h decides with it.
 enum class BudgetAction { Hold, Warn };
 struct Budget {
-  double monthlyUsd = 0;
+  Usd monthlyUsd;
   BudgetAction onExceeded = BudgetAction::Hold;
 };
 

@@ -484,7 +484,7 @@ TrainingRunStatus decodeTrainingRunStatus(const json& value, const std::string& 
       a.string("message", at.message);
       a.string("resumedFrom", at.resumedFrom);
       a.string("logTail", at.logTail);
-      a.with("costUsd", [&](const json& c, const std::string& cp) { at.costUsd = readString(c, cp); });
+      a.with("costUsd", [&](const json& c, const std::string& cp) { at.costUsd = readUsd(c, cp); });
       a.number("acceleratorHours", at.acceleratorHours);
       a.number("replicaHours", at.replicaHours);
       a.finish();
@@ -519,10 +519,10 @@ TrainingRunStatus decodeTrainingRunStatus(const json& value, const std::string& 
   r.with("cost", [&](const json& v, const std::string& p) {
     ObjectReader c(v, p);
     RunCost cost;
-    c.string("estimatedUsd", cost.estimatedUsd);
+    c.with("estimatedUsd", [&](const json& e, const std::string& ep) { cost.estimatedUsd = readUsd(e, ep); });
     c.number("acceleratorHours", cost.acceleratorHours);
     c.number("replicaHours", cost.replicaHours);
-    c.with("hourlyUsd", [&](const json& h, const std::string& hp) { cost.hourlyUsd = readString(h, hp); });
+    c.with("hourlyUsd", [&](const json& h, const std::string& hp) { cost.hourlyUsd = readUsd(h, hp); });
     c.string("priceCatalog", cost.priceCatalog);
     readTime(c, "updateTime", cost.updateTime);
     c.finish();
@@ -700,7 +700,7 @@ json encodeTrainingRunStatus(const TrainingRunStatus& s) {
     putString(at, "resumedFrom", a.resumedFrom);
     putString(at, "logTail", a.logTail);
     if (a.costUsd) {
-      at["costUsd"] = *a.costUsd;
+      at["costUsd"] = a.costUsd->plain();
       at["acceleratorHours"] = a.acceleratorHours;
       at["replicaHours"] = a.replicaHours;
     }
@@ -734,9 +734,9 @@ json encodeTrainingRunStatus(const TrainingRunStatus& s) {
   writeTime(out, "startTime", h.startTime);
   writeTime(out, "completionTime", s.completionTime);
   if (const auto& c = s.cost) {
-    json cost = {{"estimatedUsd", c->estimatedUsd}, {"acceleratorHours", c->acceleratorHours},
+    json cost = {{"estimatedUsd", c->estimatedUsd.plain()}, {"acceleratorHours", c->acceleratorHours},
                  {"replicaHours", c->replicaHours}, {"priceCatalog", c->priceCatalog}};
-    if (c->hourlyUsd) cost["hourlyUsd"] = *c->hourlyUsd;
+    if (c->hourlyUsd) cost["hourlyUsd"] = c->hourlyUsd->plain();
     writeTime(cost, "updateTime", c->updateTime);
     out["cost"] = cost;
   }

@@ -13,6 +13,7 @@
 #include "base/clock.h"
 #include "crd/enum_names.h"
 #include "crd/model.h"
+#include "crd/money.h"
 #include "crd/object_meta.h"
 #include "crd/raw_pool.h"  // readRawPool: what a raw workerPoolSpecs entry asks for
 
@@ -252,7 +253,7 @@ struct Attempt {
   // read. At most kMaxLogTailBytes. The tenant's data: shown to the user, never in vto's own log.
   std::string logTail;
   // What the attempt cost (crd/cost.h), nullopt while unpriced; its hours beside, for status.cost.
-  std::optional<std::string> costUsd;
+  std::optional<Usd> costUsd;  // whole cents
   double acceleratorHours = 0, replicaHours = 0;
   bool operator==(const Attempt&) const = default;
 };
@@ -320,10 +321,10 @@ struct RunHistory {
 // status.cost: what the run's attempts cost at list prices (API.md "Cost and budgets"), recomputed
 // only with the status writes that happen anyway; hourlyUsd makes the live figure derivable between.
 struct RunCost {
-  std::string estimatedUsd;     // all attempts, 2 decimals
+  Usd estimatedUsd;             // all attempts, whole cents
   double acceleratorHours = 0;  // count x hours, all pools and attempts
   double replicaHours = 0;
-  std::optional<std::string> hourlyUsd;  // while a job runs
+  std::optional<Usd> hourlyUsd;  // while a job runs, whole cents
   std::string priceCatalog;              // the price table's date, or "custom:<sha256 prefix>"
   std::optional<Clock::time_point> updateTime;
   bool operator==(const RunCost&) const = default;

@@ -11,10 +11,10 @@
 
 #include "base/gcp_names.h"
 #include "base/url.h"
-#include "crd/cost.h"
 #include "crd/duration.h"
 #include "crd/labels.h"
 #include "crd/machine_catalog.h"
+#include "crd/money.h"
 #include "crd/schedule.h"
 #include "crd/strict_json.h"
 #include "crd/tenancy.h"
@@ -257,7 +257,7 @@ void checkScheduling(Findings& f, const TrainingRunSpec& spec) {
   if (s.strategy == SchedulingStrategy::FlexStart) checkFlexStart(f, spec);
   if (spec.checkpointing.resumeBackoffSeconds > kMaxResumeBackoffSeconds)
     f.warning("checkpointing.resumeBackoff", "the backoff is capped at 1h; a longer value acts as 1h");
-  if (!spec.maxCostUsd.empty() && !parseUsd(spec.maxCostUsd))
+  if (!spec.maxCostUsd.empty() && !Usd::parse(spec.maxCostUsd))
     f.error("maxCostUsd", "must be US dollars as a string with at most 2 decimals, e.g. \"250\" or \"99.50\"");
 }
 
@@ -609,7 +609,7 @@ void checkRetrainingPolicySpec(Findings& f, const RetrainingPolicySpec& spec) {
   if (spec.triggers.metric) checkMetricTrigger(f, *spec.triggers.metric);
   checkNonNegativeDuration(f, "spec.cooldown", "cooldown", spec.cooldown);
   checkPromotion(f, spec);
-  if (!spec.budgetMonthlyUsd.empty() && !parseUsd(spec.budgetMonthlyUsd))
+  if (!spec.budgetMonthlyUsd.empty() && !Usd::parse(spec.budgetMonthlyUsd))
     f.error("spec.budget.monthlyUsd", "must be US dollars as a string with at most 2 decimals, e.g. \"500\" or \"99.50\"");
   if (spec.templ.labels.count(kRetrainingPolicyLabel))
     f.error(std::string("spec.template.metadata.labels.") + kRetrainingPolicyLabel,

@@ -55,6 +55,12 @@ CachedJob cachedJobOf(const vertex::Job& job, Clock::time_point readAt) {
   return cached;
 }
 
+crd::JobTimes timesOf(const CachedJob& job) {
+  crd::JobTimes times{job.startTime, job.endTime, vertex::isTerminal(job.state), {}};
+  for (const auto& [start, end] : job.trialSpans) times.trials.push_back({start, end});
+  return times;
+}
+
 std::optional<CachedJob> JobCache::get(const std::string& jobName) const {
   std::lock_guard lock(mutex_);
   auto it = jobs_.find(jobName);

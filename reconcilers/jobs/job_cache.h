@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "crd/cost.h"
 #include "reconcilers/jobs/ownership.h"
 #include "vertex/vertex_client.h"
 
@@ -38,6 +39,8 @@ struct CachedJob {
 };
 
 CachedJob cachedJobOf(const vertex::Job& job, Clock::time_point readAt);
+// What the cost model (crd::priceJob) needs of a job's times: its span, its trials', and whether it ended.
+crd::JobTimes timesOf(const CachedJob& job);
 
 class JobCache {
  public:

@@ -8,7 +8,7 @@
 #include "base/rfc3339.h"
 #include "controller/conditions.h"
 #include "crd/budget.h"
-#include "crd/cost.h"
+#include "crd/money.h"
 #include "crd/render.h"
 #include "crd/schedule.h"
 #include "crd/validation.h"
@@ -58,13 +58,13 @@ namespace {
 bool overBudget(Decision& d, const Firing& firing) {
   const auto& spec = d.policy.spec;
   if (spec.budgetMonthlyUsd.empty()) return false;
-  auto limit = crd::parseUsd(spec.budgetMonthlyUsd);
+  auto limit = crd::Usd::parse(spec.budgetMonthlyUsd);
   const auto& spend = d.history().spend;
   if (!limit || !spend) return false;  // validated before; a spend is always there with a budget
-  if (std::llround(spend->estimatedUsd * 100) < std::llround(*limit * 100)) return false;
+  if (spend->estimatedUsd < *limit) return false;
   const std::string reason = crd::enumName(firing.reason, crd::triggerReasonNames());
-  std::string message = "the runs of " + spend->month + " cost " + crd::formatDollars(spend->estimatedUsd) + " of " +
-                        crd::formatDollars(*limit) + " (spec.budget.monthlyUsd): the " + reason + " trigger of " +
+  std::string message = "the runs of " + spend->month + " cost " + spend->estimatedUsd.display() + " of " +
+                        limit->display() + " (spec.budget.monthlyUsd): the " + reason + " trigger of " +
                         timeText(firing.nominal) + " creates no run. Raise the budget, or runs start again next month";
   d.plan.outcomes.push_back({firing.reason, "skipped_budget"});
   d.event(controller::EventType::Warning, "BudgetExceeded", message);
@@ -170,7 +170,7 @@ ChildRun readChild(const json& run) {
   child.counted = !annotationOf(meta, kCountedAnnotation).empty();
   if (auto status = run.find("status"); status != run.end() && status->is_object()) {
     if (auto cost = status->find("cost"); cost != status->end() && cost->is_object()) {
-      if (auto usd = cost->find("estimatedUsd"); usd != cost->end() && usd->is_string()) child.costUsd = crd::parseUsd(usd->get<std::string>());
+      if (auto usd = cost->find("estimatedUsd"); usd != cost->end() && usd->is_string()) child.costUsd = crd::Usd::parse(usd->get<std::string>());
     }
   }
   auto spec = run.find("spec");
@@ -203,8 +203,8 @@ void carryWatermarks(Decision& d) {
   // The month's spend: a counted run's figure is kept in status (deleting the run changes nothing);
   // a run still uncounted adds its current estimate. A new month starts from nothing.
   const std::string month = crd::budgetMonth(d.in.now);
-  crd::PolicySpend spend{month, old.spend && old.spend->month == month ? old.spend->endedUsd : 0.0, 0};
-  double going = 0;
+  crd::PolicySpend spend{month, old.spend && old.spend->month == month ? old.spend->endedUsd : crd::Usd(), crd::Usd()};
+  crd::Usd going;
   for (const auto& child : d.in.children) {
     if (child.triggerReason == TriggerReason::Schedule) {
       history.lastScheduleTime = retraining::newer(history.lastScheduleTime, child.triggerTime);
@@ -220,14 +220,13 @@ void carryWatermarks(Decision& d) {
     if (child.ended() && !child.counted) {
       ++(child.succeeded() ? history.counts.succeeded : history.counts.failed);
       d.plan.markCounted.push_back(child.name);
-      if (thisMonth) spend.endedUsd += child.costUsd.value_or(0);
+      if (thisMonth) spend.endedUsd += child.costUsd.value_or(crd::Usd()).roundedToCents();
     } else if (!child.counted && thisMonth) {
-      going += child.costUsd.value_or(0);
+      going += child.costUsd.value_or(crd::Usd()).roundedToCents();
     }
   }
-  spend.endedUsd = std::round(spend.endedUsd * 100) / 100;
-  spend.estimatedUsd = std::round((spend.endedUsd + going) * 100) / 100;
-  if (!d.policy.spec.budgetMonthlyUsd.empty() || old.spend || spend.estimatedUsd > 0) history.spend = spend;
+  spend.estimatedUsd = spend.endedUsd + going;
+  if (!d.policy.spec.budgetMonthlyUsd.empty() || old.spend || spend.estimatedUsd > crd::Usd()) history.spend = spend;
   if (newestSuccess && (!old.lastSuccessfulTime || *newestSuccess->endedAt() > *old.lastSuccessfulTime)) {
     history.lastSuccessfulTime = newestSuccess->endedAt();
     history.lastSuccessfulRun = crd::SuccessfulRun{newestSuccess->name, newestSuccess->endedAt(), modelUriOf(*newestSuccess)};

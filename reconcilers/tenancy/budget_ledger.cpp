@@ -7,6 +7,8 @@
 #include "base/rfc3339.h"
 #include "crd/budget.h"
 #include "crd/cost.h"
+#include "reconcilers/jobs/job_cache.h"
+#include "vertex/json_codec.h"
 #include "crd/render.h"
 
 namespace vto::reconcilers {
@@ -15,56 +17,25 @@ namespace {
 // "2026-12" -> 2026-12-01T00:00:00Z, for the list's create_time filter.
 std::string monthStart(const std::string& month) { return month + "-01T00:00:00Z"; }
 
+// The jobs of a rule's name whatever their month that have not ended (terminal states excluded).
+std::string unfinishedFilter(const std::string& team) {
+  std::string filter = std::string("labels.") + kTeamLabel + "=\"" + team + "\"";
+  for (const char* state : {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED",
+                            "JOB_STATE_PARTIALLY_SUCCEEDED"})
+    filter += std::string(" AND state!=\"") + state + "\"";
+  return filter;
+}
+
 }  // namespace
 
-JobCostReading costOfJob(const vertex::Job& job, const crd::PriceCatalog& prices, Clock::time_point now) {
-  JobCostReading out;
-  const auto& raw = job.raw;
-  const nlohmann::json* spec = nullptr;
-  double parallel = 1;
-  if (auto trial = raw.find("trialJobSpec"); trial != raw.end()) {
-    spec = &*trial;
-  } else if (auto custom = raw.find("jobSpec"); custom != raw.end()) {
-    spec = &*custom;
-  }
-  if (spec == nullptr || !spec->is_object()) return out;
+crd::JobPricing costOfJob(const vertex::Job& job, const crd::PriceCatalog& prices, Clock::time_point now) {
   std::string location;
   try {
     location = vertex::locationOf(job.name).location;
-  } catch (const std::exception&) {
-    return out;
+  } catch (const std::exception& e) {
+    return {std::nullopt, std::string("a location (") + e.what() + ")"};
   }
-  auto pools = crd::poolsOfWorkerPools(spec->value("workerPoolSpecs", nlohmann::json::array()));
-  auto pricing = crd::priceOf(prices, pools, location, crd::strategyOfJob(spec->value("scheduling", nlohmann::json())));
-  if (!pricing.rate) return out;
-  const auto& rate = *pricing.rate;
-  // A job Vertex has not started yet (QUEUED, PENDING) will run: it counts as running for the next
-  // hour, or the room it takes would look free until it starts.
-  bool unfinished = !vertex::isTerminal(job.state);
-  if (raw.contains("trialJobSpec")) parallel = std::max<double>(1, raw.value("parallelTrialCount", 1));
-  double usd = 0;
-  if (auto trials = raw.find("trials"); trials != raw.end() && trials->is_array() && !trials->empty()) {
-    int runningTrials = 0;
-    for (const auto& trial : *trials) {
-      if (!trial.is_object()) continue;
-      auto start = timeField(trial, "startTime");
-      if (!start) continue;
-      auto end = timeField(trial, "endTime");
-      auto until = end ? *end : job.endTime ? *job.endTime : now;
-      usd += crd::usageOf(rate, until - *start).usd;
-      if (!end && unfinished) ++runningTrials;
-    }
-    // Between trials a tuning job still starts the next ones, as many at once as it may run.
-    if (unfinished) out.hourlyUsd = rate.usd * std::max<double>(runningTrials, parallel);
-  } else {
-    if (job.startTime) {
-      auto until = job.endTime ? *job.endTime : now;
-      usd = crd::usageOf(rate, until - *job.startTime).usd * parallel;
-    }
-    if (unfinished) out.hourlyUsd = rate.usd * parallel;
-  }
-  out.usd = usd;
-  return out;
+  return crd::priceJob(prices, crd::shapeOfJob(job.raw, location), timesOf(cachedJobOf(job, now)), now);
 }
 
 BudgetLedger::BudgetLedger(vertex::VertexClient& vertex, const Clock& clock, const crd::TenancyRules& rules,
@@ -87,32 +58,44 @@ void BudgetLedger::refresh() {
     spend.month = month;
     std::vector<std::string> listed;
     const auto& locations = rule.locations.empty() ? defaultLocations_ : rule.locations;
+    auto count = [&](const vertex::Job& job, bool thisMonth) {
+      listed.push_back(job.name);
+      auto cost = costOfJob(job, prices_, now).cost;
+      if (!cost) {
+        spend.unpriced.push_back(job.name);
+        return;
+      }
+      if (thisMonth) spend.spent += cost->spent;
+      if (!vertex::isTerminal(job.state)) {
+        spend.committed += cost->worstRemaining;
+        ++spend.unfinishedJobs;
+      }
+    };
     try {
       for (const auto& project : rule.projects) {
         for (const auto& location : locations) {
           for (auto kind : {vertex::JobKind::Custom, vertex::JobKind::HyperparameterTuning}) {
-            vertex::ListOptions options;
-            options.filter = std::string("labels.") + kTeamLabel + "=\"" + rule.name + "\" AND create_time>=\"" +
-                             monthStart(month) + "\"";
-            options.pageSize = 100;
-            do {
-              auto page = vertex_.listJobs(Location{project, location}, kind, options);
-              for (const auto& job : page.jobs) {
-                // Vertex filters by creation already; a job from another month is not this month's spend.
-                if (job.createTime && crd::budgetMonth(*job.createTime) != month) continue;
-                // Anyone can label a job vto-team; another cluster's jobs are its own budget's.
-                if (ownership_ != nullptr && !ownership_->trusts(job.labels, job.createTime)) continue;
-                listed.push_back(job.name);
-                auto cost = costOfJob(job, prices_, now);
-                if (!cost.usd) {
-                  spend.unpriced.push_back(job.name);
-                  continue;
+            // This month's jobs, then the unfinished jobs of earlier months (what they may still spend).
+            for (bool thisMonth : {true, false}) {
+              vertex::ListOptions options;
+              options.filter = thisMonth ? std::string("labels.") + kTeamLabel + "=\"" + rule.name +
+                                               "\" AND create_time>=\"" + monthStart(month) + "\""
+                                         : unfinishedFilter(rule.name);
+              options.pageSize = 100;
+              do {
+                auto page = vertex_.listJobs(Location{project, location}, kind, options);
+                for (const auto& job : page.jobs) {
+                  // Vertex filters by creation and state already; each job is counted by one of the lists.
+                  bool createdThisMonth = !job.createTime || crd::budgetMonth(*job.createTime) == month;
+                  if (createdThisMonth != thisMonth) continue;
+                  if (!thisMonth && vertex::isTerminal(job.state)) continue;
+                  // Anyone can label a job vto-team; another cluster's jobs are its own budget's.
+                  if (ownership_ != nullptr && !ownership_->trusts(job.labels, job.createTime)) continue;
+                  count(job, thisMonth);
                 }
-                spend.spentUsd += *cost.usd;
-                spend.runningHourlyUsd += cost.hourlyUsd;
-              }
-              options.pageToken = page.nextPageToken;
-            } while (!options.pageToken.empty());
+                options.pageToken = page.nextPageToken;
+              } while (!options.pageToken.empty());
+            }
           }
         }
       }
@@ -140,21 +123,21 @@ std::optional<RuleSpend> BudgetLedger::spendOf(size_t ruleIndex, const std::stri
     if (auto found = extra->find(ruleIndex); found != extra->end())
       for (const auto& [key, reserved] : found->second) {
         if (extra == &held_ && !exceptHoldOf.empty() && key == exceptHoldOf) continue;
-        spend.spentUsd += reserved.usd;
-        spend.runningHourlyUsd += reserved.hourlyUsd;
+        spend.committed += reserved;
+        ++spend.unfinishedJobs;
       }
   return spend;
 }
 
-bool BudgetLedger::reserve(size_t ruleIndex, uint64_t seenGeneration, const std::string& uid, double usd,
-                           double hourlyUsd, bool unconditionally) {
+bool BudgetLedger::reserve(size_t ruleIndex, uint64_t seenGeneration, const std::string& uid, crd::Usd usd,
+                           bool unconditionally) {
   std::lock_guard lock(mutex_);
   auto& spend = spend_[ruleIndex];
   if (!unconditionally && spend.generation != seenGeneration) return false;
   for (auto& [rule, holds] : held_) {
     if (rule != ruleIndex && holds.erase(uid) > 0) ++spend_[rule].generation;
   }
-  held_[ruleIndex][uid] = {usd, hourlyUsd};
+  held_[ruleIndex][uid] = usd;
   ++spend.generation;
   return true;
 }
@@ -164,11 +147,10 @@ void BudgetLedger::release(size_t ruleIndex, const std::string& uid) {
   if (held_[ruleIndex].erase(uid) > 0) ++spend_[ruleIndex].generation;
 }
 
-void BudgetLedger::noteCreated(size_t ruleIndex, const std::string& uid, const std::string& jobName, double reservedUsd,
-                               double hourlyUsd) {
+void BudgetLedger::noteCreated(size_t ruleIndex, const std::string& uid, const std::string& jobName, crd::Usd reserved) {
   std::lock_guard lock(mutex_);
   held_[ruleIndex].erase(uid);
-  noted_[ruleIndex][jobName] = {reservedUsd, hourlyUsd};
+  noted_[ruleIndex][jobName] = reserved;
   ++spend_[ruleIndex].generation;
 }
 

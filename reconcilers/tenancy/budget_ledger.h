@@ -1,15 +1,17 @@
 #pragma once
-// Month-to-date spend per budget rule (tenancy `name` + `budget`, API.md "Cost and budgets"), from
-// what Vertex holds: the jobs vto labelled `vto-team=<rule name>` in the rule's projects and
-// locations, created this calendar month (UTC), each priced from its own resource (pools, strategy,
-// times; a tuning job per trial). Vertex keeps a job whatever becomes of its run, and vto never
-// deletes jobs, so deleting runs, restarting the operator or a leader change never resets a budget:
-// the spend is read again, not remembered.
+// Month-to-date spend per budget rule (tenancy `name` + `budget`, API.md "Cost and budgets"), and what
+// the rule's unfinished jobs may still spend, from what Vertex holds: the jobs vto labelled
+// `vto-team=<rule name>` in the rule's projects and locations, each priced by the cost model
+// (crd::priceJob) from its own resource (pools, strategy, trials, timeout, times). The spend counts
+// the jobs created this calendar month (UTC); the worst case counts every unfinished job, one created
+// last month included. Vertex keeps a job whatever becomes of its run, and vto never deletes jobs, so
+// deleting runs, restarting the operator or a leader change never resets a budget: the spend is read
+// again, not remembered.
 //
-// refresh() is one list per project, location and job kind (a few requests a minute for the whole
-// operator, not per run). Between refreshes, a job vto just created counts at its price for the
-// horizon the budget check reserved (noteCreated), so two runs admitted one after the other cannot
-// both spend the same room.
+// refresh() is two lists per project, location and job kind (this month's jobs, and the unfinished
+// ones: a few requests a minute for the whole operator, not per run). Between refreshes, a job vto
+// just created counts at what the budget check reserved for it (noteCreated), so two runs admitted
+// one after the other cannot both spend the same room.
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -20,6 +22,7 @@
 
 #include "base/clock.h"
 #include "base/gcp_names.h"
+#include "crd/cost.h"
 #include "crd/price_catalog.h"
 #include "crd/render.h"
 #include "crd/tenancy.h"
@@ -31,9 +34,12 @@ namespace vto::reconcilers {
 using crd::kTeamLabel;
 
 struct RuleSpend {
-  std::string month;             // "2026-12"
-  double spentUsd = 0;           // jobs created this month, up to now
-  double runningHourlyUsd = 0;   // the rule's running jobs, per hour
+  std::string month;    // "2026-12"
+  crd::Usd spent;       // the rule's jobs created this month, up to now
+  // What the rule's unfinished jobs (of any month) may still spend until their timeouts, and what
+  // was reserved for the jobs being created or created but not listed yet.
+  crd::Usd committed;
+  int64_t unfinishedJobs = 0;          // the jobs `committed` counts
   std::vector<std::string> unpriced;  // jobs the price table cannot price (not counted)
   std::optional<std::string> error;   // the last refresh failed: the figures are the last known
   // Changes with every figure, note and reservation: what a budget check saw, so that admitting a
@@ -41,12 +47,8 @@ struct RuleSpend {
   uint64_t generation = 0;
 };
 
-// What one Vertex job adds to its month: its estimate up to `now`, and its price per hour while it runs.
-struct JobCostReading {
-  std::optional<double> usd;  // nullopt: a price is missing
-  double hourlyUsd = 0;
-};
-JobCostReading costOfJob(const vertex::Job& job, const crd::PriceCatalog& prices, Clock::time_point now);
+// What one Vertex job adds to its rule's figures: crd::priceJob over the job's own resource.
+crd::JobPricing costOfJob(const vertex::Job& job, const crd::PriceCatalog& prices, Clock::time_point now);
 
 class BudgetLedger {
  public:
@@ -68,14 +70,12 @@ class BudgetLedger {
   // (a Warn budget, which creates anyway) holds it whatever changed. Without this, workers deciding at
   // once would each see the same room and all spend it. A hold the run had already (a create whose
   // answer was lost, or a placement it leaves for a fallback) is replaced, under any rule.
-  bool reserve(size_t ruleIndex, uint64_t seenGeneration, const std::string& uid, double usd, double hourlyUsd,
-               bool unconditionally);
+  bool reserve(size_t ruleIndex, uint64_t seenGeneration, const std::string& uid, crd::Usd usd, bool unconditionally);
   // The run created no job: what it held is free again.
   void release(size_t ruleIndex, const std::string& uid);
-  // Run `uid`'s job was created: its hold becomes the job's, counted as `reservedUsd` (and, running,
-  // at `hourlyUsd`) until a refresh lists the job.
-  void noteCreated(size_t ruleIndex, const std::string& uid, const std::string& jobName, double reservedUsd,
-                   double hourlyUsd);
+  // Run `uid`'s job was created: its hold becomes the job's, counted as `reserved` (all of it still to
+  // spend) until a refresh lists the job.
+  void noteCreated(size_t ruleIndex, const std::string& uid, const std::string& jobName, crd::Usd reserved);
   // A hold follows its job: a create whose answer was lost keeps the run's hold until a read shows
   // the job (jobSeen: the hold becomes the job's, as noteCreated) or the run will create nothing
   // more (forgetRun: gone, finished, suspended or invalid).
@@ -91,12 +91,9 @@ class BudgetLedger {
   const JobOwnership* ownership_;  // only jobs this operator made count (the team label alone is anyone's)
   mutable std::mutex mutex_;
   std::map<size_t, RuleSpend> spend_;
-  struct Reserved {
-    double usd = 0;        // counted as spent
-    double hourlyUsd = 0;  // counted as running
-  };
-  std::map<size_t, std::map<std::string, Reserved>> noted_;  // rule -> job name -> its reservation
-  std::map<size_t, std::map<std::string, Reserved>> held_;   // rule -> run uid -> its hold, while creating
+  // Counted as committed: an unfinished job's worst case.
+  std::map<size_t, std::map<std::string, crd::Usd>> noted_;  // rule -> job name -> its reservation
+  std::map<size_t, std::map<std::string, crd::Usd>> held_;   // rule -> run uid -> its hold, while creating
 };
 
 }  // namespace vto::reconcilers

@@ -1,12 +1,12 @@
 // The tenancy budget gate (API.md "Cost and budgets"): before any job is created (first attempt,
-// resume, failover), the governing rule's month-to-date spend, its running jobs' next hour and this
-// job's price over min(timeout, 24 h) must fit its monthlyUsd. Hold: the run waits (Queued,
-// Ready=False BudgetExceeded, one Event) and looks again; Warn: the job is created with a Warning
-// Event. Running jobs are never cancelled by a budget. The spend is observed (BudgetLedger).
+// resume, failover), the governing rule's month-to-date spend, what its unfinished jobs may still
+// spend until their timeouts and this job's whole cost to its timeout must fit its monthlyUsd
+// (crd::decideBudget). Hold: the run waits (Queued, Ready=False BudgetExceeded, one Event) and looks
+// again; the job it creates once admitted carries the reservation's timeout. Warn: the job is created
+// with a Warning Event. Running jobs are never cancelled by a budget. The spend is observed (BudgetLedger).
 #include <exception>
 
 #include "crd/budget.h"
-#include "crd/cost.h"
 #include "reconcilers/trainingrun/draft.h"
 
 namespace vto::reconcilers::trainingrun {
@@ -34,19 +34,21 @@ std::optional<Plan> budgetGate(Draft& d, const crd::TrainingRun& at, const Locat
   input.rule = rule.name;
   input.budget = *rule.budget;
   input.month = crd::budgetMonth(d.o.now);
-  input.timeoutSeconds = at.spec.scheduling.timeoutSeconds;
   const auto& prices = d.o.prices ? *d.o.prices : crd::PriceCatalog::builtIn();
   try {
-    auto pricing = crd::priceOf(prices, crd::poolsOf(at), where.location, at.spec.scheduling.strategy);
-    if (pricing.rate) {
-      double trials = at.spec.hyperparameterTuning ? std::max(1, at.spec.hyperparameterTuning->parallelTrialCount) : 1;
-      input.hourlyUsd = pricing.rate->usd * trials;
-    } else {
-      input.missingPrice = pricing.missing;
-    }
+    // What the run may still spend under its own limit: the limit less what its attempts cost.
+    std::optional<crd::Usd> costLimitLeft;
+    if (auto limit = crd::Usd::parse(at.spec.maxCostUsd))
+      costLimitLeft = *limit - (d.o.status.cost ? d.o.status.cost->estimatedUsd : crd::Usd());
+    input.job = crd::reservationFor(prices, crd::shapeOfRun(at, where.location), costLimitLeft, &input.missingPrice);
   } catch (const std::exception& e) {
     input.missingPrice = std::string("price for this placement (") + e.what() + ")";
   }
+  // Under Hold the job carries the reservation's timeout, so it cannot outspend what was set aside.
+  auto reservation = [&](uint64_t generation, bool unconditionally) {
+    return BudgetReservation{index, input.job->usd, warnOnly ? std::nullopt : std::optional(input.job->timeout), generation,
+                             unconditionally};
+  };
 
   std::string message;
   bool create = false;
@@ -57,12 +59,12 @@ std::optional<Plan> budgetGate(Draft& d, const crd::TrainingRun& at, const Locat
     message = rule.name + "'s spend in " + input.month + " has not been read from Vertex AI yet" +
               (warnOnly ? ": created without a budget check" : "; the run starts once it is and the budget allows");
   } else {
-    input.spentUsd = spend->second.spentUsd;
-    input.runningHourlyUsd = spend->second.runningHourlyUsd;
+    input.spent = spend->second.spent;
+    input.committed = spend->second.committed;
+    input.unfinishedJobs = spend->second.unfinishedJobs;
     auto decision = crd::decideBudget(input);
     if (!decision.warn) {
-      d.plan.budgetReservation = BudgetReservation{index, decision.neededUsd - input.spentUsd - input.runningHourlyUsd,
-                                                   input.hourlyUsd.value_or(0), spend->second.generation, warnOnly};
+      d.plan.budgetReservation = reservation(spend->second.generation, warnOnly);
       return std::nullopt;
     }
     create = decision.create;
@@ -70,12 +72,7 @@ std::optional<Plan> budgetGate(Draft& d, const crd::TrainingRun& at, const Locat
   }
   if (create) {
     d.plan.events.push_back(warningEvent("BudgetExceeded", message));
-    if (input.hourlyUsd) {
-      constexpr double kDayHours = 24;
-      double hours = std::min(kDayHours, static_cast<double>(input.timeoutSeconds.value_or(7 * 86400)) / 3600.0);
-      auto seen = spend != d.o.tenancy.budgets.end() ? spend->second.generation : 0;
-      d.plan.budgetReservation = BudgetReservation{index, *input.hourlyUsd * hours, *input.hourlyUsd, seen, true};
-    }
+    if (input.job) d.plan.budgetReservation = reservation(spend != d.o.tenancy.budgets.end() ? spend->second.generation : 0, true);
     return std::nullopt;
   }
   if (!conditionIs(d, ConditionType::Ready, "False", Reason::BudgetExceeded)) {

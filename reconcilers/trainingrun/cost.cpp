@@ -16,13 +16,7 @@ namespace {
 
 using controller::warningEvent;
 using crd::Phase;
-using crd::Usage;
-
-struct AttemptCost {
-  std::optional<Usage> usage;      // nullopt: a price is missing
-  std::string missing;             // which
-  std::optional<double> hourlyUsd;  // while its job runs
-};
+using crd::Usd;
 
 constexpr const char* kCostLimitMessage = "cancelled by vto: the estimated cost reached spec.maxCostUsd";
 
@@ -33,57 +27,34 @@ const CachedJob* jobOf(const Draft& d, const crd::Attempt& attempt) {
   return &*job;
 }
 
-AttemptCost costOf(const Draft& d, const crd::Attempt& attempt, const crd::PriceCatalog& prices) {
-  AttemptCost out;
+// One attempt's job priced by the cost model: its shape from the placement it was created on, its
+// times from the job this pass read (each trial's), else from the attempt.
+crd::JobPricing costOf(const Draft& d, const crd::Attempt& attempt, const crd::PriceCatalog& prices) {
   crd::TrainingRun placed;
   placed.metadata = d.run.metadata;
-  std::string location;
+  crd::JobShape shape;
   try {
     placed.spec = crd::specAt(d.run.spec, static_cast<size_t>(attempt.placement.value_or(0)));
-    location = !attempt.jobName.empty() ? vertex::locationOf(attempt.jobName).location
-                                        : crd::locationOf(placed.spec, d.o.defaults).location;
+    auto location = !attempt.jobName.empty() ? vertex::locationOf(attempt.jobName).location
+                                             : crd::locationOf(placed.spec, d.o.defaults).location;
+    shape = crd::shapeOfRun(placed, location);
   } catch (const std::exception& e) {
-    out.missing = std::string("the placement's price (") + e.what() + ")";
-    return out;
+    return {std::nullopt, std::string("the placement's price (") + e.what() + ")"};
   }
-  auto pricing = crd::priceOf(prices, crd::poolsOf(placed), location, placed.spec.scheduling.strategy);
-  if (!pricing.rate) {
-    out.missing = pricing.missing;
-    return out;
-  }
-  const auto& rate = *pricing.rate;
-  Usage usage;
-  auto now = d.now();
-  bool running = attempt.startTime && !attempt.endTime;
   const CachedJob* job = jobOf(d, attempt);
-  if (job && !job->trialSpans.empty()) {
-    // A tuning job: each trial from its own start to its own end (or the job's, or now).
-    int runningTrials = 0;
-    for (const auto& [start, end] : job->trialSpans) {
-      auto until = end ? *end : attempt.endTime ? *attempt.endTime : now;
-      usage += crd::usageOf(rate, until - start);
-      if (!end && running) ++runningTrials;
-    }
-    if (running) out.hourlyUsd = rate.usd * runningTrials;
-  } else if (attempt.startTime) {
-    // Without trial times (a custom job, or a tuning attempt no longer read), the job's own span:
-    // for tuning, every parallel trial for all of it, an upper bound.
-    double jobs = d.run.spec.hyperparameterTuning ? std::max(1, d.run.spec.hyperparameterTuning->parallelTrialCount) : 1;
-    auto until = attempt.endTime ? *attempt.endTime : now;
-    auto one = crd::usageOf(rate, until - *attempt.startTime);
-    usage = Usage{one.usd * jobs, one.acceleratorHours * jobs, one.replicaHours * jobs};
-    if (running) out.hourlyUsd = rate.usd * jobs;
-  }
-  out.usage = usage;
-  return out;
+  crd::JobTimes times = job ? timesOf(*job) : crd::JobTimes{};
+  times.start = attempt.startTime;
+  times.end = attempt.endTime;
+  times.finished = times.finished || attempt.endTime.has_value();
+  return crd::priceJob(prices, shape, times, d.now());
 }
 
 const crd::PriceCatalog& pricesOf(const Draft& d) { return d.o.prices ? *d.o.prices : crd::PriceCatalog::builtIn(); }
 
 // The figures of every attempt up to now, the current one's hourly price: nullopt when one is unpriced.
 struct LiveCost {
-  double usd = 0;
-  std::optional<double> hourlyUsd;
+  Usd spent;
+  Usd hourly;
 };
 std::optional<LiveCost> liveCost(const Draft& d) {
   LiveCost out;
@@ -91,28 +62,33 @@ std::optional<LiveCost> liveCost(const Draft& d) {
   for (size_t i = 0; i < attempts.size(); ++i) {
     bool current = i + 1 == attempts.size();
     if (!current && attempts[i].costUsd) {
-      out.usd += crd::parseUsd(*attempts[i].costUsd).value_or(0);
+      out.spent += *attempts[i].costUsd;
       continue;
     }
-    auto cost = costOf(d, attempts[i], pricesOf(d));
-    if (!cost.usage) return std::nullopt;
-    out.usd += cost.usage->usd;
-    if (current) out.hourlyUsd = cost.hourlyUsd;
+    auto cost = costOf(d, attempts[i], pricesOf(d)).cost;
+    if (!cost) return std::nullopt;
+    out.spent += cost->spent;
+    if (current) out.hourly = cost->hourly;
   }
   return out;
+}
+
+std::optional<Usd> limitOf(const crd::TrainingRun& run) { return Usd::parse(run.spec.maxCostUsd); }
+std::optional<Usd> estimateOf(const crd::TrainingRunStatus& status) {
+  return status.cost ? std::optional<Usd>(status.cost->estimatedUsd) : std::nullopt;
 }
 
 }  // namespace
 
 CostLimitStep costLimitStep(const Draft& d, const CachedJob& job) {
   if (d.next.history.attempts.empty()) return CostLimitStep::None;
-  auto limit = crd::parseUsd(d.run.spec.maxCostUsd);
+  auto limit = limitOf(d.run);
   // As stored: applyJobState may have replaced the attempt's message with Vertex's.
   const auto& stored = d.o.status.history.attempts;
   bool cancelledForCost = !stored.empty() && stored.back().attempt == d.next.history.attempts.back().attempt &&
                           stored.back().message == kCostLimitMessage;
   if (cancelledForCost && vertex::isTerminal(job.state)) {
-    auto spent = d.o.status.cost ? crd::parseUsd(d.o.status.cost->estimatedUsd) : std::nullopt;
+    auto spent = estimateOf(d.o.status);
     // A raised (or removed) limit resumes the run from its last checkpoint.
     if (!limit || (spent && *spent < *limit)) return CostLimitStep::Resume;
     return CostLimitStep::Failed;
@@ -120,12 +96,12 @@ CostLimitStep costLimitStep(const Draft& d, const CachedJob& job) {
   if (cancelledForCost) return CostLimitStep::Cancel;  // Vertex is still cancelling it
   if (!limit || vertex::isTerminal(job.state) || !job.startTime) return CostLimitStep::None;
   auto live = liveCost(d);
-  if (!live || live->usd < *limit) return CostLimitStep::None;
+  if (!live || live->spent < *limit) return CostLimitStep::None;
   return CostLimitStep::Cancel;
 }
 
 Plan cancelAtCostLimit(Draft& d, const CachedJob& job) {
-  auto limit = crd::formatDollars(crd::parseUsd(d.run.spec.maxCostUsd).value_or(0));
+  auto limit = limitOf(d.run).value_or(Usd()).display();
   const auto& stored = d.o.status.history.attempts;
   if (stored.empty() || stored.back().message != kCostLimitMessage) {
     d.plan.cancelJob = job.name;
@@ -140,7 +116,7 @@ Plan cancelAtCostLimit(Draft& d, const CachedJob& job) {
 }
 
 Plan failedAtCostLimit(Draft& d) {
-  auto limit = crd::formatDollars(crd::parseUsd(d.run.spec.maxCostUsd).value_or(0));
+  auto limit = limitOf(d.run).value_or(Usd()).display();
   d.current().message = kCostLimitMessage;
   d.phase(Phase::Failed, "the estimated cost reached spec.maxCostUsd " + limit +
                              "; the last checkpoint is kept: raise maxCostUsd to resume from it");
@@ -155,28 +131,28 @@ bool resumableAtCostLimit(const Observed& o) {
   if (!o.run || o.status.phase != Phase::Failed || o.status.history.attempts.empty() ||
       o.status.history.attempts.back().message != kCostLimitMessage)
     return false;
-  auto limit = crd::parseUsd(o.run->spec.maxCostUsd);
-  auto spent = o.status.cost ? crd::parseUsd(o.status.cost->estimatedUsd) : std::nullopt;
+  auto limit = limitOf(*o.run);
+  auto spent = estimateOf(o.status);
   return !limit || (spent && *spent < *limit);
 }
 
 void costLimitWake(Draft& d) {
-  auto limit = crd::parseUsd(d.run.spec.maxCostUsd);
+  auto limit = limitOf(d.run);
   const auto& job = d.o.vertex.job;
   if (!limit || !job || vertex::isTerminal(job->state) || !job->startTime || d.next.history.attempts.empty()) return;
   auto live = liveCost(d);
-  if (!live || !live->hourlyUsd || *live->hourlyUsd <= 0) return;
+  if (!live) return;
   // The pass when the estimate reaches the limit, to the second; no write until then.
-  auto hoursLeft = std::max(0.0, (*limit - live->usd) / *live->hourlyUsd);
-  Clock::duration wake = std::chrono::round<std::chrono::seconds>(std::chrono::duration<double>(hoursLeft * 3600)) +
-                         std::chrono::seconds(1);
+  auto left = live->hourly.timeToSpend(*limit - live->spent);
+  if (!left) return;
+  Clock::duration wake = std::min<Clock::duration>(*left, std::chrono::hours(24 * 366)) + std::chrono::seconds(1);
   if (d.plan.requeueAfter == Clock::duration::zero() || wake < d.plan.requeueAfter) d.plan.requeueAfter = wake;
 }
 
 std::string costNote(const Draft& d) {
   const auto& cost = d.next.cost ? d.next.cost : d.o.status.cost;
   if (!cost) return "";
-  return "; cost " + crd::formatDollars(crd::parseUsd(cost->estimatedUsd).value_or(0)) + " at list prices";
+  return "; cost " + cost->estimatedUsd.display() + " at list prices";
 }
 
 void costView(Draft& d) {
@@ -194,29 +170,34 @@ void costView(Draft& d) {
     return;
   }
   const auto& prices = pricesOf(d);
-  Usage total;
-  std::optional<double> hourly;
+  crd::RunCost cost;
+  std::optional<Usd> hourly;
   std::string missing;
   for (size_t i = 0; i < attempts.size(); ++i) {
     auto& attempt = attempts[i];
     bool current = i + 1 == attempts.size();
     // An earlier attempt's figure was computed when its end was written; it no longer moves.
     if (!current && attempt.costUsd) {
-      total += Usage{crd::parseUsd(*attempt.costUsd).value_or(0), attempt.acceleratorHours, attempt.replicaHours};
+      cost.estimatedUsd += *attempt.costUsd;
+      cost.acceleratorHours += attempt.acceleratorHours;
+      cost.replicaHours += attempt.replicaHours;
       continue;
     }
-    auto cost = costOf(d, attempt, prices);
-    if (!cost.usage) {
+    auto priced = costOf(d, attempt, prices);
+    if (!priced.cost) {
       attempt.costUsd.reset();
       attempt.acceleratorHours = attempt.replicaHours = 0;
-      if (missing.empty()) missing = cost.missing;
+      if (missing.empty()) missing = priced.missing;
       continue;
     }
-    attempt.costUsd = crd::formatUsd(cost.usage->usd);
-    attempt.acceleratorHours = crd::roundHours(cost.usage->acceleratorHours);
-    attempt.replicaHours = crd::roundHours(cost.usage->replicaHours);
-    total += *cost.usage;
-    if (current && cost.hourlyUsd) hourly = cost.hourlyUsd;
+    attempt.costUsd = priced.cost->spent;
+    attempt.acceleratorHours = crd::roundHours(priced.cost->acceleratorHours);
+    attempt.replicaHours = crd::roundHours(priced.cost->replicaHours);
+    cost.estimatedUsd += priced.cost->spent;
+    cost.acceleratorHours += priced.cost->acceleratorHours;
+    cost.replicaHours += priced.cost->replicaHours;
+    bool running = attempt.startTime && !attempt.endTime;
+    if (current && running) hourly = priced.cost->hourly.roundedToCents();
   }
   if (!missing.empty()) {
     d.next.cost.reset();
@@ -225,11 +206,9 @@ void costView(Draft& d) {
     sortConditions(d.next.conditions);
     return;
   }
-  crd::RunCost cost;
-  cost.estimatedUsd = crd::formatUsd(total.usd);
-  cost.acceleratorHours = crd::roundHours(total.acceleratorHours);
-  cost.replicaHours = crd::roundHours(total.replicaHours);
-  if (hourly) cost.hourlyUsd = crd::formatUsd(*hourly);
+  cost.acceleratorHours = crd::roundHours(cost.acceleratorHours);
+  cost.replicaHours = crd::roundHours(cost.replicaHours);
+  cost.hourlyUsd = hourly;
   cost.priceCatalog = prices.id();
   cost.updateTime = d.now();
   d.next.cost = cost;

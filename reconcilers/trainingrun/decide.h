@@ -210,12 +210,14 @@ struct CreateJob {
   size_t placement = 0;  // crd::specAt(spec, placement) is what the job is rendered from
 };
 
-// What the budget gate let a job spend (its price over the budget's horizon), counted against rule
-// `rule` until the ledger's next refresh lists the job.
+// What the budget gate let a job spend (its whole worst case, crd::reservationFor), counted against
+// rule `rule` until the ledger's next refresh lists the job.
 struct BudgetReservation {
   size_t rule = 0;
-  double usd = 0;
-  double hourlyUsd = 0;         // the job's price per hour, counted as running until a refresh lists it
+  crd::Usd usd;
+  // Under a Hold budget: the job's scheduling.timeout (a tuning job's, per trial), rendered whatever the
+  // spec says, so that the job cannot run past what was reserved for it.
+  std::optional<std::chrono::seconds> timeout;
   uint64_t seenGeneration = 0;  // the figures the check read (RuleSpend::generation)
   bool unconditionally = false;  // a Warn budget: created whatever changed since
 };

@@ -523,7 +523,7 @@ Plan TrainingRunReconciler::createPlannedJob(const Observed& o, Plan plan) {
       if (held && ledger != nullptr && !keep) ledger->release(held->rule, uid);
     }
     void becameJob(const std::string& jobName) {
-      if (held && ledger != nullptr) ledger->noteCreated(held->rule, uid, jobName, held->usd, held->hourlyUsd);
+      if (held && ledger != nullptr) ledger->noteCreated(held->rule, uid, jobName, held->usd);
       held.reset();
     }
   } hold{options_.budgets, o.metadata.uid, std::nullopt};
@@ -535,7 +535,7 @@ Plan TrainingRunReconciler::createPlannedJob(const Observed& o, Plan plan) {
     // takes it again at its own price (replacing the hold of the placement it leaves).
     if (const auto& reserved = plan.budgetReservation; reserved && options_.budgets != nullptr) {
       if (!options_.budgets->reserve(reserved->rule, reserved->seenGeneration, o.metadata.uid, reserved->usd,
-                                     reserved->hourlyUsd, reserved->unconditionally)) {
+                                     reserved->unconditionally)) {
         return decideAgainSoon();
       }
       hold.held = reserved;
@@ -570,7 +570,10 @@ Plan TrainingRunReconciler::createPlannedJob(const Observed& o, Plan plan) {
       return recordCreatedJob(o, std::move(plan), cachedJobOf(*job, o.now), adopted);
     }
     try {
-      auto body = crd::renderJob(trainingrun::runAt(*o.run, create.placement), create.attempt, create.resumeFrom);
+      auto at = trainingrun::runAt(*o.run, create.placement);
+      if (const auto& reserved = plan.budgetReservation; reserved && reserved->timeout)
+        at.spec.scheduling.timeoutSeconds = reserved->timeout->count();
+      auto body = crd::renderJob(at, create.attempt, create.resumeFrom);
       body["labels"] = signedLabels(o, body["labels"], jobs_.ownership());
       job = vertex_.createJob(create.where, create.kind, body);
       jobs_.put(*job, o.now);

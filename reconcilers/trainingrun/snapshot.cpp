@@ -6,6 +6,7 @@
 
 #include "base/json_fields.h"
 #include "base/rfc3339.h"
+#include "crd/cost.h"
 #include "crd/placement.h"
 #include "crd/render.h"
 #include "crd/training_run.h"
@@ -23,19 +24,8 @@ std::string boundedLabel(const std::string& value) {
   return value;
 }
 
-int intOf(const nlohmann::json& value) {
-  if (value.is_number_integer()) return value.get<int>();
-  if (value.is_string()) {
-    try {
-      return std::stoi(value.get<std::string>());
-    } catch (const std::exception&) {
-    }
-  }
-  return 0;
-}
-
-// The pools of the rendered job: a CustomJob's jobSpec, or a tuning job's trial spec times the
-// trials that run at once.
+// The pools of the rendered job (crd::shapeOfRun, as the cost model reads them), each replica
+// counted once per trial that runs at once.
 std::vector<metrics::MachinePool> poolsOf(const crd::TrainingRun& decoded) {
   // The machines of the placement the current attempt went to (with capacity failover).
   crd::TrainingRun run = decoded;
@@ -43,25 +33,15 @@ std::vector<metrics::MachinePool> poolsOf(const crd::TrainingRun& decoded) {
   if (!attempts.empty() && attempts.back().placement && *attempts.back().placement > 0) {
     run.spec = crd::specAt(decoded.spec, static_cast<size_t>(*attempts.back().placement));
   }
-  auto job = crd::renderJob(run, 1, "");
-  int parallel = 1;
-  const nlohmann::json* spec = nullptr;
-  if (auto trial = job.find("trialJobSpec"); trial != job.end()) {
-    spec = &*trial;
-    parallel = std::max(1, intOf(job.value("parallelTrialCount", nlohmann::json(1))));
-  } else if (auto custom = job.find("jobSpec"); custom != job.end()) {
-    spec = &*custom;
-  }
+  auto shape = crd::shapeOfRun(run, "");
   std::vector<metrics::MachinePool> pools;
-  if (spec == nullptr || !spec->contains("workerPoolSpecs")) return pools;
-  for (const auto& pool : (*spec)["workerPoolSpecs"]) {
-    if (!pool.is_object() || !pool.contains("machineSpec") || !pool["machineSpec"].is_object()) continue;
-    const auto& machine = pool["machineSpec"];
+  for (const auto& pool : shape.pools) {
     metrics::MachinePool out;
-    out.machineType = boundedLabel(stringField(machine, "machineType"));
-    out.acceleratorType = boundedLabel(stringField(machine, "acceleratorType"));
-    out.acceleratorCount = intOf(machine.value("acceleratorCount", nlohmann::json(0)));
-    out.replicas = intOf(pool.value("replicaCount", nlohmann::json(0))) * parallel;
+    out.machineType = boundedLabel(pool.machineType);
+    out.acceleratorType = boundedLabel(pool.acceleratorType);
+    // Per machine: a multi-host TPU slice's chips spread over its hosts.
+    out.acceleratorCount = static_cast<int>(pool.acceleratorCount / std::max<int64_t>(pool.hosts, 1));
+    out.replicas = static_cast<int>(pool.replicas * pool.hosts * shape.parallelTrials);
     pools.push_back(out);
   }
   return pools;
@@ -101,11 +81,7 @@ metrics::RunSnapshot trainingRunSnapshot(const nlohmann::json& object, const crd
   snapshot.waitingForCapacity = run.status.history.capacity && run.status.history.capacity->waitingSince;
   for (const auto& c : run.status.conditions)
     if (c.type == "Ready" && c.status == "False" && c.reason == "WaitingForKueue") snapshot.waitingForKueue = true;
-  if (run.status.cost && run.status.cost->hourlyUsd) {
-    char* end = nullptr;
-    double hourly = std::strtod(run.status.cost->hourlyUsd->c_str(), &end);
-    if (end != nullptr && *end == '\0' && hourly >= 0) snapshot.hourlyUsd = hourly;
-  }
+  if (run.status.cost && run.status.cost->hourlyUsd) snapshot.hourlyUsd = run.status.cost->hourlyUsd->toDouble();
   if (const auto& progress = run.status.progress; progress && progress->totalSteps && *progress->totalSteps > 0) {
     snapshot.progressRatio = std::clamp(static_cast<double>(progress->step) / static_cast<double>(*progress->totalSteps), 0.0, 1.0);
     snapshot.eta = progress->eta;

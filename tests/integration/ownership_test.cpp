@@ -24,15 +24,16 @@ std::vector<std::string> operatorFlags(OperatorStack& stack) {
 }
 
 // Jobs train 6 steps of 1 s after 1 s in the queue; europe-west1 holds every job pending (a job that
-// never starts still counts against a budget at its hourly price, and against a cap).
+// never starts still counts against a budget for all its timeout, and against a cap).
 OperatorStack& stack() {
   static OperatorStack shared({"--queue-time", "1s", "--steps", "6", "--step-time", "1s", "--cancel-time", "300ms"});
   static bool started = [] {
     std::string config = shared.dir() + "/vto-config.yaml";
-    // One rule: 8 accelerators at once and $30 a month. The victim needs ~$13 (a T4 for 24 h).
+    // One rule: 8 accelerators at once and $300 a month. The victim may cost ~$104 (a T4 for Vertex's
+    // 7 days), the other runs ~$37 (n1-standard-4 for 7 days); the imitations ~$30 an hour each.
     std::ofstream(config) << "tenancy:\n  - namespaces: [" << kNamespace << "]\n    name: team-own\n"
                           << "    projects: [" << kTestProject << "]\n    locations: [us-central1, europe-west1]\n"
-                          << "    maxAccelerators: 8\n    budget: {monthlyUsd: 30}\n"
+                          << "    maxAccelerators: 8\n    budget: {monthlyUsd: 300}\n"
                           << "    imagePrefixes: [us-central1-docker.pkg.dev/test-project/]\n";
     auto hold = runShell("curl -sf -X POST -H 'Content-Type: application/json' --data-binary "
                          "'[{\"location\": \"europe-west1\", \"available\": false, \"mode\": \"hold\"}]' " +
@@ -98,7 +99,7 @@ TEST(Ownership, JobsImitatingVtosAreNeverCountedAdoptedOrFollowed) {
   std::vector<std::string> foreign;
   for (const auto& labels : {unsignedLabels, badTag, otherCluster}) foreign.push_back(foreignJob("europe-west1", labels).name);
 
-  // The team's run (1 T4, ~$13 for its 24 h) starts: 3,000 accelerators and ~$90 an hour of jobs
+  // The team's run (1 T4, ~$104 for 7 days) starts: 3,000 accelerators and ~$90 an hour of jobs
   // labelled as the team's are nobody's it knows.
   applyRun("victim", "{machineType: n1-standard-4, acceleratorType: NVIDIA_TESLA_T4, acceleratorCount: 1}",
            "  checkpointing: {resumeBackoff: 1s}\n");

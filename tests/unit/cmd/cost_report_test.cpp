@@ -21,11 +21,11 @@ crd::TrainingRun run(const std::string& ns, const std::string& name, const std::
     a.attempt = ++n;
     a.startTime = parseRfc3339(start);
     a.endTime = *a.startTime + std::chrono::hours(1);
-    a.costUsd = usd;
+    a.costUsd = crd::Usd::parse(usd);
     a.acceleratorHours = 1;
     r.status.history.attempts.push_back(a);
   }
-  r.status.cost = crd::RunCost{"0", 0, 0, std::nullopt, "t", std::nullopt};
+  r.status.cost = crd::RunCost{crd::Usd(), 0, 0, std::nullopt, "t", std::nullopt};
   return r;
 }
 
@@ -49,9 +49,9 @@ TEST(CostReport, GroupsTheMonthsAttemptsMostFirst) {
   auto byNamespace = costReport(runs, "2026-12", CostGrouping::Namespace, now);
   ASSERT_EQ(byNamespace.rows.size(), 2u);
   EXPECT_EQ(byNamespace.rows[0].key, "team-a");
-  EXPECT_DOUBLE_EQ(byNamespace.rows[0].usd, 11.5);  // November's attempt is November's
+  EXPECT_EQ(byNamespace.rows[0].usd, crd::Usd::cents(1150));  // November's attempt is November's
   EXPECT_EQ(byNamespace.rows[0].runs, 2);
-  EXPECT_DOUBLE_EQ(byNamespace.total.usd, 14.5);
+  EXPECT_EQ(byNamespace.total.usd, crd::Usd::cents(1450));
   EXPECT_EQ(byNamespace.unpriced, 1);
 
   auto byPolicy = costReport(runs, "2026-12", CostGrouping::Policy, now);
@@ -64,16 +64,16 @@ TEST(CostReport, GroupsTheMonthsAttemptsMostFirst) {
   auto november = costReport(runs, "2026-11", CostGrouping::Run, now);
   ASSERT_EQ(november.rows.size(), 1u);
   EXPECT_EQ(november.rows[0].key, "team-a/big");
-  EXPECT_DOUBLE_EQ(november.total.usd, 100);
+  EXPECT_EQ(november.total.usd, crd::Usd::dollars(100));
 }
 
 TEST(CostReport, ARunningAttemptCountsUpToNow) {
   auto r = run("team-a", "live", "", {{"2026-12-09T00:00:00Z", "2.00"}});
   r.status.history.attempts[0].endTime.reset();
-  r.status.cost->hourlyUsd = "1.00";
+  r.status.cost->hourlyUsd = crd::Usd::dollars(1);
   r.status.cost->updateTime = parseRfc3339("2026-12-09T02:00:00Z");
   auto report = costReport({r}, "2026-12", CostGrouping::Run, parseRfc3339("2026-12-09T05:00:00Z"));
-  EXPECT_DOUBLE_EQ(report.total.usd, 5);
+  EXPECT_EQ(report.total.usd, crd::Usd::dollars(5));
 }
 
 }  // namespace

@@ -11,14 +11,31 @@ namespace {
 
 using nlohmann::json;
 
-BudgetInput input(double spent, double hourly, BudgetAction action = BudgetAction::Hold) {
+using std::chrono::hours;
+using std::chrono::minutes;
+
+const char* kPrices = R"(
+date: "2026-12-05"
+locations:
+  us-central1:
+    machines: {n1-standard-8: {standard: 98.40}, n1-standard-4: {standard: 1}})";
+
+// A new job of 1 h at $98.40/h: $98.40 reserved.
+Reservation oneHour(double hourly = 98.40) {
+  Reservation job;
+  job.hourly = *Usd::fromDollars(hourly);
+  job.timeout = hours(1);
+  job.usd = job.hourly.forDuration(job.timeout);
+  return job;
+}
+
+BudgetInput input(double spent, std::optional<Reservation> job = oneHour(), BudgetAction action = BudgetAction::Hold) {
   BudgetInput in;
   in.rule = "team-a";
-  in.budget = Budget{5000, action};
+  in.budget = Budget{Usd::dollars(5000), action};
   in.month = "2026-12";
-  in.spentUsd = spent;
-  in.hourlyUsd = hourly;
-  in.timeoutSeconds = 3600;  // a 1 h job
+  in.spent = *Usd::fromDollars(spent);
+  in.job = job;
   return in;
 }
 
@@ -29,28 +46,37 @@ TEST(Budget, DecidesBeforeAJobIsCreated) {
     bool create, warn;
     std::string message;
   };
-  auto running = input(4900, 50);
-  running.runningHourlyUsd = 60;
-  auto longJob = input(0, 300);
-  longJob.timeoutSeconds.reset();  // Vertex's 7 days, counted as 24 h
-  auto unpriced = input(100, 0);
-  unpriced.hourlyUsd.reset();
+  auto others = input(4900, oneHour(50));
+  others.committed = Usd::dollars(60);
+  others.unfinishedJobs = 3;
+  auto unpriced = input(100, std::nullopt);
   unpriced.missingPrice = "the spot price of NVIDIA_TESLA_A100 in us-east4 (price table 2026-12-05)";
   auto unpricedWarn = unpriced;
   unpricedWarn.budget.onExceeded = BudgetAction::Warn;
+  auto trials = oneHour(0.40);
+  trials.trials = 100;
+  trials.usd = Usd::dollars(40);
+  auto absurd = input(0, oneHour());
+  absurd.committed = Usd::max();  // a figure that saturated: never fits
   std::vector<Row> rows = {
-      {"fits", input(1000, 98.40), true, false, ""},
-      {"exactly at the limit fits", input(4900, 100), true, false, ""},
-      {"over, Hold: the run waits with the figures", input(4980.12, 98.40), false, true,
-       "team-a spent $4,980.12 of $5,000 in 2026-12; this run needs ~$98.40/h for up to 1 h: $5,078.52 > $5,000; it "
-       "starts by itself when the budget allows (next month, or a raised budget)"},
-      {"over, Warn: created with a warning", input(4980.12, 98.40, BudgetAction::Warn), true, true,
-       "team-a spent $4,980.12 of $5,000 in 2026-12; this run needs ~$98.40/h for up to 1 h: $5,078.52 > $5,000 "
-       "(onExceeded: Warn: created anyway)"},
-      {"the running jobs' next hour counts", running, false, true,
-       "team-a spent $4,900 of $5,000 in 2026-12; this run needs ~$50/h for up to 1 h, running jobs ~$60/h: $5,010 > "
-       "$5,000; it starts by itself when the budget allows (next month, or a raised budget)"},
-      {"no timeout counts 24 h", longJob, false, true, ""},
+      {"fits", input(1000), true, false, ""},
+      {"exactly at the limit fits", input(4901.60), true, false, ""},
+      {"over, Hold: the run waits with the figures", input(4980.12), false, true,
+       "team-a spent $4,980.12 of $5,000 in 2026-12; this run may cost up to $98.40 (1 h at $98.40/h): $5,078.52 in "
+       "all, over $5,000; it starts by itself when the budget allows (running jobs end, next month, a raised budget or "
+       "a shorter scheduling.timeout)"},
+      {"over, Warn: created with a warning", input(4980.12, oneHour(), BudgetAction::Warn), true, true,
+       "team-a spent $4,980.12 of $5,000 in 2026-12; this run may cost up to $98.40 (1 h at $98.40/h): $5,078.52 in "
+       "all, over $5,000 (onExceeded: Warn: created anyway)"},
+      {"what unfinished jobs may still spend counts", others, false, true,
+       "team-a spent $4,900 of $5,000 in 2026-12; its 3 unfinished jobs may still spend up to $60 before their "
+       "timeouts; this run may cost up to $50 (1 h at $50/h): $5,010 in all, over $5,000; it starts by itself when "
+       "the budget allows (running jobs end, next month, a raised budget or a shorter scheduling.timeout)"},
+      {"a tuning job counts all its trials", input(4980, trials), false, true,
+       "team-a spent $4,980 of $5,000 in 2026-12; this run may cost up to $40 (100 trials of up to 1 h at $0.40/h): "
+       "$5,020 in all, over $5,000; it starts by itself when the budget allows (running jobs end, next month, a raised "
+       "budget or a shorter scheduling.timeout)"},
+      {"a saturated figure fails closed", absurd, false, true, ""},
       {"a missing price holds under Hold", unpriced, false, true,
        "team-a spent $100 of $5,000 in 2026-12; this run cannot be priced (no the spot price of NVIDIA_TESLA_A100 in "
        "us-east4 (price table 2026-12-05)): it waits until the price table prices it"},
@@ -67,14 +93,43 @@ TEST(Budget, DecidesBeforeAJobIsCreated) {
   }
 }
 
-TEST(Budget, AMonthCountsTheJobsCreatedInItUtc) {
-  std::vector<JobSpend> jobs = {{parseRfc3339("2026-11-30T23:59:59Z"), 400},
-                                {parseRfc3339("2026-12-01T00:00:00Z"), 100},
-                                {parseRfc3339("2026-12-31T23:00:00Z"), 50}};
+// The new job's reservation: its whole cost to its timeout (7 days without one), cut to what
+// spec.maxCostUsd leaves where that is lower, the timeout cut with it.
+TEST(Budget, AReservationIsTheJobsWholeCostToItsTimeout) {
+  auto prices = PriceCatalog::parse(kPrices, "t");
+  JobShape shape;
+  shape.location = "us-central1";
+  shape.pools = {PoolUse{"n1-standard-4", "", 0, 1, 1}};  // $1/h
+  std::string missing;
+  auto week = reservationFor(prices, shape, std::nullopt, &missing);
+  ASSERT_TRUE(week) << missing;
+  EXPECT_EQ(week->usd, Usd::dollars(168)) << "no timeout: Vertex's 7 days";
+  EXPECT_EQ(week->timeout, kVertexDefaultTimeout);
+  shape.timeout = hours(24);
+  EXPECT_EQ(reservationFor(prices, shape, std::nullopt, &missing)->usd, Usd::dollars(24));
+  EXPECT_EQ(reservationFor(prices, shape, Usd::dollars(100), &missing)->usd, Usd::dollars(24)) << "the limit is higher";
+  auto capped = reservationFor(prices, shape, Usd::cents(250), &missing);
+  EXPECT_TRUE(capped->limitedByMaxCost);
+  EXPECT_EQ(capped->timeout, minutes(151)) << "2.5 h, rounded up to the minute, plus one";
+  EXPECT_EQ(capped->usd, Usd::micros(2'516'667));
+  shape.tuning = true;
+  shape.maxTrials = 100;
+  auto tuning = reservationFor(prices, shape, Usd::cents(250), &missing);
+  EXPECT_EQ(tuning->usd, Usd::dollars(2400)) << "every trial to its timeout; a tuning job's trials are not cut";
+  EXPECT_EQ(tuning->trials, 100);
+  shape.pools = {PoolUse{"a2-highgpu-1g", "", 0, 1, 1}};
+  EXPECT_FALSE(reservationFor(prices, shape, std::nullopt, &missing));
+  EXPECT_NE(missing.find("a2-highgpu-1g"), std::string::npos);
+}
+
+TEST(Budget, AMonthIsTheCalendarMonthUtc) {
   EXPECT_EQ(budgetMonth(parseRfc3339("2026-12-05T10:00:00Z")), "2026-12");
-  EXPECT_DOUBLE_EQ(spendIn(jobs, "2026-12"), 150);
-  EXPECT_DOUBLE_EQ(spendIn(jobs, "2026-11"), 400);
-  EXPECT_DOUBLE_EQ(spendIn(jobs, "2027-01"), 0);  // the rollover starts from nothing
+  EXPECT_EQ(budgetMonth(parseRfc3339("2026-11-30T23:59:59Z")), "2026-11");
+  EXPECT_EQ(budgetMonth(parseRfc3339("2027-01-01T00:00:00Z")), "2027-01");
+  EXPECT_EQ(durationInWords(std::chrono::seconds(7 * 86400)), "7 days");
+  EXPECT_EQ(durationInWords(hours(24)), "24 h");
+  EXPECT_EQ(durationInWords(minutes(2)), "2 min");
+  EXPECT_EQ(durationInWords(minutes(90)), "1h30m");
 }
 
 TEST(Budget, TheRuleNamesItsBudget) {
@@ -84,7 +139,7 @@ TEST(Budget, TheRuleNamesItsBudget) {
   ASSERT_TRUE(rules[0].budget);
   EXPECT_EQ(rules[0].budget->onExceeded, BudgetAction::Hold);
   EXPECT_EQ(rules[1].budget->onExceeded, BudgetAction::Warn);
-  EXPECT_DOUBLE_EQ(rules[1].budget->monthlyUsd, 10.5);
+  EXPECT_EQ(rules[1].budget->monthlyUsd, Usd::cents(1050));
   auto refused = [](const char* text) {
     try {
       parseTenancyRules(json::parse(text));

@@ -1,4 +1,5 @@
-// A budget rule's month-to-date spend, read from the jobs Vertex holds (reconcilers/tenancy/budget_ledger.h).
+// A budget rule's month-to-date spend and what its unfinished jobs may still spend, read from the jobs
+// Vertex holds (reconcilers/tenancy/budget_ledger.h).
 #include "reconcilers/tenancy/budget_ledger.h"
 
 #include <gtest/gtest.h>
@@ -26,32 +27,39 @@ locations:
   return catalog;
 }
 
-json jobBody(const std::string& team, const std::string& strategy = "STANDARD") {
+using crd::Usd;
+
+// 2 replicas x (0.50 + 2 x 0.25) = 2.00/h; a 10 h timeout unless said.
+json jobBody(const std::string& team, const std::string& strategy = "STANDARD", const std::string& timeout = "36000s") {
   return {{"displayName", "j"},
           {"labels", {{"vto-team", team}, {"managed-by", "vto"}}},
           {"jobSpec",
            {{"workerPoolSpecs",
              {{{"machineSpec", {{"machineType", "n1-standard-8"}, {"acceleratorType", "NVIDIA_TESLA_T4"}, {"acceleratorCount", 2}}},
                {"replicaCount", "2"}}}},
-            {"scheduling", {{"strategy", strategy}}}}}};
+            {"scheduling", {{"strategy", strategy}, {"timeout", timeout}}}}}};
 }
 
-TEST(BudgetLedger, SpendIsThisMonthsLabelledJobsPricedFromTheirOwnResources) {
-  testing::FakeClock clock(parseRfc3339("2026-12-10T12:00:00Z"));
+TEST(BudgetLedger, SpendIsThisMonthsLabelledJobsAndTheWorstCaseEveryUnfinishedOnes) {
+  testing::FakeClock clock(parseRfc3339("2026-12-02T12:00:00Z"));
   testing::FakeVertexClient vertex;
   crd::TenancyRules rules = crd::parseTenancyRules(json::parse(
       R"([{"namespaces": ["a"], "projects": ["test-project"], "locations": ["us-central1"], "name": "team-a", "budget": {"monthlyUsd": 100}},
           {"namespaces": ["b"], "projects": ["test-project"], "locations": ["us-central1"], "maxAccelerators": 4}])"));
   Location where{"test-project", "us-central1"};
-  // Ended: 2 replicas x (0.50 + 2 x 0.25) = 2.00/h for 3 h.
+  // Ended: 2.00/h for 3 h.
   auto ended = vertex.createJob(where, vertex::JobKind::Custom, jobBody("team-a"));
   vertex.patchJob(ended.name, {{"createTime", "2026-12-01T00:00:00Z"}, {"startTime", "2026-12-01T01:00:00Z"},
                                {"endTime", "2026-12-01T04:00:00Z"}, {"state", "JOB_STATE_SUCCEEDED"}});
-  // Running for 1 h at 2.00/h.
+  // Running for 1 h at 2.00/h, 9 h of its 10 h timeout left.
   auto running = vertex.createJob(where, vertex::JobKind::Custom, jobBody("team-a"));
-  vertex.patchJob(running.name, {{"createTime", "2026-12-10T10:00:00Z"}, {"startTime", "2026-12-10T11:00:00Z"},
+  vertex.patchJob(running.name, {{"createTime", "2026-12-02T10:00:00Z"}, {"startTime", "2026-12-02T11:00:00Z"},
                                  {"state", "JOB_STATE_RUNNING"}});
-  // Last month's, another team's, and one the table cannot price (no Spot T4 price).
+  // Last month's, still running: 37 h of a 48 h timeout gone, 11 h left. Its spend is last month's.
+  auto lastMonth = vertex.createJob(where, vertex::JobKind::Custom, jobBody("team-a", "STANDARD", "172800s"));
+  vertex.patchJob(lastMonth.name, {{"createTime", "2026-11-30T23:00:00Z"}, {"startTime", "2026-11-30T23:00:00Z"},
+                                   {"state", "JOB_STATE_RUNNING"}});
+  // Last month's ended, another team's, and one the table cannot price (no Spot T4 price).
   auto old = vertex.createJob(where, vertex::JobKind::Custom, jobBody("team-a"));
   vertex.patchJob(old.name, {{"createTime", "2026-11-30T23:00:00Z"}, {"startTime", "2026-11-30T23:00:00Z"},
                              {"endTime", "2026-12-01T01:00:00Z"}, {"state", "JOB_STATE_SUCCEEDED"}});
@@ -65,39 +73,46 @@ TEST(BudgetLedger, SpendIsThisMonthsLabelledJobsPricedFromTheirOwnResources) {
   auto spend = ledger.spendOf(0);
   ASSERT_TRUE(spend.has_value());
   EXPECT_EQ(spend->month, "2026-12");
-  EXPECT_NEAR(spend->spentUsd, 6 + 2, 1e-9);
-  EXPECT_NEAR(spend->runningHourlyUsd, 2, 1e-9);
+  EXPECT_EQ(spend->spent, Usd::dollars(6 + 2));
+  EXPECT_EQ(spend->committed, Usd::dollars(18 + 22)) << "each unfinished job until its timeout, last month's included";
+  EXPECT_EQ(spend->unfinishedJobs, 2);
   EXPECT_EQ(spend->unpriced, std::vector<std::string>{spot.name});
   EXPECT_FALSE(ledger.spendOf(1).has_value()) << "no budget, nothing read";
 
   // A job just created counts at its reservation until a read lists it; then at its own figures.
-  ledger.noteCreated(0, "uid-0", "projects/test-project/locations/us-central1/customJobs/99", 24, 3);
-  EXPECT_NEAR(ledger.spendOf(0)->spentUsd, 8 + 24, 1e-9);
-  EXPECT_NEAR(ledger.spendOf(0)->runningHourlyUsd, 2 + 3, 1e-9) << "and runs, at its price per hour";
+  ledger.noteCreated(0, "uid-0", "projects/test-project/locations/us-central1/customJobs/99", Usd::dollars(24));
+  EXPECT_EQ(ledger.spendOf(0)->committed, Usd::dollars(40 + 24));
+  EXPECT_EQ(ledger.spendOf(0)->unfinishedJobs, 3);
+  EXPECT_EQ(ledger.spendOf(0)->spent, Usd::dollars(8));
 
   // Two runs checked against the same figures at once: the first to reserve takes the room; the
   // second's figures are stale, so it decides again (seeing the first's hold) instead of spending it too.
   auto seen = ledger.spendOf(0)->generation;
-  EXPECT_TRUE(ledger.reserve(0, seen, "uid-1", 10, 1, false));
-  EXPECT_FALSE(ledger.reserve(0, seen, "uid-2", 10, 1, false));
-  EXPECT_NEAR(ledger.spendOf(0)->spentUsd, 8 + 24 + 10, 1e-9) << "a hold counts while its job is created";
-  EXPECT_TRUE(ledger.reserve(0, seen, "uid-3", 5, 1, true)) << "a Warn budget creates anyway";
+  EXPECT_TRUE(ledger.reserve(0, seen, "uid-1", Usd::dollars(10), false));
+  EXPECT_FALSE(ledger.reserve(0, seen, "uid-2", Usd::dollars(10), false));
+  EXPECT_EQ(ledger.spendOf(0)->committed, Usd::dollars(40 + 24 + 10)) << "a hold counts while its job is created";
+  EXPECT_TRUE(ledger.reserve(0, seen, "uid-3", Usd::dollars(5), true)) << "a Warn budget creates anyway";
   ledger.release(0, "uid-3");
-  ledger.noteCreated(0, "uid-1", "projects/test-project/locations/us-central1/customJobs/100", 10, 1);
-  EXPECT_NEAR(ledger.spendOf(0)->spentUsd, 8 + 24 + 10, 1e-9) << "the hold became the job's, counted once";
-  EXPECT_TRUE(ledger.reserve(0, ledger.spendOf(0)->generation, "uid-2", 10, 1, false)) << "decided again, on fresh figures";
+  ledger.noteCreated(0, "uid-1", "projects/test-project/locations/us-central1/customJobs/100", Usd::dollars(10));
+  EXPECT_EQ(ledger.spendOf(0)->committed, Usd::dollars(40 + 24 + 10)) << "the hold became the job's, counted once";
+  EXPECT_TRUE(ledger.reserve(0, ledger.spendOf(0)->generation, "uid-2", Usd::dollars(10), false))
+      << "decided again, on fresh figures";
   ledger.release(0, "uid-2");
 
-  // A ledger made afresh (a restart, a new leader) reads the same spend: nothing is remembered.
+  // A ledger made afresh (a restart, a new leader) reads the same figures: nothing is remembered.
   BudgetLedger restarted(vertex, clock, rules, prices(), {"us-central1"});
   restarted.refresh();
-  EXPECT_NEAR(restarted.spendOf(0)->spentUsd, 8, 1e-9);
+  EXPECT_EQ(restarted.spendOf(0)->spent, Usd::dollars(8));
+  EXPECT_EQ(restarted.spendOf(0)->committed, Usd::dollars(40));
 
-  // The month rolls over: last month's jobs no longer count.
-  clock.advance(hours(24 * 22));
+  // The month rolls over: last month's jobs no longer count as spent; the unfinished ones still do,
+  // for what is left of their timeouts (nothing, by now).
+  clock.advance(hours(24 * 31));
   restarted.refresh();
   EXPECT_EQ(restarted.spendOf(0)->month, "2027-01");
-  EXPECT_NEAR(restarted.spendOf(0)->spentUsd, 0, 1e-9);
+  EXPECT_EQ(restarted.spendOf(0)->spent, Usd());
+  EXPECT_EQ(restarted.spendOf(0)->unfinishedJobs, 2);
+  EXPECT_EQ(restarted.spendOf(0)->committed, Usd());
 }
 
 // A create whose answer was lost keeps its hold: the job may exist and spend. The hold follows the
@@ -112,28 +127,28 @@ TEST(BudgetLedger, AHoldFollowsItsJobAfterALostCreateAnswer) {
           {"namespaces": ["a"], "projects": ["test-project"], "locations": ["us-central1"], "name": "team-a-gpu", "budget": {"monthlyUsd": 100}}])"));
   BudgetLedger ledger(vertex, clock, rules, prices(), {"us-central1"});
   ledger.refresh();
-  ASSERT_TRUE(ledger.reserve(0, ledger.spendOf(0)->generation, "uid-1", 30, 2, false));
+  ASSERT_TRUE(ledger.reserve(0, ledger.spendOf(0)->generation, "uid-1", Usd::dollars(30), false));
   // The create's answer is lost: nothing releases the hold.
-  EXPECT_NEAR(ledger.spendOf(0)->spentUsd, 30, 1e-9) << "others see it";
-  EXPECT_NEAR(ledger.spendOf(0, "uid-1")->spentUsd, 0, 1e-9) << "the run itself does not";
+  EXPECT_EQ(ledger.spendOf(0)->committed, Usd::dollars(30)) << "others see it";
+  EXPECT_EQ(ledger.spendOf(0, "uid-1")->committed, Usd()) << "the run itself does not";
   // Deciding again, it takes the room again: replaced, not added.
-  ASSERT_TRUE(ledger.reserve(0, ledger.spendOf(0, "uid-1")->generation, "uid-1", 30, 2, false));
-  EXPECT_NEAR(ledger.spendOf(0)->spentUsd, 30, 1e-9);
+  ASSERT_TRUE(ledger.reserve(0, ledger.spendOf(0, "uid-1")->generation, "uid-1", Usd::dollars(30), false));
+  EXPECT_EQ(ledger.spendOf(0)->committed, Usd::dollars(30));
   // A fallback under another rule at another price: the first rule's hold is gone.
-  ASSERT_TRUE(ledger.reserve(1, ledger.spendOf(1, "uid-1")->generation, "uid-1", 45, 3, false));
-  EXPECT_NEAR(ledger.spendOf(0)->spentUsd, 0, 1e-9);
-  EXPECT_NEAR(ledger.spendOf(1)->spentUsd, 45, 1e-9);
+  ASSERT_TRUE(ledger.reserve(1, ledger.spendOf(1, "uid-1")->generation, "uid-1", Usd::dollars(45), false));
+  EXPECT_EQ(ledger.spendOf(0)->committed, Usd());
+  EXPECT_EQ(ledger.spendOf(1)->committed, Usd::dollars(45));
   // A read shows the job: the hold is the job's now, counted until a refresh lists it.
   ledger.jobSeen("uid-1", "projects/test-project/locations/us-central1/customJobs/7");
-  EXPECT_NEAR(ledger.spendOf(1)->spentUsd, 45, 1e-9);
-  EXPECT_NEAR(ledger.spendOf(1, "uid-1")->spentUsd, 45, 1e-9) << "a job's, no longer the run's hold";
+  EXPECT_EQ(ledger.spendOf(1)->committed, Usd::dollars(45));
+  EXPECT_EQ(ledger.spendOf(1, "uid-1")->committed, Usd::dollars(45)) << "a job's, no longer the run's hold";
   ledger.jobSeen("uid-1", "projects/test-project/locations/us-central1/customJobs/8");
-  EXPECT_NEAR(ledger.spendOf(1)->spentUsd, 45, 1e-9) << "counted once";
+  EXPECT_EQ(ledger.spendOf(1)->committed, Usd::dollars(45)) << "counted once";
   // A run that will create nothing more frees what it held.
-  ASSERT_TRUE(ledger.reserve(0, ledger.spendOf(0)->generation, "uid-2", 20, 1, false));
+  ASSERT_TRUE(ledger.reserve(0, ledger.spendOf(0)->generation, "uid-2", Usd::dollars(20), false));
   auto before = ledger.spendOf(0)->generation;
   ledger.forgetRun("uid-2");
-  EXPECT_NEAR(ledger.spendOf(0)->spentUsd, 0, 1e-9);
+  EXPECT_EQ(ledger.spendOf(0)->committed, Usd());
   EXPECT_GT(ledger.spendOf(0)->generation, before) << "a run that saw the hold decides again";
 }
 
@@ -143,17 +158,23 @@ TEST(BudgetLedger, AHoldFollowsItsJobAfterALostCreateAnswer) {
 namespace vto::reconcilers {
 namespace {
 
-TEST(CostOfJob, AJobNotStartedYetCostsNothingSoFarButCountsAsRunningForTheNextHour) {
+TEST(CostOfJob, AJobNotStartedYetCostsNothingSoFarButMaySpendItsWholeTimeout) {
   testing::FakeClock clock(parseRfc3339("2026-12-10T12:00:00Z"));
   testing::FakeVertexClient vertex;
   auto queued = vertex.createJob({"test-project", "us-central1"}, vertex::JobKind::Custom, jobBody("team-a"));
   vertex.patchJob(queued.name, {{"createTime", "2026-12-10T11:00:00Z"}, {"state", "JOB_STATE_QUEUED"}});
-  auto reading = costOfJob(vertex.getJob(queued.name), prices(), clock.now());
-  ASSERT_TRUE(reading.usd.has_value());
-  EXPECT_DOUBLE_EQ(*reading.usd, 0);
-  EXPECT_DOUBLE_EQ(reading.hourlyUsd, 2.0) << "2 replicas x (0.50 + 2 x 0.25): the room it will take";
+  auto cost = costOfJob(vertex.getJob(queued.name), prices(), clock.now()).cost;
+  ASSERT_TRUE(cost.has_value());
+  EXPECT_EQ(cost->spent, Usd());
+  EXPECT_EQ(cost->hourly, Usd()) << "nothing runs yet";
+  EXPECT_EQ(cost->worstRemaining, Usd::dollars(20)) << "2.00/h for all its 10 h timeout";
+  auto unbounded = jobBody("team-a");
+  unbounded["jobSpec"]["scheduling"].erase("timeout");
+  auto week = vertex.createJob({"test-project", "us-central1"}, vertex::JobKind::Custom, unbounded);
+  EXPECT_EQ(costOfJob(vertex.getJob(week.name), prices(), clock.now()).cost->worstRemaining, Usd::dollars(2 * 24 * 7))
+      << "no timeout: Vertex's 7 days";
   vertex.patchJob(queued.name, {{"state", "JOB_STATE_CANCELLED"}, {"endTime", "2026-12-10T11:30:00Z"}});
-  EXPECT_DOUBLE_EQ(costOfJob(vertex.getJob(queued.name), prices(), clock.now()).hourlyUsd, 0) << "ended without running";
+  EXPECT_EQ(costOfJob(vertex.getJob(queued.name), prices(), clock.now()).cost->worstRemaining, Usd()) << "ended without running";
 }
 
 }  // namespace

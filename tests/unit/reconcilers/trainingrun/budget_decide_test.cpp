@@ -54,7 +54,7 @@ Observed fresh(const crd::TenancyRules& r, std::optional<double> spent, const st
   o.prices = &prices();
   o.tenancy.rules = &r;
   o.tenancy.ns = {"ns", std::map<std::string, std::string>{}};
-  if (spent) o.tenancy.budgets[0] = RuleSpend{"2026-12", *spent, 0, {}, std::nullopt};
+  if (spent) o.tenancy.budgets[0] = RuleSpend{"2026-12", *crd::Usd::fromDollars(*spent), {}, 0, {}, std::nullopt};
   return o;
 }
 
@@ -70,14 +70,60 @@ std::string ready(const crd::TrainingRunStatus& status) {
   return "";
 }
 
-TEST(BudgetDecide, ARunThatFitsIsCreatedAndReservesItsHorizon) {
+TEST(BudgetDecide, ARunThatFitsIsCreatedAndReservesItsWholeCostToItsTimeout) {
   auto r = rules();
   auto plan = decide(fresh(r, 99));  // exactly at the limit: 99 + 1.00/h x 1 h = 100
   ASSERT_TRUE(plan.createJob.has_value());
   ASSERT_TRUE(plan.budgetReservation.has_value());
   EXPECT_EQ(plan.budgetReservation->rule, 0u);
-  EXPECT_NEAR(plan.budgetReservation->usd, 1, 1e-9);
+  EXPECT_EQ(plan.budgetReservation->usd, crd::Usd::dollars(1));
+  EXPECT_EQ(plan.budgetReservation->timeout, hours(1)) << "a Hold budget's job carries the timeout it was reserved for";
   EXPECT_TRUE(reasons(plan).empty());
+}
+
+// What the rule's unfinished jobs may still spend counts, not the next hour of their price: eight
+// jobs of $1 each to their timeout fit a $10 budget together, whatever their price per hour.
+TEST(BudgetDecide, UnfinishedJobsCountWhatTheyMayStillSpend) {
+  auto r = rules();
+  auto o = fresh(r, 0);
+  o.tenancy.budgets[0].committed = crd::Usd::dollars(98);
+  o.tenancy.budgets[0].unfinishedJobs = 7;
+  EXPECT_TRUE(decide(o).createJob.has_value()) << "0 + 98 + 1 fits 100";
+  o.tenancy.budgets[0].spent = crd::Usd::cents(101);
+  auto plan = decide(o);
+  EXPECT_FALSE(plan.createJob.has_value());
+  EXPECT_EQ(plan.status->message,
+            "team-a spent $1.01 of $100 in 2026-12; its 7 unfinished jobs may still spend up to $98 before their "
+            "timeouts; this run may cost up to $1 (1 h at $1/h): $100.01 in all, over $100; it starts by itself when "
+            "the budget allows (running jobs end, next month, a raised budget or a shorter scheduling.timeout)");
+}
+
+// No timeout: Vertex lets the job run 7 days, so the check counts 7 days and the job carries them.
+// spec.maxCostUsd below that bounds the reservation, and the job's timeout with it.
+TEST(BudgetDecide, NoTimeoutCountsVertexsSevenDaysAndMaxCostUsdCutsIt) {
+  auto r = rules();
+  auto week = decide(fresh(r, 0, R"({"scheduling": {"timeout": null}})"));
+  EXPECT_FALSE(week.createJob.has_value()) << "1.00/h for 168 h is over $100";
+  EXPECT_NE(week.status->message.find("this run may cost up to $168 (7 days at $1/h)"), std::string::npos)
+      << week.status->message;
+  auto capped = decide(fresh(r, 0, R"({"scheduling": {"timeout": null}, "maxCostUsd": "50"})"));
+  ASSERT_TRUE(capped.createJob.has_value()) << (capped.status ? capped.status->message : "");
+  EXPECT_EQ(capped.budgetReservation->timeout, minutes(50 * 60 + 1)) << "50 h, plus a minute for the cost limit to act first";
+  EXPECT_EQ(capped.budgetReservation->usd, crd::Usd::micros(50'016'667));
+  auto warned = decide(fresh(rules("Warn"), 0, R"({"scheduling": {"timeout": null}})"));
+  ASSERT_TRUE(warned.createJob.has_value());
+  EXPECT_FALSE(warned.budgetReservation->timeout.has_value()) << "a Warn budget changes nothing of the job";
+}
+
+// A tuning job may run every trial to its timeout: 100 trials of 1 h at $1/h is $100.
+TEST(BudgetDecide, ATuningRunIsCheckedForAllItsTrials) {
+  auto r = rules();
+  auto plan = decide(fresh(r, 1, R"({"hyperparameterTuning": {"maxTrialCount": 100, "parallelTrialCount": 5,
+      "metrics": [{"metricId": "acc", "goal": "Maximize"}], "parameters": [{"parameterId": "lr", "double": {"min": 0.001, "max": 0.1}}]}})"));
+  EXPECT_FALSE(plan.createJob.has_value());
+  EXPECT_NE(plan.status->message.find("this run may cost up to $100 (100 trials of up to 1 h at $1/h): $101 in all"),
+            std::string::npos)
+      << plan.status->message;
 }
 
 TEST(BudgetDecide, OverTheBudgetHoldWaitsWithTheFiguresAndOneEvent) {
@@ -89,8 +135,9 @@ TEST(BudgetDecide, OverTheBudgetHoldWaitsWithTheFiguresAndOneEvent) {
   EXPECT_EQ(plan.status->phase, crd::Phase::Queued);
   EXPECT_EQ(ready(*plan.status), "False/BudgetExceeded");
   EXPECT_EQ(plan.status->message,
-            "team-a spent $99.50 of $100 in 2026-12; this run needs ~$1/h for up to 1 h: $100.50 > $100; it starts by "
-            "itself when the budget allows (next month, or a raised budget)");
+            "team-a spent $99.50 of $100 in 2026-12; this run may cost up to $1 (1 h at $1/h): $100.50 in all, over "
+            "$100; it starts by itself when the budget allows (running jobs end, next month, a raised budget or a "
+            "shorter scheduling.timeout)");
   EXPECT_EQ(reasons(plan), std::vector<std::string>{"BudgetExceeded"});
   EXPECT_GT(plan.requeueAfter, Clock::duration::zero());
   // The next pass, nothing changed: no Event, no write.
@@ -178,7 +225,7 @@ TEST(BudgetDecide, AFailoverIsPricedAtItsOwnPlacement) {
   auto plan = decide(o);
   ASSERT_TRUE(plan.createJob.has_value()) << (plan.status ? plan.status->message : "");
   EXPECT_EQ(plan.createJob->placement, 1u);
-  EXPECT_NEAR(plan.budgetReservation->usd, 0.20, 1e-9);
+  EXPECT_EQ(plan.budgetReservation->usd, crd::Usd::cents(20));
 }
 
 }  // namespace

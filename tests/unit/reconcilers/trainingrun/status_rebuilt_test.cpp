@@ -40,7 +40,7 @@ crd::RunHistory everyHistoryField(const std::string& state, std::optional<Clock:
                                 .message = "",
                                 .resumedFrom = "",
                                 .logTail = "",
-                                .costUsd = "0.03",
+                                .costUsd = crd::Usd::cents(3),
                                 .acceleratorHours = 0,
                                 .replicaHours = 0.139}},
       .attemptCount = 1,
@@ -55,10 +55,10 @@ crd::RunHistory everyHistoryField(const std::string& state, std::optional<Clock:
 }
 
 crd::RunCost everyCostField(bool running) {
-  return crd::RunCost{.estimatedUsd = "0.03",
+  return crd::RunCost{.estimatedUsd = crd::Usd::cents(3),
                       .acceleratorHours = 0,
                       .replicaHours = 0.139,
-                      .hourlyUsd = running ? std::optional<std::string>("0.22") : std::nullopt,
+                      .hourlyUsd = running ? std::optional<crd::Usd>(crd::Usd::cents(22)) : std::nullopt,
                       .priceCatalog = "2026-12-05",
                       .updateTime = T0 - seconds(100)};
 }

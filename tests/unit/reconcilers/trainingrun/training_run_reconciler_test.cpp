@@ -472,18 +472,33 @@ TEST_F(BudgetedReconcilerTest, ALostCreateAnswerKeepsTheBudgetHoldUntilTheJobIsS
   EXPECT_THROW(reconciler.reconcile({"ns", "r"}), vertex::ApiError);
   sync();
   auto& ledger = budgets().ledger;
-  const double twoHours = 2 * 0.2185;  // n1-standard-4 in us-central1, to the run's timeout
-  EXPECT_NEAR(ledger.spendOf(0)->spentUsd, twoHours, 0.01) << "held, though no answer came";
-  EXPECT_NEAR(ledger.spendOf(0, kUid)->spentUsd, 0, 1e-9) << "but not against the run itself";
+  const auto twoHours = crd::Usd::micros(2 * 218'500);  // n1-standard-4 in us-central1, to the run's timeout
+  EXPECT_EQ(ledger.spendOf(0)->committed, twoHours) << "held, though no answer came";
+  EXPECT_EQ(ledger.spendOf(0, kUid)->committed, crd::Usd()) << "but not against the run itself";
   reconcile();
   ASSERT_EQ(vertex.createdBodies().size(), 1u);
-  EXPECT_NEAR(ledger.spendOf(0)->spentUsd, twoHours, 0.01) << "the job's now, counted once";
+  EXPECT_EQ(vertex.createdBodies()[0]["jobSpec"]["scheduling"].value("timeout", ""), "7200s");
+  EXPECT_EQ(ledger.spendOf(0)->committed, twoHours) << "the job's now, counted once";
   // The run ends: nothing it held outlives it, and its job is counted by the next read.
   vertex.setState(currentJob(), vertex::JobState::Succeeded);
   jobs.erase(currentJob());
   reconcile();
   ledger.forgetRun(kUid);
-  EXPECT_NEAR(ledger.spendOf(0, kUid)->spentUsd, twoHours, 0.01) << "the job's note stays until a refresh lists it";
+  EXPECT_EQ(ledger.spendOf(0, kUid)->committed, twoHours) << "the job's note stays until a refresh lists it";
+}
+
+// Under a Hold budget a job carries the timeout its reservation counted: Vertex's 7 days rendered
+// when the spec sets none, so that nothing outlives what the budget set aside for it.
+TEST_F(BudgetedReconcilerTest, AJobUnderAHoldBudgetCarriesTheTimeoutItWasReservedFor) {
+  apply(R"({"maxCostUsd": "5"})");  // 0.2185/h: 22.9 h to spend $5, well under 7 days
+  reconcile();
+  ASSERT_EQ(vertex.createdBodies().size(), 1u);
+  EXPECT_EQ(vertex.createdBodies()[0]["jobSpec"]["scheduling"].value("timeout", ""), "82440s")
+      << "22 h 53 min, rounded up to 22 h 54 min, plus one minute";
+  vertex.setState(currentJob(), vertex::JobState::Succeeded);
+  jobs.erase(currentJob());
+  reconcile();
+  budgets().ledger.forgetRun(kUid);
 }
 
 TEST_F(CappedReconcilerTest, ARunWaitsForTheCapAndStartsAsSoonAsTheHolderFinishes) {
