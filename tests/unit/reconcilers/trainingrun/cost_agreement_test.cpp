@@ -129,7 +129,9 @@ TEST(CostAgreement, StatusAndTheBudgetLedgerPriceEveryJobTheSame) {
       auto ledger = costOfJob(job, prices(), T0).cost;
       ASSERT_TRUE(ledger.has_value());
       EXPECT_EQ(statusCost(run, job), ledger->spent);
-      if (!ended) EXPECT_EQ(ledger->spent, c.expected);
+      if (!ended) {
+        EXPECT_EQ(ledger->spent, c.expected);
+      }
     }
   }
 }
