@@ -30,7 +30,7 @@ KubeEventRecorder::KubeEventRecorder(KubeClient& client, const Clock& clock, std
       component_(std::move(component)),
       instance_(std::move(instance)),
       options_(std::move(options)) {
-  for (int i = 0; i < std::max(options_.writers, 1); ++i) writers_.emplace_back([this] { drain(); });
+  for (size_t i = 0; i < static_cast<size_t>(std::max(options_.writers, 1)); ++i) writers_.emplace_back([this, i] { drain(i); });
 }
 
 KubeEventRecorder::~KubeEventRecorder() {
@@ -38,6 +38,7 @@ KubeEventRecorder::~KubeEventRecorder() {
     std::lock_guard guard(mutex_);
     stopping_ = true;
   }
+  wakeFirst_.notify_all();
   wake_.notify_all();
   for (auto& writer : writers_) writer.join();
 }
@@ -69,11 +70,18 @@ void KubeEventRecorder::event(const nlohmann::json& object, EventType type,
                                {"resourceVersion", metadataField(object, "resourceVersion")}};
     queue_.push_back(Pending{key, std::move(involved), type, reason, message, now, now, 1});
     queued_[key] = std::prev(queue_.end());
+    // Under a backlog every writer that may take it is woken; otherwise the first alone (waking
+    // writers that would go back to sleep costs a context switch each per Event).
+    if (queue_.size() > options_.backlogPerWriter) {
+      wake_.notify_all();
+      wakeFirst_.notify_one();
+      return;
+    }
   } catch (const std::exception& error) {
     spdlog::warn("could not queue event {}: {}", reason, error.what());
     return;
   }
-  wake_.notify_one();
+  wakeFirst_.notify_one();
 }
 
 void KubeEventRecorder::flush() {
@@ -107,12 +115,22 @@ std::list<KubeEventRecorder::Pending>::iterator KubeEventRecorder::nextWritable(
   return std::find_if(queue_.begin(), queue_.end(), [this](const Pending& p) { return !writing_.contains(p.key); });
 }
 
-void KubeEventRecorder::drain() {
+bool KubeEventRecorder::mayWrite(size_t index) const {
+  return index == 0 || stopping_ || queue_.size() > index * options_.backlogPerWriter;
+}
+
+void KubeEventRecorder::wakeWriters() {
+  wakeFirst_.notify_all();
+  wake_.notify_all();
+}
+
+void KubeEventRecorder::drain(size_t index) {
   std::unique_lock lock(mutex_);
+  auto& wake = index == 0 ? wakeFirst_ : wake_;
   while (true) {
     auto next = queue_.end();
-    wake_.wait(lock, [&] {
-      next = nextWritable();
+    wake.wait(lock, [&] {
+      next = mayWrite(index) ? nextWritable() : queue_.end();
       return next != queue_.end() || (stopping_ && queue_.empty());
     });
     if (next == queue_.end()) return;  // stopping, and everything is written
@@ -142,7 +160,7 @@ void KubeEventRecorder::drain() {
     if (queue_.empty() && writing_.empty()) drained_.notify_all();
     // A repeat of this key queued meanwhile may go now, and stopping writers may finish. (Not on
     // every write: that would wake every idle writer per Event.)
-    if (stopping_ || queued_.contains(pending.key)) wake_.notify_all();
+    if (stopping_ || queued_.contains(pending.key)) wakeWriters();
     if (abandoned > 0) {
       lock.unlock();
       countDropped(abandoned, "queued at shutdown, the API server failing");

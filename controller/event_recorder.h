@@ -48,6 +48,11 @@ struct EventRecorderOptions {
   // dropped 2,048 of 10,000 JobCreated Events when 10,000 runs were submitted at once; each writer
   // holds at most one kube connection.
   int writers = 4;
+  // Writers beyond the first join only while more than this many Events per writer wait. Events are
+  // history, written behind the work they describe: when 1,000 runs arrive at once, four writers kept
+  // four Event writes in flight beside the eight reconciles' job writes, and took that share of a busy
+  // API server from them. A backlog (10,000 runs) still gets every writer. 0: all writers always.
+  size_t backlogPerWriter = 256;
   // Called with the number of events just dropped (outside the recorder's lock): cmd/ counts them
   // as vto_events_dropped_total, so that a full queue shows on a dashboard, not only in the log.
   std::function<void(uint64_t)> onDropped{};
@@ -90,7 +95,10 @@ class KubeEventRecorder final : public EventRecorder {
     Clock::time_point writtenAt;
   };
 
-  void drain();
+  void drain(size_t index);
+  // Whether writer `index` takes work now (the first always; the others only under a backlog).
+  bool mayWrite(size_t index) const;
+  void wakeWriters();
   // The first queued event whose key no writer holds, or queue_.end().
   std::list<Pending>::iterator nextWritable();
   void countDropped(uint64_t count, const std::string& latest);  // `latest`: which, for the log
@@ -107,7 +115,8 @@ class KubeEventRecorder final : public EventRecorder {
   EventRecorderOptions options_;
 
   mutable std::mutex mutex_;
-  std::condition_variable wake_;     // the writer: something queued, or stop
+  std::condition_variable wakeFirst_;  // the first writer: something queued, or stop
+  std::condition_variable wake_;       // the other writers: a backlog, or stop
   std::condition_variable drained_;  // flush(): the queue is empty and nothing is being written
   std::list<Pending> queue_;
   std::unordered_map<std::string, std::list<Pending>::iterator> queued_;  // by aggregation key

@@ -153,8 +153,9 @@ struct RestKubeClient::Impl {
 
   // The request and its successful answer, unparsed; a failure throws ApiError.
   HttpResponse exchange(const std::string& method, const std::string& pathAndQuery, const nlohmann::json* body,
-                        const std::string& contentType = "application/json") {
+                        const std::string& contentType = "application/json", const char* accept = nullptr) {
     auto request = makeRequest(method, pathAndQuery);
+    if (accept != nullptr) request.headers["Accept"] = accept;
     if (body) {
       request.body = body->dump();
       request.headers["Content-Type"] = contentType;
@@ -279,6 +280,11 @@ nlohmann::json RestKubeClient::updateStatus(const Resource& resource, const std:
 
 namespace {
 
+// A write whose answer is read for its resourceVersion alone asks for the object's metadata only: the
+// API server then encodes a few hundred bytes instead of the whole object (spec, status, managedFields)
+// on every status write, and we read no more. A server that cannot answer so sends the object.
+constexpr const char* kMetadataOnly = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json";
+
 std::string versionIn(const HttpResponse& response, const std::string& what) {
   auto version = resourceVersionOf(response.body);
   if (version.empty()) throw ApiError(Status{0, "", what + ": the answer has no metadata.resourceVersion", {}});
@@ -289,17 +295,18 @@ std::string versionIn(const HttpResponse& response, const std::string& what) {
 
 std::string RestKubeClient::updateStatusVersion(const Resource& resource, const std::string& ns,
                                                const nlohmann::json& object) {
-  return versionIn(impl_->exchange("PUT", resource.path(ns, nameOf(object), "status"), &object),
+  return versionIn(impl_->exchange("PUT", resource.path(ns, nameOf(object), "status"), &object, "application/json", kMetadataOnly),
                    "PUT " + resource.resource + "/status");
 }
 
 std::string RestKubeClient::createVersion(const Resource& resource, const std::string& ns, const nlohmann::json& object) {
-  return versionIn(impl_->exchange("POST", resource.path(ns), &object), "POST " + resource.resource);
+  return versionIn(impl_->exchange("POST", resource.path(ns), &object, "application/json", kMetadataOnly),
+                   "POST " + resource.resource);
 }
 
 std::string RestKubeClient::mergePatchVersion(const Resource& resource, const std::string& ns, const std::string& name,
                                               const nlohmann::json& body) {
-  return versionIn(impl_->exchange("PATCH", resource.path(ns, name), &body, "application/merge-patch+json"),
+  return versionIn(impl_->exchange("PATCH", resource.path(ns, name), &body, "application/merge-patch+json", kMetadataOnly),
                    "PATCH " + resource.resource);
 }
 

@@ -240,6 +240,7 @@ TEST(EventRecorderTest, WritersWorkInParallelButNeverOnTheSameEvent) {
   GatedKubeClient gated(fake);
   EventRecorderOptions options;
   options.writers = 4;
+  options.backlogPerWriter = 0;  // every writer works whatever the backlog
   KubeEventRecorder recorder(gated, clock, "vto", "pod-1", options);
   for (const char* name : {"x", "y", "z"}) recorder.event(objectNamed(name), EventType::Normal, "JobCreated", "x");
   gated.waitForBlockedWriter(3);  // three distinct Events are being written at once
@@ -255,6 +256,25 @@ TEST(EventRecorderTest, WritersWorkInParallelButNeverOnTheSameEvent) {
   for (const auto& event : recorded) {
     EXPECT_EQ(event["count"], event["involvedObject"]["name"] == "x" ? 2 : 1) << event.dump();
   }
+}
+
+TEST(EventRecorderTest, ExtraWritersJoinUnderABacklog) {
+  FakeClock clock;
+  FakeKubeClient fake;
+  GatedKubeClient gated(fake);
+  EventRecorderOptions options;
+  options.writers = 3;
+  options.backlogPerWriter = 2;
+  KubeEventRecorder recorder(gated, clock, "vto", "pod-1", options);
+  recorder.event(objectNamed("a"), EventType::Normal, "JobCreated", "x");
+  gated.waitForBlockedWriter(1);  // the first writer holds a; nothing waits
+  for (const char* name : {"b", "c", "d"}) recorder.event(objectNamed(name), EventType::Normal, "JobCreated", "x");
+  gated.waitForBlockedWriter(2);  // three waiting (more than 2): the second writer joins, takes b
+  for (const char* name : {"e", "f", "g"}) recorder.event(objectNamed(name), EventType::Normal, "JobCreated", "x");
+  gated.waitForBlockedWriter(3);  // five waiting (more than 2 x 2): the third joins
+  gated.open();
+  recorder.flush();
+  EXPECT_EQ(events(fake).size(), 7u);
 }
 
 TEST(EventRecorderTest, DestructionWritesWhatIsQueued) {
