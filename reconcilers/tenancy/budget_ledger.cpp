@@ -58,8 +58,14 @@ void BudgetLedger::refresh() {
     spend.month = month;
     std::vector<std::string> listed;
     const auto& locations = rule.locations.empty() ? defaultLocations_ : rule.locations;
+    // A job created in an earlier month can only end: once a month's first list finds none unfinished,
+    // none will be until next month.
+    auto& earlier = earlier_[i];
+    bool listEarlier = earlier.month != month || earlier.unfinished;
+    bool earlierUnfinished = false;
     auto count = [&](const vertex::Job& job, bool thisMonth) {
       listed.push_back(job.name);
+      earlierUnfinished = earlierUnfinished || !thisMonth;
       auto cost = costOfJob(job, prices_, now).cost;
       if (!cost) {
         spend.unpriced.push_back(job.name);
@@ -77,6 +83,7 @@ void BudgetLedger::refresh() {
           for (auto kind : {vertex::JobKind::Custom, vertex::JobKind::HyperparameterTuning}) {
             // This month's jobs, then the unfinished jobs of earlier months (what they may still spend).
             for (bool thisMonth : {true, false}) {
+              if (!thisMonth && !listEarlier) continue;
               vertex::ListOptions options;
               options.filter = thisMonth ? std::string("labels.") + kTeamLabel + "=\"" + rule.name +
                                                "\" AND create_time>=\"" + monthStart(month) + "\""
@@ -106,6 +113,7 @@ void BudgetLedger::refresh() {
       ++held.generation;
       continue;
     }
+    if (listEarlier) earlier = Earlier{month, earlierUnfinished};
     std::lock_guard lock(mutex_);
     spend.generation = spend_[i].generation + 1;
     spend_[i] = spend;

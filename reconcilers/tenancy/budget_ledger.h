@@ -8,8 +8,9 @@
 // deleting runs, restarting the operator or a leader change never resets a budget: the spend is read
 // again, not remembered.
 //
-// refresh() is two lists per project, location and job kind (this month's jobs, and the unfinished
-// ones: a few requests a minute for the whole operator, not per run). Between refreshes, a job vto
+// refresh() is one list per project, location and job kind (this month's jobs: a few requests a
+// minute for the whole operator, not per run), and a second of the rule's unfinished jobs of earlier
+// months at the month's first refresh and for as long as that finds any (none can appear later). Between refreshes, a job vto
 // just created counts at what the budget check reserved for it (noteCreated), so two runs admitted
 // one after the other cannot both spend the same room.
 #include <cstddef>
@@ -91,6 +92,12 @@ class BudgetLedger {
   const JobOwnership* ownership_;  // only jobs this operator made count (the team label alone is anyone's)
   mutable std::mutex mutex_;
   std::map<size_t, RuleSpend> spend_;
+  // Per rule: the month whose earlier months' unfinished jobs were last listed, and whether any were.
+  struct Earlier {
+    std::string month;
+    bool unfinished = false;
+  };
+  std::map<size_t, Earlier> earlier_;  // refresh()'s own (one refresh at a time)
   // Counted as committed: an unfinished job's worst case.
   std::map<size_t, std::map<std::string, crd::Usd>> noted_;  // rule -> job name -> its reservation
   std::map<size_t, std::map<std::string, crd::Usd>> held_;   // rule -> run uid -> its hold, while creating

@@ -115,6 +115,32 @@ TEST(BudgetLedger, SpendIsThisMonthsLabelledJobsAndTheWorstCaseEveryUnfinishedOn
   EXPECT_EQ(restarted.spendOf(0)->committed, Usd());
 }
 
+// Jobs of earlier months can only end: they are listed at the month's first read, and again only
+// while one of them is unfinished (a list more per read for no one's good otherwise).
+TEST(BudgetLedger, EarlierMonthsAreListedWhileOneOfTheirJobsIsUnfinished) {
+  testing::FakeClock clock(parseRfc3339("2026-12-02T12:00:00Z"));
+  testing::FakeVertexClient vertex;
+  crd::TenancyRules rules = crd::parseTenancyRules(json::parse(
+      R"([{"namespaces": ["a"], "projects": ["test-project"], "locations": ["us-central1"], "name": "team-a", "budget": {"monthlyUsd": 100}}])"));
+  auto lastMonth = vertex.createJob({"test-project", "us-central1"}, vertex::JobKind::Custom, jobBody("team-a", "STANDARD", "172800s"));
+  vertex.patchJob(lastMonth.name, {{"createTime", "2026-11-30T23:00:00Z"}, {"startTime", "2026-11-30T23:00:00Z"},
+                                   {"state", "JOB_STATE_RUNNING"}});
+  BudgetLedger ledger(vertex, clock, rules, prices(), {"us-central1"});
+  auto listsOf = [&] {
+    int before = vertex.listCalls();
+    ledger.refresh();
+    return vertex.listCalls() - before;
+  };
+  EXPECT_EQ(listsOf(), 4) << "this month's jobs and earlier months' unfinished ones, for both kinds";
+  EXPECT_EQ(ledger.spendOf(0)->committed, Usd::dollars(22));
+  vertex.patchJob(lastMonth.name, {{"state", "JOB_STATE_SUCCEEDED"}, {"endTime", "2026-12-02T11:00:00Z"}});
+  EXPECT_EQ(listsOf(), 4) << "one was unfinished at the last read";
+  EXPECT_EQ(ledger.spendOf(0)->committed, Usd());
+  EXPECT_EQ(listsOf(), 2) << "none is any more, and none can be";
+  clock.advance(hours(24 * 30));
+  EXPECT_EQ(listsOf(), 4) << "a new month: December's jobs are an earlier month's now";
+}
+
 // A create whose answer was lost keeps its hold: the job may exist and spend. The hold follows the
 // job (a read that shows it makes it the job's), is replaced when the run creates again (a retry, or
 // a fallback at its own price, under whichever rule governs it), and is freed when the run will
