@@ -1,5 +1,6 @@
 #include "crd/crd_yaml.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -19,6 +20,52 @@ std::string customResourceDefinitionsYaml() {
 }
 
 namespace {
+// The catalog's rules, joined: one rule per field they report on, in pieces small enough for the API
+// server's limit on an expression's length. It evaluates every rule of a schema node on every write of
+// every run (status writes and finalizer patches too), each as its own program with its own
+// activation and cost tracking: the CEL rules are what a run's writes cost it over the same writes
+// through a version without rules. A conjunction evaluates the same tests once; its message is the
+// first failing rule's, so each mistake reads as before (two catalog mistakes on one field now report
+// the first).
+std::vector<CelRule> joinedPerField(const std::vector<CelRule>& rules) {
+  // The API server refuses an expression over 100,000 code points: the pieces stay well under that.
+  constexpr size_t kMaxExpression = 60000;
+  std::vector<CelRule> joined;
+  std::vector<std::vector<const CelRule*>> groups;  // per field, in the order fields first appear
+  for (const auto& r : rules) {
+    auto same = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.front()->fieldPath == r.fieldPath; });
+    if (same == groups.end()) groups.push_back({&r});
+    else same->push_back(&r);
+  }
+  for (const auto& group : groups) {
+    // !(r1) ? m1 : !(r2) ? m2 : ... : mN: the message of the first rule of the piece that fails.
+    std::vector<const CelRule*> piece;
+    auto flush = [&] {
+      if (piece.empty()) return;
+      CelRule one{"", "", piece.front()->fieldPath};
+      for (size_t i = 0; i < piece.size(); ++i) {
+        one.rule += (i == 0 ? "(" : " && (") + piece[i]->rule + ")";
+        one.messageExpression += i + 1 == piece.size() ? "(" + piece[i]->messageExpression + ")"
+                                                       : "!(" + piece[i]->rule + ") ? (" + piece[i]->messageExpression + ") : ";
+      }
+      joined.push_back(std::move(one));
+      piece.clear();
+    };
+    size_t length = 0;
+    for (const auto* r : group) {
+      size_t adds = 2 * r->rule.size() + r->messageExpression.size() + 16;
+      if (!piece.empty() && length + adds > kMaxExpression) {
+        flush();
+        length = 0;
+      }
+      piece.push_back(r);
+      length += adds;
+    }
+    flush();
+  }
+  return joined;
+}
+
 // `crdYaml` with the block between `beginMarker` and `endMarker` replaced by `rules`, indented like
 // the BEGIN marker.
 std::string withRulesBlockAt(const std::string& crdYaml, size_t from, const std::string& beginMarker,
@@ -55,7 +102,10 @@ std::string withRulesBlock(const std::string& crdYaml, const std::string& beginM
 }  // namespace
 
 std::string withCatalogRules(const std::string& crdYaml, const MachineCatalog& catalog) {
-  auto onResources = withRulesBlock(crdYaml, kCatalogRulesBegin, kCatalogRulesEnd, catalog.celRules());
+  auto onResources = withRulesBlock(crdYaml, kCatalogRulesBegin, kCatalogRulesEnd, joinedPerField(catalog.celRules()));
+  // A fallback rule's message repeats its rule (it names the first offending fallback): joined, they
+  // would grow the CRD past what client-side kubectl apply takes; each already stops at its first test
+  // for a run without fallbacks.
   return withRulesBlock(onResources, kFallbackCatalogRulesBegin, kFallbackCatalogRulesEnd, catalog.fallbackCelRules());
 }
 
