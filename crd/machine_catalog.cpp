@@ -354,20 +354,35 @@ std::string onMergedFallback(std::string expression) {
 std::vector<CelRule> MachineCatalog::fallbackCelRules() const {
   // A fallback that names only a machine keeps the spec's accelerators (and the reverse): a rule on
   // the fallback alone cannot see them, so each catalog rule is judged at spec level on every merged
-  // placement; the message is the first offending fallback's.
-  // The API server evaluates all of them on every write of every run (status writes too): the first
-  // test is the one most runs stop at (no capacity), one field lookup each.
+  // placement; the message is the first offending fallback's, for the first rule it breaks.
+  // The API server evaluates these on every write of every run (status writes too), each rule as its
+  // own program: they are joined, one pass over the fallbacks per piece, and the first test is the
+  // one most runs stop at (no capacity), one field lookup.
   const std::string applies = "!has(self.capacity) || !has(self.capacity.fallbacks) || !has(self.resources) || "
                               "(has(self.workerPoolSpecs) && size(self.workerPoolSpecs) > 0) || ";
-  std::vector<CelRule> rules;
+  const std::string prefix = "'a capacity fallback, merged over spec.resources: ' + (";
+  // The API server refuses an expression over 100,000 code points: the pieces stay well under that.
+  constexpr size_t kMaxExpression = 60000;
+  std::vector<CelRule> pieces;
+  std::string rule, messages;
+  auto flush = [&] {
+    if (rule.empty()) return;
+    pieces.push_back({applies + "self.capacity.fallbacks.all(f, " + rule + ")", prefix + messages + ")[0]",
+                      ".capacity.fallbacks"});
+    rule.clear();
+    messages.clear();
+  };
   for (const auto& r : celRules()) {
-    auto rule = onMergedFallback(r.rule);
-    rules.push_back({applies + "self.capacity.fallbacks.all(f, " + rule + ")",
-                     "'a capacity fallback, merged over spec.resources: ' + self.capacity.fallbacks.filter(f, !(" + rule +
-                         ")).map(f, " + onMergedFallback(r.messageExpression) + ")[0]",
-                     ".capacity.fallbacks"});
+    auto merged = "(" + onMergedFallback(r.rule) + ")";
+    // The fallbacks that break this rule, each with its message; listed rule by rule, so [0] is the
+    // first rule's first offender.
+    auto offenders = "self.capacity.fallbacks.filter(f, !" + merged + ").map(f, " + onMergedFallback(r.messageExpression) + ")";
+    if (!rule.empty() && messages.size() + offenders.size() + 3 > kMaxExpression) flush();
+    rule += (rule.empty() ? "" : " && ") + merged;
+    messages += (messages.empty() ? "" : " + ") + offenders;
   }
-  return rules;
+  flush();
+  return pieces;
 }
 
 }  // namespace vto::crd

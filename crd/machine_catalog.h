@@ -71,7 +71,8 @@ class MachineCatalog {
   // check()'s certain problems as CEL rules, so the API server refuses them at `kubectl apply`
   // (see crd_yaml.h). Assumes at most one entry per (machine type, accelerator) pair, as in the table.
   std::vector<CelRule> celRules() const;
-  // The same rules judged at spec level on each capacity fallback as merged over spec.resources.
+  // The same rules judged at spec level on each capacity fallback as merged over spec.resources,
+  // joined into a few rules (one pass over the fallbacks each).
   std::vector<CelRule> fallbackCelRules() const;
 
  private:
