@@ -153,9 +153,10 @@ Response Emulator::handle(const Request& original) {
   return response;
 }
 
-bool Emulator::injectFault(Response& response) {
+bool Emulator::injectFault(Response& response, bool upload) {
   std::lock_guard lock(mutex_);
   if (!faultsAfter_.empty()) return false;  // armed only by the call they wait for
+  if (faultsOnUploads_ && !upload) return false;
   std::uniform_real_distribution<double> unit(0, 1);
   if (failNext_ > 0 || (options_.failRate > 0 && unit(random_) < options_.failRate)) {
     if (failNext_ > 0) --failNext_;
@@ -247,7 +248,7 @@ Response Emulator::handleVertex(const Request& request) {
                    "other valid authentication credential.");
   }
   Response fault;
-  if (injectFault(fault)) return fault;
+  if (injectFault(fault, request.method == "POST" && request.path.ends_with("/models:upload"))) return fault;
 
   // v1/projects/P/locations/L/<collection>[/ID[:verb]]
   auto segments = split(request.path);
@@ -374,14 +375,18 @@ Response Emulator::handleControl(const Request& request) {
   if (rest == "faults" && request.method == "POST") {
     auto body = json::parse(request.body, nullptr, false);
     auto after = body.is_object() ? body.value("after", std::string()) : std::string();
-    if (!body.is_object() || (after != "" && after != "create" && after != "cancel")) {
+    auto only = body.is_object() ? body.value("only", std::string()) : std::string();
+    if (!body.is_object() || (after != "" && after != "create" && after != "cancel") || (only != "" && only != "upload") ||
+        (after != "" && only != "")) {
       throw ApiError(400, "INVALID_ARGUMENT",
-                     "Expected {\"unavailable\": N, \"throttled\": M} and optionally \"after\": \"create\" or \"cancel\".");
+                     "Expected {\"unavailable\": N, \"throttled\": M} and optionally \"after\": \"create\" or \"cancel\", "
+                     "or \"only\": \"upload\".");
     }
     std::lock_guard lock(mutex_);
     failNext_ = body.value("unavailable", 0);
     throttleNext_ = body.value("throttled", 0);
     faultsAfter_ = failNext_ + throttleNext_ > 0 ? after : "";
+    faultsOnUploads_ = failNext_ + throttleNext_ > 0 && only == "upload";
     return {200, json::object()};
   }
   auto colon = rest.rfind(':');

@@ -85,7 +85,7 @@ class Emulator {
   Response handleCapacity(const Request& request);
   bool authorized(const Request& request);
   Response createJob(const vto::Location& where, vertex::JobKind kind, const std::string& body);
-  bool injectFault(Response& response);
+  bool injectFault(Response& response, bool upload = false);
   bool overCreateQuota();
   // Uploads one checkpoint or model file; a job whose bucket is missing crashes there (recorded in
   // `crashed`). The last model file of a job makes it SUCCEEDED, written or not.
@@ -134,6 +134,8 @@ class Emulator {
   // "create" or "cancel" ("after" in the faults body): the faults above wait for the next job create or
   // cancel, which is carried out and answered with the first of them (an answer lost after Google acted).
   std::string faultsAfter_;
+  // "only": "upload": the faults answer model uploads alone, refused before anything is carried out.
+  bool faultsOnUploads_ = false;
   // Arms the faults when `verb` is what they wait for: `response` (of the call just carried out) becomes
   // the first of them.
   void lostAnswer(const std::string& verb, Response& response);

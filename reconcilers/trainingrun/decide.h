@@ -283,6 +283,8 @@ struct Plan {
   // How the pass ends: requeued after this long (zero: only when something changes), or failed.
   Clock::duration requeueAfter = Clock::duration::zero();
   std::optional<PassFailure> failure;
+  // With a failure that is retried: no sooner than this (a refusal's Retry-After, the quota pacer's wait).
+  std::optional<std::chrono::milliseconds> retryAfter;
   // For metrics: a resume was decided (its failure class), a capacity failover, the run finished.
   std::optional<crd::FailureClass> resumedAfter;
   std::optional<Failover> failover;
@@ -347,10 +349,16 @@ std::optional<crd::Progress> progressOf(const crd::TrainingRunSpec& spec, const 
 Plan recordCreatedJob(const Observed& observed, Plan plan, const CachedJob& job, bool adopted);
 
 // After act asked for the plan's upload: the status with its operation (the version follows from it),
-// or, when Vertex refused it, ModelRegistered=False saying why (retried with backoff). `journaled` is
+// or, when Vertex refused it, ModelRegistered=False saying why (retried with backoff) and the journal
+// cleared, written even when the status before the journal said the same, so that no pass, in this
+// process or after a restart, waits the grace period for an upload that never started. `journaled` is
 // the status act wrote before the call.
 Plan recordUpload(const Observed& observed, const crd::TrainingRunStatus& journaled, Plan plan,
                   const std::optional<vertex::UploadOperation>& started, const std::optional<VertexFailure>& refused);
+// Whether an upload answered with this HTTP status may still have started: a 5xx (the outcome is
+// unknown) or a success whose body is not an operation. Its journal stays and the grace period covers
+// it; any other answer (4xx) is a definite refusal.
+bool uploadMayHaveStarted(int httpStatus);
 // After act's evaluation import failed: ModelRegistered=False saying why, retried with backoff; or,
 // when Vertex refused it for its content (400), ModelRegistered=True with reason EvaluationNotImported
 // and the metrics kept in status (promotion reads them there), never retried.

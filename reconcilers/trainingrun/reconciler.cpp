@@ -16,7 +16,9 @@
 #include "reconcilers/trainingrun/capacity.h"
 #include "crd/validation.h"
 #include "vertex/api_error.h"
+#include "vertex/auth.h"
 #include "vertex/json_codec.h"
+#include "vertex/rate_limiter.h"
 
 namespace vto::reconcilers {
 
@@ -503,12 +505,25 @@ Plan TrainingRunReconciler::uploadPlannedModel(const Observed& o, Plan plan, std
   }
   std::optional<vertex::UploadOperation> started;
   std::optional<VertexFailure> refused;
+  std::optional<std::chrono::milliseconds> retryAfter;
   try {
     started = options_.registry->uploadModel(plan.uploadModel->where, plan.uploadModel->request);
   } catch (const vertex::ApiError& e) {
-    refused = VertexFailure{e.httpStatus(), e.what()};  // answered: no upload started
-  }  // no answer at all (TransportError): it may have started; the work queue retries within the grace period
-  return recordUpload(o, journaled, std::move(plan), started, refused);
+    // A 5xx, or a success that names no operation: it may have started, as when no answer came.
+    if (uploadMayHaveStarted(e.httpStatus())) throw;
+    refused = VertexFailure{e.httpStatus(), e.what()};  // a definite refusal: no upload started
+    retryAfter = e.retryAfter();
+  } catch (const vertex::QuotaPacingError& e) {
+    refused = VertexFailure{429, e.what()};  // never sent
+    retryAfter = e.retryAfter();
+  } catch (const vertex::AuthError& e) {
+    refused = VertexFailure{0, e.what()};  // no token: never sent
+  } catch (const RefusedRequestError& e) {
+    refused = VertexFailure{400, e.what()};  // never put on the wire, and never will be as it is
+  }  // no answer at all (a timeout, a reset): it may have started; the journal stays for the grace period
+  auto recorded = recordUpload(o, journaled, std::move(plan), started, refused);
+  recorded.retryAfter = retryAfter;
+  return recorded;
 }
 
 Plan TrainingRunReconciler::createPlannedJob(const Observed& o, Plan plan) {
@@ -907,6 +922,7 @@ Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& 
     }
   }
   if (plan.failure && plan.failure->terminal) throw controller::TerminalError(plan.failure->message);
+  if (plan.failure && plan.retryAfter) throw RetryableError(plan.failure->message, plan.retryAfter);
   if (plan.failure) throw std::runtime_error(plan.failure->message);
   return Result{plan.requeueAfter};
 }

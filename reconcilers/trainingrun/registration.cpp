@@ -6,7 +6,8 @@
 //   the version exists      -> import the metrics file as its evaluation (once), ModelRegistered=True
 //
 // Exactly one version per run: the version carries the run's uid as a label and is looked up before
-// every upload; an upload asked for but not recorded (a crash in between) is waited for, not repeated.
+// every upload; an upload asked for but not recorded (a crash in between, or an answer lost) is waited
+// for, not repeated; one Vertex refused started nothing and is made again after the backoff.
 #include <algorithm>
 #include <cctype>
 #include <set>
@@ -359,17 +360,25 @@ Plan recordUpload(const Observed& o, const crd::TrainingRunStatus& journaled, Pl
     model.operation = started->operation.name;
     return finish(d);
   }
-  // Vertex answered with an error: no upload started, so the next try needs no grace period.
+  // Refused: no upload started, so the next try needs no grace period. finish() compares with the
+  // status before the journal; what is stored now is the journal, so a refusal that status already
+  // told (the same 409 again) is written too, or the journal's uploadStartTime would stay.
   model.uploadStartTime.reset();
+  auto written = [&](Plan plan) {
+    if (!plan.status && d.next != journaled) plan.status = d.next;
+    return plan;
+  };
   if (deterministic(refused->httpStatus)) {
-    return refuse(d, "uploading " + model.artifactUri + " failed: " + refused->message.substr(0, 512));
+    return written(refuse(d, "uploading " + model.artifactUri + " failed: " + refused->message.substr(0, 512)));
   }
   auto reason = reasonOfFailure(refused->httpStatus);
   std::string message = "uploading " + model.artifactUri + " failed: " + refused->message.substr(0, 512) + whatToDo(reason);
   notRegistered(d, reason, message);
   d.plan.requeueAfter = Clock::duration::zero();
-  return retryLater(d, message);
+  return written(retryLater(d, message));
 }
+
+bool uploadMayHaveStarted(int httpStatus) { return httpStatus < 400 || httpStatus >= 500; }
 
 Plan recordImportFailure(const Observed& o, Plan plan, const VertexFailure& failure) {
   static const crd::TrainingRun undecoded{};

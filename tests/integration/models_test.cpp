@@ -205,7 +205,9 @@ TEST_F(ModelsTest, ASigkillBetweenUploadAndStatusWriteStillGivesOneVersionPerRun
     auto version = registry().getModel(modelName("churn") + "@" + versionId);
     EXPECT_NE(version.versionDescription.find("(uid " + uid + ")"), std::string::npos)
         << "churn-" << i << " recorded another run's version " << versionId << "\n" << diagnose();
-    if (i > 0) EXPECT_TRUE(versionsOf("churn", {{"vto-run-uid", uid}}).empty()) << "the model's labels win the merge";
+    if (i > 0) {
+      EXPECT_TRUE(versionsOf("churn", {{"vto-run-uid", uid}}).empty()) << "the model's labels win the merge";
+    }
     EXPECT_TRUE(run["status"]["model"].value("evaluationImported", false));
     EXPECT_EQ(registry().listEvaluations(version.versionName(), 100, "").evaluations.size(), 1u) << "churn-" << i;
     versionIds.insert(versionId);
@@ -268,6 +270,41 @@ TEST_F(ModelsTest, SixRunsIntoOneNewModelWithSigkillsEndWithSixVersions) {
   EXPECT_EQ(versionIds.size(), static_cast<size_t>(runs));
   EXPECT_EQ(versionsOf("six").size(), static_cast<size_t>(runs)) << diagnose();
   std::cout << "[ figures  ] " << kills << " SIGKILLs, " << runs << " versions\n";
+}
+
+// An upload Vertex refuses (here 429, as a 409 from a sibling that created the model a moment earlier)
+// started nothing: the run uploads again at once, in the same process and after a restart, never
+// waiting the grace period of an upload whose answer was lost (an hour here, so a wait fails the test).
+TEST_F(ModelsTest, RefusedUploadsAreUploadedAgainAtOnceAfterARestartToo) {
+  auto refused = [&] {
+    auto log = readWholeFile(stack().emulator().logPath());
+    int count = 0;
+    for (size_t at = log.find("models:upload -> 429"); at != std::string::npos; at = log.find("models:upload -> 429", at + 1)) ++count;
+    return count;
+  };
+  auto faults = [&](const std::string& body) {
+    auto result = runShell("curl -sf -X POST -d '" + body + "' " + stack().emulator().url() + "/emulator/v1/faults");
+    ASSERT_EQ(result.exitCode, 0) << result.output;
+  };
+  const std::vector<std::string> longGrace = {"--model-upload-grace-period", "3600"};
+  stack().stopOperator(SIGTERM);
+  startOperator(longGrace);
+  const int before = refused();
+  faults(R"({"throttled": 1000, "only": "upload"})");
+  applyRun("refused", "refused", "[]");
+  // The same refusal again and again: each recorded, none waited for (the journal used to stay from
+  // the second identical one on, and the run waited the grace period).
+  bool refusedThrice = waitFor([&] { return refused() >= before + 3; }, seconds(60), std::chrono::milliseconds(20));
+  // Stopped with a refusal recorded (a pass in flight finishes first), then started with none left.
+  stack().stopOperator(SIGTERM);
+  faults("{}");
+  ASSERT_TRUE(refusedThrice) << refused() - before << " refused uploads\n" << diagnose();
+  auto stored = stack().getRun(ns, "refused");
+  EXPECT_EQ(condition(stored, "ModelRegistered").value("reason", ""), "UploadFailed") << stored.dump();
+  EXPECT_FALSE(stored["status"].value("model", json::object()).contains("uploadStartTime")) << stored.dump();
+  startOperator(longGrace);
+  ASSERT_TRUE(waitForRegistered("refused")) << diagnose();
+  EXPECT_EQ(versionsOf("refused").size(), 1u);
 }
 
 TEST_F(ModelsTest, AJobThatWroteNoModelSaysArtifactMissing) {

@@ -102,6 +102,19 @@ TEST_F(ModelRegistryTest, VersionsAreAddedWithParentModelAndAnExistingModelIdIsA
   EXPECT_EQ(call("GET", "/v1/" + kModels + "/nobody").status, 404);
 }
 
+// Faults for uploads alone: each upload is refused before anything is made, other calls pass.
+TEST_F(ModelRegistryTest, FaultsOnlyForUploadsRefuseUploadsAndNothingElse) {
+  EXPECT_EQ(control("POST", "faults", {{"throttled", 1}, {"only", "upload"}, {"after", "create"}}).status, 400);
+  ASSERT_EQ(control("POST", "faults", {{"throttled", 2}, {"only", "upload"}}).status, 200);
+  EXPECT_EQ(call("GET", kParent + "/customJobs").status, 200) << "not an upload";
+  for (int refused = 0; refused < 2; ++refused) {
+    EXPECT_EQ(call("POST", kParent + "/models:upload", {{"modelId", "fraud"}, {"model", model("gs://b/run1/model/")}}).status, 429);
+  }
+  advance(2s);
+  EXPECT_EQ(call("GET", "/v1/" + kModels + "/fraud").status, 404) << "a refused upload makes nothing";
+  EXPECT_EQ(uploadAndWait({{"modelId", "fraud"}, {"model", model("gs://b/run1/model/")}}).value("modelVersionId", ""), "1");
+}
+
 TEST_F(ModelRegistryTest, UploadBodiesAreValidatedAgainstTheDiscoverySchema) {
   auto unknown = call("POST", kParent + "/models:upload", {{"model", {{"displayName", "x"}, {"colour", "red"}}}});
   EXPECT_EQ(unknown.status, 400);

@@ -408,6 +408,46 @@ TEST(Registration, AnUploadVertexRefusesIsNotRetriedUntilTheSpecChanges) {
   }
 }
 
+// A refused upload (409: a sibling run created the model a moment earlier) started nothing: its
+// journal goes, so the next pass, in this process or a restarted one, uploads again at once instead
+// of waiting the grace period for a version that cannot come. The second identical refusal too: status
+// before the journal already said it, but what is stored is the journal.
+TEST(Registration, ARefusedUploadIsRecordedSoNoPassWaitsTheGracePeriod) {
+  const VertexFailure conflict{409, "409 ALREADY_EXISTS: Model \"" + kModel + "\" already exists"};
+  auto o = succeeded();
+  o.registry.artifactPresent = true;
+  for (int refusal = 1; refusal <= 3; ++refusal) {
+    auto asked = decide(o);
+    ASSERT_TRUE(asked.uploadModel) << "refusal " << refusal << ": uploads at once, no grace period";
+    ASSERT_TRUE(asked.status);
+    EXPECT_EQ(asked.status->history.model->uploadStartTime, o.now);
+    auto plan = recordUpload(o, *asked.status, asked, std::nullopt, conflict);
+    ASSERT_TRUE(plan.status) << "refusal " << refusal << ": the journal must be overwritten";
+    EXPECT_FALSE(plan.status->history.model->uploadStartTime) << refusal;
+    EXPECT_EQ(registered(plan), "False/UploadFailed") << refusal;
+    EXPECT_TRUE(plan.failure) << "retried with backoff";
+    // The next pass (or a restarted operator) reads what was stored, a second later on the clock.
+    o.status = *plan.status;
+    o.now += seconds(1);
+  }
+}
+
+// Which answers may hide a started upload: only those whose outcome is unknown wait the grace period.
+TEST(Registration, OnlyAnAnswerWhoseOutcomeIsUnknownMayHaveStartedAnUpload) {
+  for (int refused : {400, 401, 403, 404, 409, 429}) EXPECT_FALSE(uploadMayHaveStarted(refused)) << refused;
+  for (int unknown : {500, 502, 503, 504, 200}) EXPECT_TRUE(uploadMayHaveStarted(unknown)) << unknown;
+  // The journal of such an upload stays: the next pass waits for its version, then uploads again.
+  auto o = succeeded();
+  o.registry.artifactPresent = true;
+  auto asked = decide(o);
+  ASSERT_TRUE(asked.status);
+  o.status = *asked.status;
+  o.now += seconds(10);
+  EXPECT_FALSE(decide(o).uploadModel);
+  o.now = T0 + DecideOptions{}.uploadGracePeriod;
+  EXPECT_TRUE(decide(o).uploadModel);
+}
+
 TEST(Registration, ANumericModelIdGetsVersionsButIsNeverCreated) {
   auto exists = succeeded(R"({"model": "4711"})");
   exists.registry.artifactPresent = true;
