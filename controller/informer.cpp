@@ -30,7 +30,7 @@ Informer::Informer(KubeClient& client, const Clock& clock, InformerOptions optio
       streamInitialEvents_(options_.streamInitialEvents) {
   if (options_.namespaces.empty()) options_.namespaces.push_back("");  // "" = all namespaces
   lastAlive_ = std::make_unique<std::atomic<std::int64_t>[]>(options_.namespaces.size());
-  auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+  auto now = watchNow().time_since_epoch().count();
   for (size_t i = 0; i < options_.namespaces.size(); ++i) lastAlive_[i] = now;
 }
 
@@ -38,7 +38,7 @@ std::chrono::steady_clock::duration Informer::quietFor() const {
   auto oldest = std::numeric_limits<std::int64_t>::max();
   for (size_t i = 0; i < options_.namespaces.size(); ++i) oldest = std::min<std::int64_t>(oldest, lastAlive_[i]);
   auto since = std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(oldest));
-  return std::max(std::chrono::steady_clock::now() - since, std::chrono::steady_clock::duration::zero());
+  return std::max(watchNow() - since, std::chrono::steady_clock::duration::zero());
 }
 
 bool Informer::stale() const { return quietFor() > 2 * options_.watchIdleTimeout; }
@@ -49,7 +49,7 @@ void Informer::addHandler(Handler handler) { handlers_.push_back(std::move(handl
 
 void Informer::start() {
   if (!watchers_.empty()) return;
-  auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+  auto now = watchNow().time_since_epoch().count();
   for (size_t i = 0; i < options_.namespaces.size(); ++i) {
     lastAlive_[i] = now;
     watchers_.emplace_back([this, i](std::stop_token stop) { run(i, stop); });
@@ -127,115 +127,141 @@ int jitteredTimeoutSeconds(int minimum) {
 }
 }  // namespace
 
-void Informer::run(size_t index, std::stop_token stop) {
-  const std::string& ns = options_.namespaces[index];
-  auto alive = [this, index] { lastAlive_[index] = std::chrono::steady_clock::now().time_since_epoch().count(); };
-  bool watchedBefore = false;
-  const std::string scope = options_.resource.resource + (ns.empty() ? "" : " in " + ns);
+// One namespace's watches, one after another, and what each leaves to the next. Every time that
+// measures a watch (its signs of life, how long it stayed open) is on the watch clock: a network's
+// silence is real time. The injected clock only paces the retries between watches.
+struct Informer::Stream {
+  Stream(size_t index, const std::string& ns, std::string scope, Clock::duration backoff)
+      : index(index), ns(ns), scope(std::move(scope)), backoff(backoff) {}
+  size_t index;
+  const std::string& ns;
+  std::string scope;            // for the log: the resource, and its namespace if any
   std::string resourceVersion;  // empty: the next step is a full sync (streamed, or listed)
   bool synced = false;
-  auto markSynced = [&] {
-    ++listCount_;
-    if (!synced) {
-      synced = true;
-      ++synced_;
-    }
-  };
-  Clock::duration backoff = options_.minBackoff;
-  std::optional<Clock::time_point> openedAt;  // when the current watch was accepted
-  // The wait before the next attempt (never shorter than `atLeast`), doubling the backoff for the one
-  // after. A watch that stayed open for its idle limit was working (a quiet resource with no bookmark
-  // ends that way every time): it starts again from the least backoff, or a quiet informer would back
-  // off up to its maximum and go stale with nothing wrong.
-  auto nextDelay = [&](Clock::duration atLeast) {
-    if (openedAt && clock_.now() - *openedAt >= options_.watchIdleTimeout) backoff = options_.minBackoff;
-    auto delay = std::max(backoff, atLeast);
-    backoff = std::min(backoff * 2, options_.maxBackoff);
-    return delay;
-  };
+  bool watchedBefore = false;
+  Clock::duration backoff;
+  std::optional<std::chrono::steady_clock::time_point> openedAt;  // when the current watch was accepted
+  // During a streamed sync: until the bookmark that ends the initial events, and what they brought
+  // (the rest of the cache is gone).
+  bool initial = false;
+  std::set<ObjectKey> seen;
+};
+
+std::chrono::steady_clock::time_point Informer::watchNow() const {
+  return options_.watchClock ? options_.watchClock() : std::chrono::steady_clock::now();
+}
+
+std::chrono::steady_clock::time_point Informer::alive(size_t index) {
+  auto now = watchNow();
+  lastAlive_[index] = now.time_since_epoch().count();
+  return now;
+}
+
+void Informer::markSynced(Stream& stream) {
+  ++listCount_;
+  if (!stream.synced) {
+    stream.synced = true;
+    ++synced_;
+  }
+}
+
+void Informer::run(size_t index, std::stop_token stop) {
+  const std::string& ns = options_.namespaces[index];
+  Stream stream(index, ns, options_.resource.resource + (ns.empty() ? "" : " in " + ns), options_.minBackoff);
   while (!stop.stop_requested()) {
-    openedAt.reset();
     // A sync streamed through the watch itself: no list request and no page held in memory.
-    bool streaming = resourceVersion.empty() && streamInitialEvents_;
+    bool streaming = stream.resourceVersion.empty() && streamInitialEvents_;
     try {
-      if (resourceVersion.empty() && !streaming) {
-        relist(ns, resourceVersion);
-        alive();
-        markSynced();
-      }
-      WatchOptions watch;
-      watch.labelSelector = options_.labelSelector;
-      watch.resourceVersion = resourceVersion;
-      watch.timeoutSeconds = jitteredTimeoutSeconds(options_.watchTimeoutSeconds);
-      watch.idleTimeout = options_.watchIdleTimeout;
-      watch.sendInitialEvents = streaming;
-      // Opening is not working: a server that accepts a watch and fails it at once must still be
-      // backed off from. Only an event, or a watch open for its idle limit, resets the backoff.
-      watch.onOpen = [&] {
-        alive();
-        openedAt = clock_.now();
-      };
-      if (watchedBefore) ++watchRestarts_;
-      watchedBefore = true;
-      bool initial = streaming;  // until the bookmark that ends the initial events
-      std::set<ObjectKey> seen;  // what the initial events brought: the rest of the cache is gone
-      client_.watch(
-          options_.resource, ns, watch,
-          [&](WatchEvent&& event) {
-            if (event.type == "ERROR") {
-              throw ApiError(parseStatus(event.object.value("code", 500), event.object.dump()));
-            }
-            alive();
-            auto rv = versionOf(event.object);
-            if (event.type == "ADDED" || event.type == "MODIFIED" || event.type == "DELETED") {
-              if (options_.transform) options_.transform(event.object);
-              if (event.type == "DELETED") {
-                cache_.erase(keyOf(event.object));
-                notify(event.object);
-              } else if (initial) {
-                auto one = nlohmann::json::array();
-                one.push_back(std::move(event.object));
-                for (const auto& changed : cache_.merge(std::move(one), seen)) notify(*changed);
-              } else {
-                cache_.upsert(event.object);
-                notify(event.object);
-              }
-            } else if (initial && event.type == "BOOKMARK" && endsInitialEvents(event.object)) {
-              for (const auto& gone : cache_.dropUnseen(ns, seen)) notify(*gone);
-              initial = false;
-              markSynced();
-            }
-            // BOOKMARK carries only the resourceVersion: the point to resume from. Not before the
-            // initial events have ended: a watch cut off in the middle of them syncs again.
-            if (!rv.empty() && !initial) resourceVersion = rv;
-            backoff = options_.minBackoff;  // the connection works
-          },
-          stop);
-      if (!stop.stop_requested()) alive();  // the server ended the watch: it is there
+      watchOnce(stream, streaming, stop);
     } catch (const ApiError& error) {
       if (streaming && refusesStreaming(error)) {
         // An API server without the WatchList feature (before 1.32, or 1.33) refuses the parameters:
         // list from now on.
-        spdlog::info("informer {}: the API server does not stream the initial list ({}); listing instead", scope,
-                     error.what());
+        spdlog::info("informer {}: the API server does not stream the initial list ({}); listing instead",
+                     stream.scope, error.what());
         streamInitialEvents_ = false;
         continue;
       }
       if (error.isGone()) {
-        spdlog::info("informer {}: resourceVersion {} is too old, syncing again", scope, resourceVersion);
-        resourceVersion.clear();
+        spdlog::info("informer {}: resourceVersion {} is too old, syncing again", stream.scope, stream.resourceVersion);
+        stream.resourceVersion.clear();
         continue;
       }
       // A throttled server says how long to stay away; never come back sooner than that.
-      auto delay = nextDelay(error.retryAfter().value_or(std::chrono::seconds(0)));
-      spdlog::warn("informer {}: {}; retrying in {} ms", scope, error.what(),
+      auto delay = nextDelay(stream, error.retryAfter().value_or(std::chrono::seconds(0)));
+      spdlog::warn("informer {}: {}; retrying in {} ms", stream.scope, error.what(),
                    std::chrono::duration_cast<std::chrono::milliseconds>(delay).count());
       pause(delay, stop);
     } catch (const std::exception& error) {
-      spdlog::warn("informer {}: {}; retrying", scope, error.what());
-      pause(nextDelay(Clock::duration::zero()), stop);
+      spdlog::warn("informer {}: {}; retrying", stream.scope, error.what());
+      pause(nextDelay(stream, Clock::duration::zero()), stop);
     }
   }
+}
+
+void Informer::watchOnce(Stream& stream, bool streaming, std::stop_token stop) {
+  stream.openedAt.reset();
+  if (stream.resourceVersion.empty() && !streaming) {
+    relist(stream.ns, stream.resourceVersion);
+    alive(stream.index);
+    markSynced(stream);
+  }
+  WatchOptions watch;
+  watch.labelSelector = options_.labelSelector;
+  watch.resourceVersion = stream.resourceVersion;
+  watch.timeoutSeconds = jitteredTimeoutSeconds(options_.watchTimeoutSeconds);
+  watch.idleTimeout = options_.watchIdleTimeout;
+  watch.sendInitialEvents = streaming;
+  // Opening is not working: a server that accepts a watch and fails it at once must still be
+  // backed off from. Only an event, or a watch open for its idle limit, resets the backoff.
+  watch.onOpen = [&] { stream.openedAt = alive(stream.index); };
+  if (stream.watchedBefore) ++watchRestarts_;
+  stream.watchedBefore = true;
+  stream.initial = streaming;
+  stream.seen.clear();
+  client_.watch(options_.resource, stream.ns, watch, [&](WatchEvent&& event) { apply(stream, std::move(event)); }, stop);
+  if (!stop.stop_requested()) alive(stream.index);  // the server ended the watch: it is there
+}
+
+void Informer::apply(Stream& stream, WatchEvent&& event) {
+  if (event.type == "ERROR") {
+    throw ApiError(parseStatus(event.object.value("code", 500), event.object.dump()));
+  }
+  alive(stream.index);
+  auto rv = versionOf(event.object);
+  if (event.type == "ADDED" || event.type == "MODIFIED" || event.type == "DELETED") {
+    if (options_.transform) options_.transform(event.object);
+    if (event.type == "DELETED") {
+      cache_.erase(keyOf(event.object));
+      notify(event.object);
+    } else if (stream.initial) {
+      auto one = nlohmann::json::array();
+      one.push_back(std::move(event.object));
+      for (const auto& changed : cache_.merge(std::move(one), stream.seen)) notify(*changed);
+    } else {
+      cache_.upsert(event.object);
+      notify(event.object);
+    }
+  } else if (stream.initial && event.type == "BOOKMARK" && endsInitialEvents(event.object)) {
+    for (const auto& gone : cache_.dropUnseen(stream.ns, stream.seen)) notify(*gone);
+    stream.initial = false;
+    markSynced(stream);
+  }
+  // BOOKMARK carries only the resourceVersion: the point to resume from. Not before the initial
+  // events have ended: a watch cut off in the middle of them syncs again.
+  if (!rv.empty() && !stream.initial) stream.resourceVersion = rv;
+  stream.backoff = options_.minBackoff;  // the connection works
+}
+
+// The wait before the next watch (never shorter than `atLeast`), doubling the backoff for the one
+// after. A watch that stayed open for its idle limit was working (a quiet resource with no bookmark
+// ends that way every time): it starts again from the least backoff, or a quiet informer would back
+// off up to its maximum and go stale with nothing wrong.
+Clock::duration Informer::nextDelay(Stream& stream, Clock::duration atLeast) {
+  if (stream.openedAt && watchNow() - *stream.openedAt >= options_.watchIdleTimeout) stream.backoff = options_.minBackoff;
+  auto delay = std::max(stream.backoff, atLeast);
+  stream.backoff = std::min(stream.backoff * 2, options_.maxBackoff);
+  return delay;
 }
 
 Informer::Handler enqueueKey(WorkQueue& queue) {

@@ -7,9 +7,10 @@
 //
 // A watch knows it is alive: the API server sends a bookmark every minute, so a watch that brings
 // no byte for `watchIdleTimeout` is dead (a silent partition, a NAT that forgot the flow, a hung
-// server) and is restarted from the last resourceVersion. How long each watch has been quiet (no
-// event, bookmark or accepted watch) is measured on the steady clock, as is the idle limit: a
-// network's silence is real time, whatever the operator's clock says.
+// server) and is restarted from the last resourceVersion. A watch is measured on one clock, the
+// steady clock (InformerOptions::watchClock): how long it has been quiet (no event, bookmark or
+// accepted watch) and how long it stayed open, against the idle limit. A network's silence is real
+// time, whatever the operator's clock says; the injected clock only paces the retries.
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -64,6 +65,9 @@ struct InformerOptions {
   // False for a resource another product may install later (Kueue's Workloads): its absence is told
   // where it matters, not by making the whole operator unready.
   bool gatesReadiness = true;
+  // The steady clock every watch is measured on (signs of life, how long a watch stayed open); null:
+  // std::chrono::steady_clock. Tests inject one.
+  std::function<std::chrono::steady_clock::time_point()> watchClock{};
 };
 
 class Informer {
@@ -100,7 +104,16 @@ class Informer {
   long watchRestarts() const { return watchRestarts_; }
 
  private:
+  struct Stream;  // one namespace's watches (informer.cpp)
   void run(size_t index, std::stop_token stop);
+  // Syncs if no resourceVersion is left (listing, unless `streaming`), then one watch until it ends.
+  void watchOnce(Stream& stream, bool streaming, std::stop_token stop);
+  void apply(Stream& stream, WatchEvent&& event);
+  void markSynced(Stream& stream);
+  Clock::duration nextDelay(Stream& stream, Clock::duration atLeast);
+  std::chrono::steady_clock::time_point watchNow() const;
+  // A sign of life of namespace `index`'s watch, now (returned).
+  std::chrono::steady_clock::time_point alive(size_t index);
   void relist(const std::string& ns, std::string& resourceVersion);
   void notify(const nlohmann::json& object);
   // Waits on the clock until `delay` has passed or stop is requested.

@@ -254,12 +254,15 @@ TEST_F(InformerUnitTest, AQuietWatchCutByItsIdleLimitRestartsAfterTheLeastBackof
   // A resource nobody changes, on a server that sends no bookmark within the idle limit: each watch is
   // accepted, stays open for the limit and is cut. That is a working link, not a failing server: the
   // backoff must not double (to 30 s, which is stale with a short limit).
+  // A watch is measured on the watch clock alone: each stays open for the limit on it.
   auto opts = options();
   opts.streamInitialEvents = false;
   opts.watchIdleTimeout = 2s;
+  std::atomic<std::int64_t> watchNanos{0};
+  opts.watchClock = [&] { return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(watchNanos.load())); };
   for (int i = 0; i < 4; ++i) {
-    client.addScript([this, limit = opts.watchIdleTimeout](auto&) {
-      clock.advance(limit);
+    client.addScript([&watchNanos, limit = opts.watchIdleTimeout](auto&) {
+      watchNanos += std::chrono::nanoseconds(limit).count();
       throw ApiError(Status{0, "", "watch: nothing received in time", {}});
     });
   }
