@@ -224,28 +224,21 @@ int run(const Args& args) {
   runOptions.ownership = ownership.get();
   runOptions.registry = &clients.registry();
   runOptions.prices = priceFile ? &*priceFile : &crd::PriceCatalog::builtIn();
-  // Budgets: the rules' month-to-date spend is read from Vertex by one loop (on the leader), not per run.
+  // Budgets: the rules' month-to-date spend is read from Vertex by one source (on the leader), not per run.
   metrics::BudgetMetrics budgetMetrics(*registry);
   std::optional<reconcilers::BudgetLedger> budgets;
+  std::unique_ptr<controller::PollingSource> budgetRefresh;
   if (std::any_of(tenancy.begin(), tenancy.end(), [](const auto& rule) { return rule.budget.has_value(); })) {
     budgets.emplace(clients.vertex(), clock, tenancy, *runOptions.prices,
-                    std::vector<std::string>{flags.get("default-location")}, ownership.get());
+                    std::vector<std::string>{flags.get("default-location")}, ownership.get(),
+                    [&budgetMetrics](const crd::TenancyRule& rule, const reconcilers::RuleSpend& spend) {
+                      budgetMetrics.set(rule.name, spend.spent.toDouble(), rule.budget->monthlyUsd.toDouble());
+                    });
     runOptions.budgets = &*budgets;
     auto interval = std::chrono::seconds(std::max(1, flags.getInt("budget-poll-interval")));
     runOptions.budgetRecheckPeriod = interval;
-    manager.addLoop([&budgets, &budgetMetrics, &tenancy, interval](std::stop_token stop) {
-      std::mutex mutex;
-      std::condition_variable_any wake;
-      std::unique_lock lock(mutex);
-      while (!stop.stop_requested()) {
-        budgets->refresh();
-        for (size_t i = 0; i < tenancy.size(); ++i) {
-          if (!tenancy[i].budget) continue;
-          if (auto spend = budgets->spendOf(i)) budgetMetrics.set(tenancy[i].name, spend->spent.toDouble(), tenancy[i].budget->monthlyUsd.toDouble());
-        }
-        wake.wait_for(lock, stop, interval, [] { return false; });
-      }
-    });
+    budgetRefresh = reconcilers::budgetRefreshSource(*budgets, clock, interval);
+    manager.addLoop([&budgetRefresh](std::stop_token stop) { budgetRefresh->run(stop); });
   }
   addStorageMigration(manager, kube, flags.getAll("namespace").empty());
   reconcilers::TrainingRunController trainingRuns(

@@ -40,13 +40,14 @@ crd::JobPricing costOfJob(const vertex::Job& job, const crd::PriceCatalog& price
 
 BudgetLedger::BudgetLedger(vertex::VertexClient& vertex, const Clock& clock, const crd::TenancyRules& rules,
                            const crd::PriceCatalog& prices, std::vector<std::string> defaultLocations,
-                           const JobOwnership* ownership)
+                           const JobOwnership* ownership, Observer observer)
     : vertex_(vertex),
       clock_(clock),
       rules_(rules),
       prices_(prices),
       defaultLocations_(std::move(defaultLocations)),
-      ownership_(ownership) {}
+      ownership_(ownership),
+      observer_(std::move(observer)) {}
 
 void BudgetLedger::refresh() {
   auto now = clock_.now();
@@ -107,19 +108,37 @@ void BudgetLedger::refresh() {
         }
       }
     } catch (const std::exception& e) {
-      std::lock_guard lock(mutex_);
-      auto& held = spend_[i];
-      held.error = e.what();
-      ++held.generation;
+      RuleSpend last;
+      {
+        std::lock_guard lock(mutex_);
+        auto& held = spend_[i];
+        held.error = e.what();
+        ++held.generation;
+        last = held;
+      }
+      if (observer_) observer_(rule, last);  // the last known figures
       continue;
     }
     if (listEarlier) earlier = Earlier{month, earlierUnfinished};
-    std::lock_guard lock(mutex_);
-    spend.generation = spend_[i].generation + 1;
-    spend_[i] = spend;
-    auto& noted = noted_[i];
-    for (const auto& name : listed) noted.erase(name);
+    {
+      std::lock_guard lock(mutex_);
+      spend.generation = spend_[i].generation + 1;
+      spend_[i] = spend;
+      auto& noted = noted_[i];
+      for (const auto& name : listed) noted.erase(name);
+    }
+    if (observer_) observer_(rule, spend);
   }
+}
+
+std::unique_ptr<controller::PollingSource> budgetRefreshSource(BudgetLedger& ledger, const Clock& clock,
+                                                               Clock::duration interval) {
+  return std::make_unique<controller::PollingSource>(
+      clock, [] { return std::vector<std::string>{"budgets"}; },
+      [&ledger, interval](const std::string&) {
+        ledger.refresh();  // never throws: a failed read keeps the last figures until the next
+        return interval;
+      });
 }
 
 std::optional<RuleSpend> BudgetLedger::spendOf(size_t ruleIndex, const std::string& exceptHoldOf) const {

@@ -15,7 +15,9 @@
 // one after the other cannot both spend the same room.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -23,6 +25,7 @@
 
 #include "base/clock.h"
 #include "base/gcp_names.h"
+#include "controller/polling_source.h"
 #include "crd/cost.h"
 #include "crd/price_catalog.h"
 #include "crd/render.h"
@@ -53,10 +56,12 @@ crd::JobPricing costOfJob(const vertex::Job& job, const crd::PriceCatalog& price
 
 class BudgetLedger {
  public:
+  // Told a rule's figures each time a refresh sets them (the budget metrics).
+  using Observer = std::function<void(const crd::TenancyRule& rule, const RuleSpend& spend)>;
   // `defaultLocations`: where to look for a rule without `locations` (the operator's default).
   BudgetLedger(vertex::VertexClient& vertex, const Clock& clock, const crd::TenancyRules& rules,
                const crd::PriceCatalog& prices, std::vector<std::string> defaultLocations,
-               const JobOwnership* ownership = nullptr);
+               const JobOwnership* ownership = nullptr, Observer observer = {});
 
   // Lists and prices every budget rule's jobs of this month. Never throws: a failed list leaves the
   // rule's last figures with `error` set.
@@ -90,6 +95,7 @@ class BudgetLedger {
   const crd::PriceCatalog& prices_;
   std::vector<std::string> defaultLocations_;
   const JobOwnership* ownership_;  // only jobs this operator made count (the team label alone is anyone's)
+  Observer observer_;
   mutable std::mutex mutex_;
   std::map<size_t, RuleSpend> spend_;
   // Per rule: the month whose earlier months' unfinished jobs were last listed, and whether any were.
@@ -102,5 +108,10 @@ class BudgetLedger {
   std::map<size_t, std::map<std::string, crd::Usd>> noted_;  // rule -> job name -> its reservation
   std::map<size_t, std::map<std::string, crd::Usd>> held_;   // rule -> run uid -> its hold, while creating
 };
+
+// The refresh as a source on the injected clock, like the other polls: one target, refreshed every
+// `interval` (the source's run() is a Manager loop, on the leader; tests call pollDue()).
+std::unique_ptr<controller::PollingSource> budgetRefreshSource(BudgetLedger& ledger, const Clock& clock,
+                                                               Clock::duration interval);
 
 }  // namespace vto::reconcilers

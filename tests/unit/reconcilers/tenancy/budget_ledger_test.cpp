@@ -40,17 +40,50 @@ json jobBody(const std::string& team, const std::string& strategy = "STANDARD", 
             {"scheduling", {{"strategy", strategy}, {"timeout", timeout}}}}}};
 }
 
+// team-a with a $100 budget, team-b with none.
+crd::TenancyRules teamRules() {
+  return crd::parseTenancyRules(json::parse(
+      R"([{"namespaces": ["a"], "projects": ["test-project"], "locations": ["us-central1"], "name": "team-a", "budget": {"monthlyUsd": 100}},
+          {"namespaces": ["b"], "projects": ["test-project"], "locations": ["us-central1"], "maxAccelerators": 4}])"));
+}
+
+// A team-a job that ended this month: 2.00/h for 3 h.
+vertex::Job endedJob(testing::FakeVertexClient& vertex) {
+  auto ended = vertex.createJob({"test-project", "us-central1"}, vertex::JobKind::Custom, jobBody("team-a"));
+  vertex.patchJob(ended.name, {{"createTime", "2026-12-01T00:00:00Z"}, {"startTime", "2026-12-01T01:00:00Z"},
+                               {"endTime", "2026-12-01T04:00:00Z"}, {"state", "JOB_STATE_SUCCEEDED"}});
+  return ended;
+}
+
+// The refresh is a source on the injected clock: at once, then every interval, each refresh telling
+// the observer (the metrics) the figures it set.
+TEST(BudgetLedger, RefreshesOnTheClockAndTellsTheObserverTheFiguresItSets) {
+  testing::FakeClock clock(parseRfc3339("2026-12-02T12:00:00Z"));
+  testing::FakeVertexClient vertex;
+  crd::TenancyRules rules = teamRules();
+  endedJob(vertex);
+  std::vector<std::string> told;
+  BudgetLedger ledger(vertex, clock, rules, prices(), {"us-central1"}, nullptr,
+                      [&](const crd::TenancyRule& rule, const RuleSpend& spend) {
+                        told.push_back(rule.name + " " + spend.spent.plain());
+                      });
+  auto source = budgetRefreshSource(ledger, clock, std::chrono::seconds(30));
+  source->pollDue();
+  EXPECT_EQ(told, std::vector<std::string>{"team-a 6.00"}) << "at once, for the budget rule alone";
+  clock.advance(std::chrono::seconds(29));
+  source->pollDue();
+  EXPECT_EQ(told.size(), 1u) << "not before the interval";
+  clock.advance(std::chrono::seconds(1));
+  source->pollDue();
+  EXPECT_EQ(told.size(), 2u);
+}
+
 TEST(BudgetLedger, SpendIsThisMonthsLabelledJobsAndTheWorstCaseEveryUnfinishedOnes) {
   testing::FakeClock clock(parseRfc3339("2026-12-02T12:00:00Z"));
   testing::FakeVertexClient vertex;
-  crd::TenancyRules rules = crd::parseTenancyRules(json::parse(
-      R"([{"namespaces": ["a"], "projects": ["test-project"], "locations": ["us-central1"], "name": "team-a", "budget": {"monthlyUsd": 100}},
-          {"namespaces": ["b"], "projects": ["test-project"], "locations": ["us-central1"], "maxAccelerators": 4}])"));
+  crd::TenancyRules rules = teamRules();
   Location where{"test-project", "us-central1"};
-  // Ended: 2.00/h for 3 h.
-  auto ended = vertex.createJob(where, vertex::JobKind::Custom, jobBody("team-a"));
-  vertex.patchJob(ended.name, {{"createTime", "2026-12-01T00:00:00Z"}, {"startTime", "2026-12-01T01:00:00Z"},
-                               {"endTime", "2026-12-01T04:00:00Z"}, {"state", "JOB_STATE_SUCCEEDED"}});
+  endedJob(vertex);  // 2.00/h for 3 h
   // Running for 1 h at 2.00/h, 9 h of its 10 h timeout left.
   auto running = vertex.createJob(where, vertex::JobKind::Custom, jobBody("team-a"));
   vertex.patchJob(running.name, {{"createTime", "2026-12-02T10:00:00Z"}, {"startTime", "2026-12-02T11:00:00Z"},
