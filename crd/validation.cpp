@@ -507,10 +507,6 @@ void checkRetrainingPolicyName(Findings& f, const ObjectMeta& metadata) {
                              "(<policy>-<unix seconds>) fit in 63; choose a shorter name");
 }
 
-void checkPositiveDuration(Findings& f, const std::string& field, const std::string& name, std::chrono::seconds d) {
-  if (d.count() <= 0) f.error(field, name + " must be a positive duration like 30s, 5m or 1h");
-}
-
 // A trigger poll reads a tenant's bucket or Prometheus: more often than this is load, not freshness.
 void checkPollInterval(Findings& f, const std::string& field, std::chrono::seconds d) {
   if (d < kMinPollInterval)
