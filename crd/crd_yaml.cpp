@@ -28,8 +28,6 @@ namespace {
 // first failing rule's, so each mistake reads as before (two catalog mistakes on one field now report
 // the first).
 std::vector<CelRule> joinedPerField(const std::vector<CelRule>& rules) {
-  // The API server refuses an expression over 100,000 code points: the pieces stay well under that.
-  constexpr size_t kMaxExpression = 60000;
   std::vector<CelRule> joined;
   std::vector<std::vector<const CelRule*>> groups;  // per field, in the order fields first appear
   for (const auto& r : rules) {
@@ -54,7 +52,7 @@ std::vector<CelRule> joinedPerField(const std::vector<CelRule>& rules) {
     size_t length = 0;
     for (const auto* r : group) {
       size_t adds = 2 * r->rule.size() + r->messageExpression.size() + 16;
-      if (!piece.empty() && length + adds > kMaxExpression) {
+      if (!piece.empty() && length + adds > kMaxJoinedCelExpression) {
         flush();
         length = 0;
       }

@@ -361,8 +361,6 @@ std::vector<CelRule> MachineCatalog::fallbackCelRules() const {
   const std::string applies = "!has(self.capacity) || !has(self.capacity.fallbacks) || !has(self.resources) || "
                               "(has(self.workerPoolSpecs) && size(self.workerPoolSpecs) > 0) || ";
   const std::string prefix = "'a capacity fallback, merged over spec.resources: ' + (";
-  // The API server refuses an expression over 100,000 code points: the pieces stay well under that.
-  constexpr size_t kMaxExpression = 60000;
   std::vector<CelRule> pieces;
   std::string rule, messages;
   auto flush = [&] {
@@ -377,7 +375,7 @@ std::vector<CelRule> MachineCatalog::fallbackCelRules() const {
     // The fallbacks that break this rule, each with its message; listed rule by rule, so [0] is the
     // first rule's first offender.
     auto offenders = "self.capacity.fallbacks.filter(f, !" + merged + ").map(f, " + onMergedFallback(r.messageExpression) + ")";
-    if (!rule.empty() && messages.size() + offenders.size() + 3 > kMaxExpression) flush();
+    if (!rule.empty() && messages.size() + offenders.size() + 3 > kMaxJoinedCelExpression) flush();
     rule += (rule.empty() ? "" : " && ") + merged;
     messages += (messages.empty() ? "" : " + ") + offenders;
   }

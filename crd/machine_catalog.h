@@ -46,6 +46,10 @@ struct ReplicaUse {
 };
 ReplicaUse replicaUseOf(const std::string& machineType, int64_t declaredCount, const std::string& tpuTopology);
 
+// The longest expression the catalog writes into one rule when it joins rules: the API server refuses
+// one over 100,000 code points, and the pieces stay well under that.
+inline constexpr size_t kMaxJoinedCelExpression = 60000;
+
 // One x-kubernetes-validations rule for the CRD's resources object (self = spec.resources).
 struct CelRule {
   std::string rule;
