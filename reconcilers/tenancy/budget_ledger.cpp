@@ -7,36 +7,9 @@
 #include "base/rfc3339.h"
 #include "crd/budget.h"
 #include "crd/cost.h"
-#include "reconcilers/jobs/job_cache.h"
 #include "vertex/json_codec.h"
-#include "crd/render.h"
 
 namespace vto::reconcilers {
-namespace {
-
-// "2026-12" -> 2026-12-01T00:00:00Z, for the list's create_time filter.
-std::string monthStart(const std::string& month) { return month + "-01T00:00:00Z"; }
-
-// The jobs of a rule's name whatever their month that have not ended (terminal states excluded).
-std::string unfinishedFilter(const std::string& team) {
-  std::string filter = std::string("labels.") + kTeamLabel + "=\"" + team + "\"";
-  for (const char* state : {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED",
-                            "JOB_STATE_PARTIALLY_SUCCEEDED"})
-    filter += std::string(" AND state!=\"") + state + "\"";
-  return filter;
-}
-
-}  // namespace
-
-crd::JobPricing costOfJob(const vertex::Job& job, const crd::PriceCatalog& prices, Clock::time_point now) {
-  std::string location;
-  try {
-    location = vertex::locationOf(job.name).location;
-  } catch (const std::exception& e) {
-    return {std::nullopt, std::string("a location (") + e.what() + ")"};
-  }
-  return crd::priceJob(prices, crd::shapeOfJob(job.raw, location), timesOf(cachedJobOf(job, now)), now);
-}
 
 BudgetLedger::BudgetLedger(vertex::VertexClient& vertex, const Clock& clock, const crd::TenancyRules& rules,
                            const crd::PriceCatalog& prices, std::vector<std::string> defaultLocations,
@@ -52,82 +25,91 @@ BudgetLedger::BudgetLedger(vertex::VertexClient& vertex, const Clock& clock, con
 void BudgetLedger::refresh() {
   auto now = clock_.now();
   auto month = crd::budgetMonth(now);
+  // Which budget rules read each place: a place is listed once per refresh whatever number of rules
+  // share it, and its jobs go to the rule their vto-team label names.
+  std::map<std::pair<std::string, std::string>, std::map<std::string, size_t>> places;  // -> team -> rule
+  std::map<size_t, RuleSpend> fresh;
+  std::map<size_t, std::vector<std::string>> listed;
+  std::map<size_t, std::string> failed;
   for (size_t i = 0; i < rules_.size(); ++i) {
     const auto& rule = rules_[i];
     if (!rule.budget || rule.name.empty()) continue;
-    RuleSpend spend;
-    spend.month = month;
-    std::vector<std::string> listed;
-    const auto& locations = rule.locations.empty() ? defaultLocations_ : rule.locations;
+    fresh[i].month = month;
+    for (const auto& project : rule.projects)
+      for (const auto& location : rule.locations.empty() ? defaultLocations_ : rule.locations)
+        places[{project, location}][rule.name] = i;
+  }
+  for (const auto& [where, teams] : places) {
+    Location place{where.first, where.second};
     // A job created in an earlier month can only end: once a month's first list finds none unfinished,
     // none will be until next month.
-    auto& earlier = earlier_[i];
+    auto& earlier = earlier_[where.first + "/" + where.second];
     bool listEarlier = earlier.month != month || earlier.unfinished;
     bool earlierUnfinished = false;
-    auto count = [&](const vertex::Job& job, bool thisMonth) {
-      listed.push_back(job.name);
+    auto team = teams.size() == 1 ? labelIs(kTeamLabel, teams.begin()->first) : hasLabel(kTeamLabel);
+    std::map<size_t, RuleSpend> here;  // counted only if the whole place was read
+    std::map<size_t, std::vector<std::string>> names;
+    auto count = [&](const vertex::Job& job, const crd::JobPricing& pricing, bool thisMonth) {
+      auto rule = teams.find(labelOf(job.labels, kTeamLabel));
+      if (rule == teams.end()) return;  // a team without a budget here, or another cluster's
+      // Vertex filters by creation and state already; each job is counted by one of the lists.
+      bool createdThisMonth = !job.createTime || crd::budgetMonth(*job.createTime) == month;
+      if (createdThisMonth != thisMonth) return;
+      if (!thisMonth && vertex::isTerminal(job.state)) return;
+      auto& spend = here[rule->second];
+      names[rule->second].push_back(job.name);
       earlierUnfinished = earlierUnfinished || !thisMonth;
-      auto cost = costOfJob(job, prices_, now).cost;
-      if (!cost) {
+      if (!pricing.cost) {
         spend.unpriced.push_back(job.name);
         return;
       }
-      if (thisMonth) spend.spent += cost->spent;
+      if (thisMonth) spend.spent += pricing.cost->spent;
       if (!vertex::isTerminal(job.state)) {
-        spend.committed += cost->worstRemaining;
+        spend.committed += pricing.cost->worstRemaining;
         ++spend.unfinishedJobs;
       }
     };
     try {
-      for (const auto& project : rule.projects) {
-        for (const auto& location : locations) {
-          for (auto kind : {vertex::JobKind::Custom, vertex::JobKind::HyperparameterTuning}) {
-            // This month's jobs, then the unfinished jobs of earlier months (what they may still spend).
-            for (bool thisMonth : {true, false}) {
-              if (!thisMonth && !listEarlier) continue;
-              vertex::ListOptions options;
-              options.filter = thisMonth ? std::string("labels.") + kTeamLabel + "=\"" + rule.name +
-                                               "\" AND create_time>=\"" + monthStart(month) + "\""
-                                         : unfinishedFilter(rule.name);
-              options.pageSize = 100;
-              do {
-                auto page = vertex_.listJobs(Location{project, location}, kind, options);
-                for (const auto& job : page.jobs) {
-                  // Vertex filters by creation and state already; each job is counted by one of the lists.
-                  bool createdThisMonth = !job.createTime || crd::budgetMonth(*job.createTime) == month;
-                  if (createdThisMonth != thisMonth) continue;
-                  if (!thisMonth && vertex::isTerminal(job.state)) continue;
-                  // Anyone can label a job vto-team; another cluster's jobs are its own budget's.
-                  if (ownership_ != nullptr && !ownership_->trusts(job.labels, job.createTime)) continue;
-                  count(job, thisMonth);
-                }
-                options.pageToken = page.nextPageToken;
-              } while (!options.pageToken.empty());
-            }
-          }
-        }
+      for (auto kind : {vertex::JobKind::Custom, vertex::JobKind::HyperparameterTuning}) {
+        // This month's jobs, then the unfinished jobs of earlier months (what they may still spend).
+        readJobSpend(vertex_, place, kind, team + " AND " + createdInMonth(month, false), ownership_, prices_, now,
+                     [&](const vertex::Job& job, const crd::JobPricing& pricing) { count(job, pricing, true); });
+        if (listEarlier)
+          readJobSpend(vertex_, place, kind, team + " AND " + unfinished(), ownership_, prices_, now,
+                       [&](const vertex::Job& job, const crd::JobPricing& pricing) { count(job, pricing, false); });
       }
     } catch (const std::exception& e) {
-      RuleSpend last;
-      {
-        std::lock_guard lock(mutex_);
-        auto& held = spend_[i];
-        held.error = e.what();
-        ++held.generation;
-        last = held;
-      }
-      if (observer_) observer_(rule, last);  // the last known figures
+      for (const auto& [name, rule] : teams) failed.emplace(rule, e.what());
       continue;
     }
     if (listEarlier) earlier = Earlier{month, earlierUnfinished};
+    for (auto& [rule, spend] : here) {
+      auto& total = fresh[rule];
+      total.spent += spend.spent;
+      total.committed += spend.committed;
+      total.unfinishedJobs += spend.unfinishedJobs;
+      total.unpriced.insert(total.unpriced.end(), spend.unpriced.begin(), spend.unpriced.end());
+      auto& all = listed[rule];
+      all.insert(all.end(), names[rule].begin(), names[rule].end());
+    }
+  }
+  for (auto& [i, spend] : fresh) {
+    RuleSpend told;
     {
       std::lock_guard lock(mutex_);
-      spend.generation = spend_[i].generation + 1;
-      spend_[i] = spend;
-      auto& noted = noted_[i];
-      for (const auto& name : listed) noted.erase(name);
+      auto& held = spend_[i];
+      if (auto error = failed.find(i); error != failed.end()) {
+        held.error = error->second;  // the last known figures
+        ++held.generation;
+      } else {
+        spend.generation = held.generation + 1;
+        held = spend;
+        auto& noted = noted_[i];
+        for (const auto& name : listed[i]) noted.erase(name);
+      }
+      told = held;
     }
-    if (observer_) observer_(rule, spend);
+    if (observer_) observer_(rules_[i], told);
   }
 }
 

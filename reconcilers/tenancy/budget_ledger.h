@@ -8,11 +8,12 @@
 // deleting runs, restarting the operator or a leader change never resets a budget: the spend is read
 // again, not remembered.
 //
-// refresh() is one list per project, location and job kind (this month's jobs: a few requests a
-// minute for the whole operator, not per run), and a second of the rule's unfinished jobs of earlier
-// months at the month's first refresh and for as long as that finds any (none can appear later). Between refreshes, a job vto
-// just created counts at what the budget check reserved for it (noteCreated), so two runs admitted
-// one after the other cannot both spend the same room.
+// refresh() is one list per project, location and job kind, however many rules read that place (this
+// month's jobs: a few requests a minute for the whole operator, not per run or per rule: Vertex's
+// list quota is the project's), and a second of the unfinished jobs of earlier months at the month's
+// first refresh and for as long as that finds any (none can appear later). Between refreshes, a job
+// vto just created counts at what the budget check reserved for it (noteCreated), so two runs
+// admitted one after the other cannot both spend the same room.
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -31,6 +32,7 @@
 #include "crd/render.h"
 #include "crd/tenancy.h"
 #include "reconcilers/jobs/ownership.h"
+#include "reconcilers/tenancy/job_spend.h"
 #include "vertex/vertex_client.h"
 
 namespace vto::reconcilers {
@@ -50,9 +52,6 @@ struct RuleSpend {
   // run can tell whether another run was admitted since (BudgetLedger::reserve).
   uint64_t generation = 0;
 };
-
-// What one Vertex job adds to its rule's figures: crd::priceJob over the job's own resource.
-crd::JobPricing costOfJob(const vertex::Job& job, const crd::PriceCatalog& prices, Clock::time_point now);
 
 class BudgetLedger {
  public:
@@ -98,12 +97,13 @@ class BudgetLedger {
   Observer observer_;
   mutable std::mutex mutex_;
   std::map<size_t, RuleSpend> spend_;
-  // Per rule: the month whose earlier months' unfinished jobs were last listed, and whether any were.
+  // Per place ("project/location"): the month whose earlier months' unfinished jobs were last listed,
+  // and whether any of a budget rule's were.
   struct Earlier {
     std::string month;
     bool unfinished = false;
   };
-  std::map<size_t, Earlier> earlier_;  // refresh()'s own (one refresh at a time)
+  std::map<std::string, Earlier> earlier_;  // refresh()'s own (one refresh at a time)
   // Counted as committed: an unfinished job's worst case.
   std::map<size_t, std::map<std::string, crd::Usd>> noted_;  // rule -> job name -> its reservation
   std::map<size_t, std::map<std::string, crd::Usd>> held_;   // rule -> run uid -> its hold, while creating

@@ -184,10 +184,11 @@ class FakeVertexClient final : public vertex::VertexClient {
     stamp_ += std::chrono::seconds(1);
     return stamp_;
   }
-  // Terms `labels.KEY="V"`, `state="S"`, `state!="S"`, `update_time>="T"`, `create_time>="T"` joined by
-  // AND; anything else is a test bug.
+  // Terms `labels.KEY="V"`, `labels.KEY:*`, `state="S"`, `state!="S"`, `update_time>="T"`,
+  // `create_time>="T"`, `create_time<"T"` joined by AND; anything else is a test bug.
   static bool matches(const nlohmann::json& job, const std::string& filter) {
-    static const std::regex term(R"re(\s*(labels\.([\w.-]+)|state|update_time|create_time)\s*(=|!=|>=)\s*"([^"]*)"\s*(AND)?)re");
+    static const std::regex term(
+        R"re(\s*(labels\.([\w.-]+)|state|update_time|create_time)\s*(=|!=|>=|<|:)\s*("([^"]*)"|\*)\s*(AND)?)re");
     auto begin = std::sregex_iterator(filter.begin(), filter.end(), term);
     std::size_t consumed = 0;
     for (auto it = begin; it != std::sregex_iterator(); ++it) {
@@ -195,15 +196,17 @@ class FakeVertexClient final : public vertex::VertexClient {
       if (static_cast<std::size_t>(match.position()) != consumed) break;
       consumed += match.length();
       auto op = match[3].str();
-      auto expected = match[4].str();
+      auto expected = match[5].str();
       if (match[1] == "state") {
         if ((job.value("state", std::string()) == expected) != (op == "=")) return false;
       } else if (match[1] == "update_time" || match[1] == "create_time") {
         auto field = match[1] == "update_time" ? "updateTime" : "createTime";
-        if (parseRfc3339(job.value(field, std::string())) < parseRfc3339(expected)) return false;
+        bool before = parseRfc3339(job.value(field, std::string())) < parseRfc3339(expected);
+        if (before != (op == "<")) return false;
       } else {
         auto labels = job.value("labels", nlohmann::json::object());
-        if (!labels.contains(match[2].str()) || labels[match[2].str()] != expected) return false;
+        if (!labels.contains(match[2].str())) return false;
+        if (op != ":" && labels[match[2].str()] != expected) return false;
       }
     }
     if (consumed != filter.size()) throw std::invalid_argument("FakeVertexClient cannot parse filter: " + filter);

@@ -174,6 +174,38 @@ TEST(BudgetLedger, EarlierMonthsAreListedWhileOneOfTheirJobsIsUnfinished) {
   EXPECT_EQ(listsOf(), 4) << "a new month: December's jobs are an earlier month's now";
 }
 
+// Rules that share a place are read by one list per kind (Vertex's list quota is the project's, not
+// the rule's), each job counted for the rule its vto-team names; a failed place keeps the last figures
+// of every rule reading it, and a rule elsewhere is read as usual.
+TEST(BudgetLedger, RulesSharingAPlaceAreReadByOneListAndEachCountsItsOwnJobs) {
+  testing::FakeClock clock(parseRfc3339("2026-12-02T12:00:00Z"));
+  testing::FakeVertexClient vertex;
+  crd::TenancyRules rules = crd::parseTenancyRules(json::parse(
+      R"([{"namespaces": ["a"], "projects": ["test-project"], "locations": ["us-central1"], "name": "team-a", "budget": {"monthlyUsd": 100}},
+          {"namespaces": ["b"], "projects": ["test-project"], "locations": ["us-central1"], "name": "team-b", "budget": {"monthlyUsd": 100}},
+          {"namespaces": ["c"], "projects": ["test-project"], "locations": ["us-central1"], "name": "team-c", "budget": {"monthlyUsd": 100}},
+          {"namespaces": ["d"], "projects": ["other-project"], "locations": ["us-central1"], "name": "team-d", "budget": {"monthlyUsd": 100}}])"));
+  endedJob(vertex);  // team-a's, $6
+  auto teamB = vertex.createJob({"test-project", "us-central1"}, vertex::JobKind::Custom, jobBody("team-b"));
+  vertex.patchJob(teamB.name, {{"createTime", "2026-12-01T00:00:00Z"}, {"startTime", "2026-12-01T01:00:00Z"},
+                               {"endTime", "2026-12-01T02:00:00Z"}, {"state", "JOB_STATE_SUCCEEDED"}});
+  vertex.createJob({"test-project", "us-central1"}, vertex::JobKind::Custom, jobBody("team-x"));  // no budget here
+  BudgetLedger ledger(vertex, clock, rules, prices(), {"us-central1"});
+  int before = vertex.listCalls();
+  ledger.refresh();
+  EXPECT_EQ(vertex.listCalls() - before, 8) << "2 places x 2 kinds x (this month, earlier months), not 4 rules' worth";
+  EXPECT_EQ(ledger.spendOf(0)->spent, Usd::dollars(6));
+  EXPECT_EQ(ledger.spendOf(1)->spent, Usd::dollars(2));
+  EXPECT_EQ(ledger.spendOf(2)->spent, Usd());
+  EXPECT_EQ(ledger.spendOf(3)->spent, Usd());
+
+  vertex.failLocation("projects/other-project/locations/us-central1", vertex::ApiError(503, "UNAVAILABLE", "down"));
+  ledger.refresh();
+  EXPECT_TRUE(ledger.spendOf(3)->error.has_value()) << "its place failed: the last figures, said so";
+  EXPECT_FALSE(ledger.spendOf(0)->error.has_value());
+  EXPECT_EQ(ledger.spendOf(0)->spent, Usd::dollars(6));
+}
+
 // A create whose answer was lost keeps its hold: the job may exist and spend. The hold follows the
 // job (a read that shows it makes it the job's), is replaced when the run creates again (a retry, or
 // a fallback at its own price, under whichever rule governs it), and is freed when the run will
