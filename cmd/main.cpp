@@ -24,7 +24,7 @@ const std::map<std::string, Subcommand>& subcommands() {
       {"crd", {vto::cmd::crd, "print the CustomResourceDefinitions (vto crd | kubectl apply --server-side -f -)"}},
       {"logs", {vto::cmd::logs, "print a TrainingRun's job log, -f to follow it (vto logs trun/NAME)"}},
       {"describe", {vto::cmd::describe, "say whose a TrainingRun's Vertex jobs are: cluster identity, run uids, adoption (vto describe trun/NAME)"}},
-      {"cost", {vto::cmd::cost, "a month's spend of the cluster's runs ([-n NS | -A] [--month YYYY-MM] [--by ...])"}},
+      {"cost", {vto::cmd::cost, "a month's spend, from the jobs Vertex AI holds ([-n NS | -A] [--month YYYY-MM] [--by ...])"}},
       {"migrate", {vto::cmd::migrate, "rewrite every stored TrainingRun and RetrainingPolicy at the storage version once"}},
       {"prices", {vto::cmd::prices, "print the price table cost estimates use ([--location L] [--machine M])"}},
       {"version", {vto::cmd::version, "print the version and git revision"}},

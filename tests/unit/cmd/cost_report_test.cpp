@@ -1,4 +1,4 @@
-// `vto cost`'s table from runs' status (cmd/cost_report.h).
+// `vto cost`'s table from the jobs Vertex listed, named by the cluster's runs (cmd/cost_report.h).
 #include "cmd/cost_report.h"
 
 #include <gtest/gtest.h>
@@ -8,72 +8,82 @@
 namespace vto::cmd {
 namespace {
 
-crd::TrainingRun run(const std::string& ns, const std::string& name, const std::string& accelerator,
-                     std::vector<std::pair<std::string, std::string>> attempts /* startTime, costUsd */) {
+CostedJob job(const std::string& id, const std::string& uid, const std::string& ns, const std::string& name,
+              const std::string& usd, const std::string& accelerator = "",
+              std::map<std::string, std::string> extra = {}) {
+  CostedJob j;
+  j.name = "projects/p/locations/us-central1/customJobs/" + id;
+  j.labels = {{"vto-run-uid", uid}, {"vto-namespace", ns}, {"vto-name", name}};
+  j.labels.insert(extra.begin(), extra.end());
+  if (!usd.empty()) {
+    j.cost = crd::JobCost{};
+    j.cost->spent = *crd::Usd::parse(usd);
+    j.cost->acceleratorHours = accelerator.empty() ? 0 : 1;
+  }
+  j.acceleratorType = accelerator;
+  return j;
+}
+
+crd::TrainingRun run(const std::string& ns, const std::string& name, const std::string& uid,
+                     std::vector<std::pair<std::string, std::string>> attempts /* job id, startTime */ = {}) {
   crd::TrainingRun r;
   r.metadata.namespace_ = ns;
   r.metadata.name = name;
-  r.spec.resources = crd::Resources{};
-  r.spec.resources->acceleratorType = accelerator;
+  r.metadata.uid = uid;
   int n = 0;
-  for (const auto& [start, usd] : attempts) {
+  for (const auto& [id, start] : attempts) {
     crd::Attempt a;
     a.attempt = ++n;
+    a.jobName = "projects/p/locations/us-central1/customJobs/" + id;
     a.startTime = parseRfc3339(start);
-    a.endTime = *a.startTime + std::chrono::hours(1);
-    a.costUsd = crd::Usd::parse(usd);
-    a.acceleratorHours = 1;
     r.status.history.attempts.push_back(a);
   }
-  r.status.cost = crd::RunCost{crd::Usd(), 0, 0, std::nullopt, "t", std::nullopt};
   return r;
 }
 
-TEST(CostReport, GroupsTheMonthsAttemptsMostFirst) {
-  auto policyRun = run("team-b", "weekly-1", "", {{"2026-12-02T00:00:00Z", "3.00"}});
-  policyRun.metadata.labels["vto.dev/retraining-policy"] = "weekly";
-  std::vector<crd::TrainingRun> runs = {
-      run("team-a", "big", "NVIDIA_TESLA_A100", {{"2026-11-30T23:00:00Z", "100.00"}, {"2026-12-01T01:00:00Z", "10.00"}}),
-      run("team-a", "small", "NVIDIA_TESLA_T4", {{"2026-12-03T00:00:00Z", "1.50"}}),
-      policyRun,
+// Every listed job counts, a deleted run's too; the cluster's runs only name them.
+TEST(CostReport, EveryJobVertexListedCountsAndTheClusterNamesThoseItStillHas) {
+  std::vector<CostedJob> jobs = {
+      job("1", "uid-big", "team-a", "big", "100.00", "NVIDIA_TESLA_A100", {{"vto-team", "team-a"}}),
+      job("2", "uid-big", "team-a", "big", "10.00", "NVIDIA_TESLA_A100", {{"vto-team", "team-a"}}),
+      job("3", "uid-gone", "team-a", "gone", "1.50", "NVIDIA_TESLA_T4", {{"vto-team", "team-a"}}),
+      job("4", "uid-weekly", "team-b", "weekly-1", "3.00", "", {{"vto-policy", "weekly"}}),
+      job("5", "uid-unpriced", "team-b", "u", ""),
   };
-  crd::TrainingRun unpriced;
-  unpriced.metadata.name = "u";
-  crd::Attempt started;
-  started.attempt = 1;
-  started.startTime = parseRfc3339("2026-12-03T00:00:00Z");
-  unpriced.status.history.attempts = {started};
-  runs.push_back(unpriced);
-  auto now = parseRfc3339("2026-12-10T00:00:00Z");
+  auto policyRun = run("team-b", "weekly-1", "uid-weekly");
+  policyRun.metadata.labels["vto.dev/retraining-policy"] = "weekly";
+  // A run that took its job over (another run's uid on the job): named by its attempt.
+  std::vector<crd::TrainingRun> runs = {run("team-a", "big", "uid-big-2", {{"1", "2026-12-01T00:00:00Z"}}),
+                                        run("team-a", "big-again", "uid-big"), policyRun,
+                                        run("team-c", "elsewhere", "uid-e", {{"9", "2026-12-03T00:00:00Z"}})};
 
-  auto byNamespace = costReport(runs, "2026-12", CostGrouping::Namespace, now);
-  ASSERT_EQ(byNamespace.rows.size(), 2u);
-  EXPECT_EQ(byNamespace.rows[0].key, "team-a");
-  EXPECT_EQ(byNamespace.rows[0].usd, crd::Usd::cents(1150));  // November's attempt is November's
-  EXPECT_EQ(byNamespace.rows[0].runs, 2);
-  EXPECT_EQ(byNamespace.total.usd, crd::Usd::cents(1450));
-  EXPECT_EQ(byNamespace.unpriced, 1);
-
-  auto byPolicy = costReport(runs, "2026-12", CostGrouping::Policy, now);
-  EXPECT_EQ(byPolicy.rows[0].key, "-");
-  EXPECT_EQ(byPolicy.rows[1].key, "team-b/weekly");
-  auto byAccelerator = costReport(runs, "2026-12", CostGrouping::Accelerator, now);
-  EXPECT_EQ(byAccelerator.rows[0].key, "NVIDIA_TESLA_A100");
-  EXPECT_EQ(byAccelerator.rows[1].key, "none");  // the policy's CPU run, $3
-  EXPECT_EQ(byAccelerator.rows[2].key, "NVIDIA_TESLA_T4");
-  auto november = costReport(runs, "2026-11", CostGrouping::Run, now);
-  ASSERT_EQ(november.rows.size(), 1u);
-  EXPECT_EQ(november.rows[0].key, "team-a/big");
-  EXPECT_EQ(november.total.usd, crd::Usd::dollars(100));
-}
-
-TEST(CostReport, ARunningAttemptCountsUpToNow) {
-  auto r = run("team-a", "live", "", {{"2026-12-09T00:00:00Z", "2.00"}});
-  r.status.history.attempts[0].endTime.reset();
-  r.status.cost->hourlyUsd = crd::Usd::dollars(1);
-  r.status.cost->updateTime = parseRfc3339("2026-12-09T02:00:00Z");
-  auto report = costReport({r}, "2026-12", CostGrouping::Run, parseRfc3339("2026-12-09T05:00:00Z"));
-  EXPECT_EQ(report.total.usd, crd::Usd::dollars(5));
+  struct Case {
+    CostGrouping by;
+    std::vector<std::pair<std::string, std::string>> rows;  // key, usd (most first)
+  };
+  const std::vector<Case> cases = {
+      {CostGrouping::Namespace, {{"team-a", "111.50"}, {"team-b", "3.00"}}},
+      {CostGrouping::Run, {{"team-a/big", "100.00"}, {"team-a/big-again", "10.00"}, {"team-b/weekly-1", "3.00"},
+                           {"team-a/gone (deleted)", "1.50"}}},
+      {CostGrouping::Policy, {{"-", "111.50"}, {"team-b/weekly", "3.00"}}},
+      {CostGrouping::Accelerator, {{"NVIDIA_TESLA_A100", "110.00"}, {"none", "3.00"}, {"NVIDIA_TESLA_T4", "1.50"}}},
+      {CostGrouping::Team, {{"team-a", "111.50"}, {"-", "3.00"}}},
+  };
+  for (const auto& c : cases) {
+    auto report = costReport(jobs, runs, "2026-12", c.by);
+    std::vector<std::pair<std::string, std::string>> rows;
+    for (const auto& row : report.rows) rows.emplace_back(row.key, row.usd.plain());
+    EXPECT_EQ(rows, c.rows) << static_cast<int>(c.by);
+    EXPECT_EQ(report.total.usd, crd::Usd::cents(11450)) << "the same total whatever the grouping";
+    EXPECT_EQ(report.unpricedJobs, 1);
+    EXPECT_EQ(report.deletedRuns, 1) << "gone";
+    EXPECT_EQ(report.notListed, std::vector<std::string>{"team-c/elsewhere"}) << "its job was not listed: not counted";
+  }
+  auto byNamespace = costReport(jobs, runs, "2026-12", CostGrouping::Namespace);
+  EXPECT_EQ(byNamespace.rows[0].runs, 2) << "big's two jobs are one run (its uid), and gone";
+  EXPECT_EQ(byNamespace.total.runs, 3);
+  EXPECT_EQ(costReport(jobs, runs, "2026-11", CostGrouping::Namespace).notListed.size(), 0u)
+      << "an attempt of another month is not this month's to list";
 }
 
 }  // namespace
