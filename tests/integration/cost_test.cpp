@@ -27,8 +27,9 @@ constexpr const char* kImages = "    imagePrefixes: [us-central1-docker.pkg.dev/
 constexpr const char* kTogether = "cost-together";  // rule team-c: room for one job at a time
 constexpr const char* kSideBySide = "cost-side-by-side";  // rule team-d: $1,000, eight jobs of $120 at most
 constexpr const char* kDay = "cost-day";                  // rule team-e: $30, jobs of $24 at most
-// Rule agree: a plain, a multi-pool and a tuning run (a namespace each), their spend read back.
+// Rules agree-KIND: a plain, a multi-pool and a tuning run (a namespace and a rule each), their spend read back.
 const std::vector<std::string> kAgree = {"plain", "multi-pool", "tuning"};
+constexpr const char* kReview = "cost-review";  // rule review: $30, where the security review's cases are held
 
 std::string writeConfig(OperatorStack& stack, int monthlyUsd) {
   std::string config = stack.dir() + "/cost-config.yaml";
@@ -47,9 +48,13 @@ std::string writeConfig(OperatorStack& stack, int monthlyUsd) {
                                  << "  - namespaces: [" << kDay << "]\n    projects: [test-project]\n"
                                  << "    locations: [us-central1]\n    name: team-e\n"
                                  << "    budget: {monthlyUsd: 30, onExceeded: Hold}\n" << kImages;
-  out << "  - namespaces: [cost-agree-plain, cost-agree-multi-pool, cost-agree-tuning]\n    projects: [test-project]\n"
-      << "    locations: [us-central1]\n    name: agree\n"
-      << "    budget: {monthlyUsd: 1000, onExceeded: Hold}\n" << kImages;
+  for (const auto& kind : kAgree)
+    out << "  - namespaces: [cost-agree-" << kind << "]\n    projects: [test-project]\n"
+        << "    locations: [us-central1]\n    name: agree-" << kind << "\n"
+        << "    budget: {monthlyUsd: 1000, onExceeded: Hold}\n" << kImages;
+  out << "  - namespaces: [" << kReview << "]\n    projects: [test-project]\n"
+      << "    locations: [us-central1]\n    name: review\n"
+      << "    budget: {monthlyUsd: 30, onExceeded: Hold}\n" << kImages;
   out.close();
   std::rename((config + ".tmp").c_str(), config.c_str());
   return config;
@@ -58,9 +63,11 @@ std::string writeConfig(OperatorStack& stack, int monthlyUsd) {
 std::vector<std::string> operatorFlags(OperatorStack& stack, int monthlyUsd) {
   std::string prices = stack.dir() + "/prices.yaml";
   std::ofstream(prices) << "date: \"2026-12-05\"\nsource: test\nlocations:\n  us-central1:\n"
-                        << "    machines: {n1-standard-4: {standard: 3600}, n1-standard-8: {standard: 1}}\n";
-  // Budgets are read every 2 s: five rules' lists (10 a read) must leave the client-side quota of 600
-  // Vertex requests a minute room for the job polls.
+                        << "    machines: {n1-standard-4: {standard: 3600}, n1-standard-8: {standard: 1},"
+                        << " ct5lp-hightpu-4t: {standard: 1}}\n"
+                        << "    accelerators: {TPU_V5_LITEPOD: {standard: 1}}\n";
+  // Budgets are read every 2 s: the nine rules share one place, so a read is 2 lists (4 at a month's
+  // first), which leaves the client-side quota of 600 Vertex requests a minute to the job polls.
   return {"--config", writeConfig(stack, monthlyUsd), "--price-catalog", prices, "--budget-poll-interval", "2",
           "--checkpoint-poll-interval", "1"};
 }
@@ -75,6 +82,7 @@ OperatorStack& stack() {
     shared.createNamespace(kSideBySide);
     shared.createNamespace(kDay);
     for (const auto& kind : kAgree) shared.createNamespace("cost-agree-" + kind);
+    shared.createNamespace(kReview);
     shared.startOperator(operatorFlags(shared, 30));
     return true;
   }();
@@ -137,6 +145,44 @@ size_t mostAtOnce(const std::vector<vertex::Job>& jobs) {
 // A 10 s timeout: the budget check reserves $10 for each job.
 std::string teamRun(const std::string& name) { return simpleRunManifest(kTeam, name, "  scheduling: {timeout: 10s}\n"); }
 
+// A run on n1-standard-8 ($1 an hour here); `resources` replaces its machine, `extraSpec` is added under spec.
+std::string dollarAnHourRun(const std::string& ns, const std::string& name, const std::string& extraSpec,
+                            const std::string& resources = "    machineType: n1-standard-8\n",
+                            const std::string& framework = "pytorch") {
+  return "apiVersion: vto.dev/v1beta1\nkind: TrainingRun\nmetadata:\n  name: " + name + "\n  namespace: " + ns +
+         "\nspec:\n  framework: " + framework + "\n  trainer:\n    container:\n"
+         "      imageUri: us-central1-docker.pkg.dev/test-project/train/model:1\n"
+         "  resources:\n" + resources + "  baseOutputDirectory: gs://" + std::string(kTestBucket) + "/" + ns + "/" + name +
+         "\n" + extraSpec;
+}
+
+// `vto cost ARGS` as a user runs it: their kubeconfig, the emulator as Vertex (and as the metadata
+// server for their token), the operator's price file.
+CommandResult vtoCost(const std::string& args) {
+  return runShell("env -u GOOGLE_APPLICATION_CREDENTIALS -u GCE_METADATA_HOST " + binDir() + "/vto cost " + args +
+                  " --kubeconfig '" + stack().cluster().kubeconfig() + "' --vertex-endpoint " + stack().emulator().url() +
+                  " --price-catalog '" + stack().dir() + "/prices.yaml'");
+}
+
+// The COST-USD of the row of `vto cost`'s table whose first column is `key` ("TOTAL" for the total),
+// in cents; -1 when there is no such row.
+long long centsOfRow(const std::string& table, const std::string& key) {
+  std::istringstream in(table);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(key + " ", 0) != 0) continue;
+    auto usd = crd::Usd::parse(line.substr(line.find_last_of(' ') + 1));
+    return usd ? std::llround(usd->toDouble() * 100) : -1;
+  }
+  return -1;
+}
+
+// vto_budget_spent_usd{rule} in cents; -1 before the first read.
+long long budgetSpentCents(const std::string& metrics, const std::string& rule) {
+  auto at = metrics.find("vto_budget_spent_usd{rule=\"" + rule + "\"} ");
+  if (at == std::string::npos) return -1;
+  return std::llround(std::strtod(metrics.c_str() + metrics.find("} ", at) + 2, nullptr) * 100);
+}
+
 TEST(CostTest, ATeamRunsUntilItsBudgetIsSpentAndNothingButARaisedBudgetFreesIt) {
   // $30: the first job fits (0 + 10), the second too (~5 + 10); the third runs 3 machines ($30 for its
   // 10 s), which only fits a budget nothing was spent from.
@@ -172,10 +218,12 @@ TEST(CostTest, ATeamRunsUntilItsBudgetIsSpentAndNothingButARaisedBudgetFreesIt) 
   stack().startOperator(operatorFlags(stack(), 1000));
   ASSERT_TRUE(stack().waitForPhase(kTeam, "third", "Succeeded", seconds(90))) << stack().operatorLog();
 
-  // vto cost reads the runs left in the cluster.
-  auto table = runShell(binDir() + "/vto cost -A --by run --kubeconfig '" + stack().cluster().kubeconfig() + "'");
+  // vto cost reads what Vertex holds: the deleted runs still count, named from their jobs' labels.
+  auto table = vtoCost("-A --by run");
   EXPECT_EQ(table.exitCode, 0) << table.output;
-  EXPECT_NE(table.output.find(std::string(kTeam) + "/third"), std::string::npos) << table.output;
+  EXPECT_GT(centsOfRow(table.output, std::string(kTeam) + "/third"), 0) << table.output;
+  EXPECT_GT(centsOfRow(table.output, std::string(kTeam) + "/first (deleted)"), 100) << table.output;
+  EXPECT_GT(centsOfRow(table.output, std::string(kTeam) + "/second (deleted)"), 100) << table.output;
 }
 
 // Four runs applied at once, checked by four workers at once against the same figures: the room
@@ -249,12 +297,7 @@ TEST(CostTest, EightShortRunsUnderAThousandDollarsRunSideBySide) {
 TEST(CostTest, SixDayLongJobsUnderThirtyDollarsRunOneAtATime) {
   std::string all;
   for (int i = 0; i < 6; ++i) {
-    all += (i ? "---\n" : "") + std::string("apiVersion: vto.dev/v1beta1\nkind: TrainingRun\nmetadata:\n  name: day-") +
-           std::to_string(i) + "\n  namespace: " + kDay +
-           "\nspec:\n  framework: pytorch\n  trainer:\n    container:\n"
-           "      imageUri: us-central1-docker.pkg.dev/test-project/train/model:1\n"
-           "  resources:\n    machineType: n1-standard-8\n  scheduling: {timeout: 24h}\n"
-           "  baseOutputDirectory: gs://" + std::string(kTestBucket) + "/" + kDay + "/day-" + std::to_string(i) + "\n";
+    all += (i ? "---\n" : "") + dollarAnHourRun(kDay, "day-" + std::to_string(i), "  scheduling: {timeout: 24h}\n");
   }
   apply(all);
   std::string heldMessage;
@@ -281,10 +324,11 @@ TEST(CostTest, SixDayLongJobsUnderThirtyDollarsRunOneAtATime) {
   stack().kubectlOk(std::string("-n ") + kDay + " delete trun --all --wait=false");
 }
 
-// The same jobs priced twice, by status.cost from the run and by the budget's reading of Vertex:
-// once they have ended, the two agree to the cent for a plain, a multi-pool and a tuning run together
-// (each job is rounded to the cent once, so the sums are exact; cost_agreement_test checks each kind).
-TEST(CostTest, StatusCostAndTheBudgetsSpendAgreeToTheCent) {
+// The same jobs priced three times: status.cost from the run, the budget's reading of Vertex
+// (vto_budget_spent_usd) and `vto cost` (the same reading, as a user): once the jobs have ended, the
+// three agree to the cent for a plain, a multi-pool and a tuning run, each on its own (a rule and a
+// namespace each). Then a run deleted as its TTL would delete it still counts in `vto cost`.
+TEST(CostTest, StatusCostTheBudgetsSpendAndVtoCostAgreeToTheCentForEachKind) {
   const std::map<std::string, std::string> specs = {
       {"plain", "  scheduling: {timeout: 30s}\n"},
       {"multi-pool", "  scheduling: {timeout: 30s}\n  distribution: {strategy: PyTorchDDP, workerCount: 3}\n"},
@@ -294,26 +338,98 @@ TEST(CostTest, StatusCostAndTheBudgetsSpendAgreeToTheCent) {
   for (const auto& kind : kAgree) apply(simpleRunManifest("cost-agree-" + kind, "run", specs.at(kind)));
   for (const auto& kind : kAgree)
     ASSERT_TRUE(stack().waitForPhase("cost-agree-" + kind, "run", "Succeeded", seconds(90))) << kind << stack().operatorLog();
-  auto spentOf = [](const std::string& metrics, const std::string& rule) -> double {
-    auto at = metrics.find("vto_budget_spent_usd{rule=\"" + rule + "\"} ");
-    if (at == std::string::npos) return -1;
-    return std::strtod(metrics.c_str() + metrics.find("} ", at) + 2, nullptr);
-  };
-  long long cents = 0;
+  std::map<std::string, long long> status;
   for (const auto& kind : kAgree) {
-    auto each = std::llround(estimate(stack().getRun("cost-agree-" + kind, "run")) * 100);
-    EXPECT_GT(each, 100) << kind << ": a few seconds at $1 a second";
-    std::cout << "[ figures  ] " << kind << ": status.cost $" << each / 100 << "." << each % 100 / 10 << each % 10 << "\n";
-    cents += each;
+    status[kind] = std::llround(estimate(stack().getRun("cost-agree-" + kind, "run")) * 100);
+    EXPECT_GT(status[kind], 100) << kind << ": a few seconds at $1 a second";
   }
+  // The ledger reads Vertex every 2 s: once a read lists the ended jobs, its figure is final.
   std::string metrics;
-  // The ledger reads Vertex every 2 s: once a read lists the ended jobs, the figure is final.
   waitFor([&] {
     metrics = runShell("curl -sf " + stack().metricsUrl()).output;
-    return std::llround(spentOf(metrics, "agree") * 100) == cents;
+    for (const auto& kind : kAgree)
+      if (budgetSpentCents(metrics, "agree-" + kind) != status[kind]) return false;
+    return true;
   }, seconds(20));
-  EXPECT_EQ(std::llround(spentOf(metrics, "agree") * 100), cents) << metrics;
-  std::cout << "[ figures  ] vto_budget_spent_usd{rule=\"agree\"} " << spentOf(metrics, "agree") << " = the three runs' status.cost\n";
+  auto byTeam = vtoCost("-A --by team");
+  ASSERT_EQ(byTeam.exitCode, 0) << byTeam.output;
+  for (const auto& kind : kAgree) {
+    auto ns = vtoCost("-n cost-agree-" + kind);
+    ASSERT_EQ(ns.exitCode, 0) << ns.output;
+    EXPECT_EQ(budgetSpentCents(metrics, "agree-" + kind), status[kind]) << kind << "\n" << metrics;
+    EXPECT_EQ(centsOfRow(ns.output, "TOTAL"), status[kind]) << kind << "\n" << ns.output;
+    EXPECT_EQ(centsOfRow(byTeam.output, "agree-" + kind), status[kind]) << kind << "\n" << byTeam.output;
+    std::cout << "[ figures  ] " << kind << ": status.cost, vto_budget_spent_usd and vto cost $" << status[kind] / 100
+              << "." << status[kind] % 100 / 10 << status[kind] % 10 << "\n";
+  }
+
+  // Deleted as its TTL would delete it: the run is gone, its job and its cost are not.
+  stack().kubectlOk("-n cost-agree-plain delete trun run");
+  auto afterDelete = vtoCost("-n cost-agree-plain --by run --project test-project --location us-central1");
+  ASSERT_EQ(afterDelete.exitCode, 0) << afterDelete.output;
+  EXPECT_EQ(centsOfRow(afterDelete.output, "cost-agree-plain/run (deleted)"), status["plain"]) << afterDelete.output;
+  EXPECT_EQ(centsOfRow(afterDelete.output, "TOTAL"), status["plain"]) << afterDelete.output;
+  auto nowhere = vtoCost("-n cost-agree-plain");
+  EXPECT_EQ(nowhere.exitCode, 2) << "no run names a place to read: " << nowhere.output;
+  EXPECT_NE(nowhere.output.find("--project P --location L"), std::string::npos) << nowhere.output;
+  // Vertex not answering: an error that says what to do instead, never a partial sum.
+  // (The token still comes from the emulator, as the metadata server.)
+  auto metadataHost = stack().emulator().url().substr(std::string("http://").size());
+  auto down = runShell("env -u GOOGLE_APPLICATION_CREDENTIALS GCE_METADATA_HOST=" + metadataHost + " " + binDir() +
+                       "/vto cost -A --kubeconfig '" + stack().cluster().kubeconfig() +
+                       "' --vertex-endpoint http://127.0.0.1:1");
+  EXPECT_EQ(down.exitCode, 1) << down.output;
+  EXPECT_NE(down.output.find("kubectl get trun -A -o wide"), std::string::npos) << down.output;
+  EXPECT_EQ(down.output.find("TOTAL"), std::string::npos) << down.output;
+}
+
+// The security review's admission cases, seen as Hold decisions on the real system under a $30
+// budget at $1 an hour (no job runs: each is held before its job is created).
+TEST(CostTest, TheReviewsCasesAreHeldWithTheirWholeCost) {
+  const std::map<std::string, std::pair<std::string, std::string>> cases = {  // name -> manifest, message
+      {"no-timeout", {dollarAnHourRun(kReview, "no-timeout", ""), "this run may cost up to $168 (7 days at $1/h)"}},
+      {"trials",
+       {dollarAnHourRun(kReview, "trials",
+                        "  scheduling: {timeout: 1h}\n  hyperparameterTuning:\n    maxTrialCount: 100\n"
+                        "    parallelTrialCount: 1\n    metrics: [{metricId: accuracy, goal: Maximize}]\n"
+                        "    parameters: [{parameterId: lr, double: {min: 0.001, max: 0.1}}]\n"),
+        "this run may cost up to $100 (100 trials of up to 1 h at $1/h)"}},
+      // 4 hosts x $1 + 16 chips x $1: one host priced alone ($5/h, $10) would fit.
+      {"tpu-slice",
+       {dollarAnHourRun(kReview, "tpu-slice", "  scheduling: {timeout: 2h}\n  distribution: {strategy: TPU}\n",
+                        "    machineType: ct5lp-hightpu-4t\n    acceleratorType: TPU_V5_LITEPOD\n"
+                        "    acceleratorCount: 4\n    tpuTopology: 4x4\n", "jax"),
+        "this run may cost up to $40 (2 h at $20/h)"}},
+  };
+  std::string all;
+  for (const auto& [name, c] : cases) all += (all.empty() ? "" : "---\n") + c.first;
+  apply(all);
+  for (const auto& [name, c] : cases) {
+    std::string message;
+    EXPECT_TRUE(waitFor([&] {
+      auto run = stack().getRun(kReview, name);
+      message = run.is_object() ? run.value("status", json::object()).value("message", "") : "";
+      return condition(run, "Ready") == "False/BudgetExceeded";
+    }, seconds(30))) << name << ": " << stack().getRun(kReview, name).dump();
+    EXPECT_NE(message.find(c.second), std::string::npos) << name << ": " << message;
+    EXPECT_EQ(stack().phaseOf(kReview, name), "Queued") << name;
+    auto uid = stack().getRun(kReview, name)["metadata"]["uid"].get<std::string>();
+    EXPECT_TRUE(stack().jobsOfRun(uid).empty() && stack().jobsOfRun(uid, vertex::JobKind::HyperparameterTuning).empty())
+        << name << ": no job while held";
+  }
+
+  // A price of 1e17 an hour is refused when the file is read: by `vto prices` and at the operator's start.
+  std::string absurd = stack().dir() + "/absurd-prices.yaml";
+  std::ofstream(absurd) << "date: \"2026-12-05\"\nsource: test\nlocations:\n  us-central1:\n"
+                        << "    machines: {n1-standard-8: {standard: 1e17}}\n";
+  auto prices = runShell(binDir() + "/vto prices --price-catalog '" + absurd + "'");
+  EXPECT_EQ(prices.exitCode, 2) << prices.output;
+  EXPECT_NE(prices.output.find("is more than $10,000 an hour"), std::string::npos) << prices.output;
+  auto start = runShell(binDir() + "/vto run --price-catalog '" + absurd + "' --kubeconfig '" +
+                        stack().cluster().kubeconfig() + "' --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0");
+  EXPECT_EQ(start.exitCode, 2) << "the operator does not start: " << start.output;
+  EXPECT_NE(start.output.find("is more than $10,000 an hour"), std::string::npos) << start.output;
+  stack().kubectlOk(std::string("-n ") + kReview + " delete trun --all --wait=false");
 }
 
 }  // namespace
