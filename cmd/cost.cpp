@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "base/gcp_names.h"
+#include "base/utf8.h"
 #include "cmd/cluster_identity.h"
 #include "cmd/commands.h"
 #include "cmd/cost_report.h"
@@ -325,8 +326,10 @@ int cost(const Args& args) {
                        : by->second == CostGrouping::Team    ? "TEAM"
                                                              : "ACCELERATOR";
   std::printf("%-48s %6s %12s %12s\n", header, "RUNS", "ACCEL-HOURS", "COST-USD");
+  // Keys come from jobs' labels and resources, which anyone who may create a job in the project writes.
   for (const auto& row : report.rows)
-    std::printf("%-48s %6d %12.2f %12s\n", row.key.c_str(), row.runs, row.acceleratorHours, row.usd.plain().c_str());
+    std::printf("%-48s %6d %12.2f %12s\n", escapeControls(row.key).c_str(), row.runs, row.acceleratorHours,
+                row.usd.plain().c_str());
   std::printf("%-48s %6d %12.2f %12s\n", ("TOTAL " + month).c_str(), report.total.runs, report.total.acceleratorHours,
               report.total.usd.plain().c_str());
   std::printf("# the jobs Vertex AI holds in %s created in %s (UTC), price table %s\n", placesInWords(places).c_str(),
