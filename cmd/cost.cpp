@@ -239,9 +239,7 @@ int cost(const Args& args) {
     throw UsageError("--month must be YYYY-MM, e.g. 2026-12");
   }
   bool allowInsecure = flags.getBool("allow-insecure-endpoints");
-  auto vertexEndpoint = flags.get("vertex-endpoint");
-  if (vertexEndpoint.empty()) vertexEndpoint = vertex::processEnv("VERTEX_EMULATOR").value_or("");
-  if (!vertexEndpoint.empty()) checkedEndpoint(vertexEndpoint, "--vertex-endpoint", allowInsecure);
+  auto vertexEndpoint = userVertexEndpoint(flags.get("vertex-endpoint"), allowInsecure);
   const auto& priceFile = flags.get("price-catalog");
   auto prices = priceFile.empty() ? crd::PriceCatalog::builtIn() : readPriceCatalog(priceFile);
 
@@ -275,14 +273,7 @@ int cost(const Args& args) {
 
   // The jobs, with the user's own Google credentials.
   vertex::PooledHttpTransport http;
-  std::unique_ptr<vertex::CachedTokenSource> tokens;
-  try {
-    tokens = userTokenSource(http, clock, vertexEndpoint);
-  } catch (const vertex::AuthError& error) {
-    throw UsageError(std::string(error.what()) +
-                     "; vto cost reads the jobs from Vertex AI as you: run `gcloud auth application-default login` (or set "
-                     "GOOGLE_APPLICATION_CREDENTIALS to a service account key file)");
-  }
+  auto tokens = userTokensOrSignIn(http, clock, vertexEndpoint, "vto cost reads the jobs from Vertex AI as you: to sign in");
   vertex::VertexClientOptions options;
   options.endpoint = vertexEndpoint;
   options.allowInsecure = allowInsecure;

@@ -78,9 +78,7 @@ int describe(const Args& args) {
   }
   auto name = runNameOf(positionals[0], "describe");
   bool allowInsecure = flags.getBool("allow-insecure-endpoints");
-  auto vertexEndpoint = flags.get("vertex-endpoint");
-  if (vertexEndpoint.empty()) vertexEndpoint = vertex::processEnv("VERTEX_EMULATOR").value_or("");
-  if (!vertexEndpoint.empty()) checkedEndpoint(vertexEndpoint, "--vertex-endpoint", allowInsecure);
+  auto vertexEndpoint = userVertexEndpoint(flags.get("vertex-endpoint"), allowInsecure);
 
   // The run, as the user may read it.
   auto restConfig = controller::resolveRestConfig(kubeconfigPath(flags.get("kubeconfig")), allowInsecure);

@@ -104,9 +104,7 @@ int logs(const Args& args) {
   int attempt = flags.get("attempt").empty() ? 0 : flags.getInt("attempt");
   if (attempt < 0 || (attempt == 0 && !flags.get("attempt").empty())) throw UsageError("--attempt must be 1 or more");
   bool allowInsecure = flags.getBool("allow-insecure-endpoints");
-  auto vertexEndpoint = flags.get("vertex-endpoint");
-  if (vertexEndpoint.empty()) vertexEndpoint = vertex::processEnv("VERTEX_EMULATOR").value_or("");
-  if (!vertexEndpoint.empty()) checkedEndpoint(vertexEndpoint, "--vertex-endpoint", allowInsecure);
+  auto vertexEndpoint = userVertexEndpoint(flags.get("vertex-endpoint"), allowInsecure);
   auto loggingEndpoint = flags.get("logging-endpoint");
   if (loggingEndpoint.empty()) loggingEndpoint = vertexEndpoint.empty() ? "https://logging.googleapis.com" : vertexEndpoint;
   checkedEndpoint(loggingEndpoint, "--logging-endpoint", allowInsecure);
@@ -126,14 +124,8 @@ int logs(const Args& args) {
 
   // Google, with the user's own credentials.
   vertex::PooledHttpTransport http;
-  std::unique_ptr<vertex::CachedTokenSource> tokens;
-  try {
-    tokens = userTokenSource(http, clock, vertexEndpoint);  // a first token: missing credentials are one clear message
-  } catch (const vertex::AuthError& error) {
-    throw UsageError(std::string(error.what()) +
-                     "; to read logs as yourself, run `gcloud auth application-default login` (or set "
-                     "GOOGLE_APPLICATION_CREDENTIALS to a service account key file)");
-  }
+  // A first token: missing credentials are one clear message.
+  auto tokens = userTokensOrSignIn(http, clock, vertexEndpoint, "to read logs as yourself");
   vertex::VertexClientOptions vertexOptions;
   vertexOptions.endpoint = vertexEndpoint;
   vertexOptions.allowInsecure = allowInsecure;

@@ -54,4 +54,20 @@ std::unique_ptr<vertex::CachedTokenSource> userTokenSource(vertex::HttpTransport
   return tokens;
 }
 
+std::string userVertexEndpoint(const std::string& flag, bool allowInsecure) {
+  auto endpoint = flag.empty() ? vertex::processEnv("VERTEX_EMULATOR").value_or("") : flag;
+  if (!endpoint.empty()) checkedEndpoint(endpoint, "--vertex-endpoint", allowInsecure);
+  return endpoint;
+}
+
+std::unique_ptr<vertex::CachedTokenSource> userTokensOrSignIn(vertex::HttpTransport& http, const Clock& clock,
+                                                              const std::string& vertexEndpoint, const std::string& purpose) {
+  try {
+    return userTokenSource(http, clock, vertexEndpoint);
+  } catch (const vertex::AuthError& error) {
+    throw UsageError(std::string(error.what()) + "; " + purpose + ", run `gcloud auth application-default login` (or set "
+                     "GOOGLE_APPLICATION_CREDENTIALS to a service account key file)");
+  }
+}
+
 }  // namespace vto::cmd

@@ -30,4 +30,13 @@ std::optional<std::string> emulatorMetadataHost(const std::string& vertexEndpoin
 std::unique_ptr<vertex::CachedTokenSource> userTokenSource(vertex::HttpTransport& http, const Clock& clock,
                                                            const std::string& vertexEndpoint);
 
+// The Vertex endpoint a command sends the user's token to: `flag` (--vertex-endpoint), else
+// $VERTEX_EMULATOR, checked as checkedEndpoint does; "" for Google's regional endpoints.
+std::string userVertexEndpoint(const std::string& flag, bool allowInsecure);
+
+// userTokenSource, with missing credentials a UsageError that says how to sign in; `purpose` says what
+// the token is for ("to read logs as yourself").
+std::unique_ptr<vertex::CachedTokenSource> userTokensOrSignIn(vertex::HttpTransport& http, const Clock& clock,
+                                                              const std::string& vertexEndpoint, const std::string& purpose);
+
 }  // namespace vto::cmd

@@ -66,7 +66,7 @@ std::vector<std::string> operatorFlags(OperatorStack& stack, int monthlyUsd) {
                         << "    machines: {n1-standard-4: {standard: 3600}, n1-standard-8: {standard: 1},"
                         << " ct5lp-hightpu-4t: {standard: 1}}\n"
                         << "    accelerators: {TPU_V5_LITEPOD: {standard: 1}}\n";
-  // Budgets are read every 2 s: the nine rules share one place, so a read is 2 lists (4 at a month's
+  // Budgets are read every 2 s: the eight budget rules share one place, so a read is 2 lists (4 at a month's
   // first), which leaves the client-side quota of 600 Vertex requests a minute to the job polls.
   return {"--config", writeConfig(stack, monthlyUsd), "--price-catalog", prices, "--budget-poll-interval", "2",
           "--checkpoint-poll-interval", "1"};
