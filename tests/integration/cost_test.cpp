@@ -327,19 +327,19 @@ TEST(CostTest, SixDayLongJobsUnderThirtyDollarsRunOneAtATime) {
 // The same jobs priced three times: status.cost from the run, the budget's reading of Vertex
 // (vto_budget_spent_usd) and `vto cost` (the same reading, as a user): once the jobs have ended, the
 // three agree to the cent for a plain, a multi-pool and a tuning run, each on its own (a rule and a
-// namespace each). Then a run deleted as its TTL would delete it still counts in `vto cost`.
+// namespace each). Then a run its TTL deleted still counts in `vto cost`.
 TEST(CostTest, StatusCostTheBudgetsSpendAndVtoCostAgreeToTheCentForEachKind) {
   const std::map<std::string, std::string> specs = {
-      {"plain", "  scheduling: {timeout: 30s}\n"},
+      // Deleted by its TTL once the figures below are read (they take a few seconds anyway).
+      {"plain", "  scheduling: {timeout: 30s}\n  ttlSecondsAfterFinished: 10\n"},
       {"multi-pool", "  scheduling: {timeout: 30s}\n  distribution: {strategy: PyTorchDDP, workerCount: 3}\n"},
       {"tuning", "  scheduling: {timeout: 30s}\n  hyperparameterTuning:\n    maxTrialCount: 2\n    parallelTrialCount: 1\n"
                  "    metrics: [{metricId: accuracy, goal: Maximize}]\n"
                  "    parameters: [{parameterId: lr, double: {min: 0.001, max: 0.1}}]\n"}};
   for (const auto& kind : kAgree) apply(simpleRunManifest("cost-agree-" + kind, "run", specs.at(kind)));
-  for (const auto& kind : kAgree)
-    ASSERT_TRUE(stack().waitForPhase("cost-agree-" + kind, "run", "Succeeded", seconds(90))) << kind << stack().operatorLog();
   std::map<std::string, long long> status;
-  for (const auto& kind : kAgree) {
+  for (const auto& kind : kAgree) {  // each read as it succeeds, the plain one before its TTL
+    ASSERT_TRUE(stack().waitForPhase("cost-agree-" + kind, "run", "Succeeded", seconds(90))) << kind << stack().operatorLog();
     status[kind] = std::llround(estimate(stack().getRun("cost-agree-" + kind, "run")) * 100);
     EXPECT_GT(status[kind], 100) << kind << ": a few seconds at $1 a second";
   }
@@ -363,8 +363,9 @@ TEST(CostTest, StatusCostTheBudgetsSpendAndVtoCostAgreeToTheCentForEachKind) {
               << "." << status[kind] % 100 / 10 << status[kind] % 10 << "\n";
   }
 
-  // Deleted as its TTL would delete it: the run is gone, its job and its cost are not.
-  stack().kubectlOk("-n cost-agree-plain delete trun run");
+  // Deleted by its TTL: the run is gone, its job and its cost are not.
+  ASSERT_TRUE(waitFor([&] { return !stack().getRun("cost-agree-plain", "run").is_object(); }, seconds(30)))
+      << "ttlSecondsAfterFinished: 10";
   auto afterDelete = vtoCost("-n cost-agree-plain --by run --project test-project --location us-central1");
   ASSERT_EQ(afterDelete.exitCode, 0) << afterDelete.output;
   EXPECT_EQ(centsOfRow(afterDelete.output, "cost-agree-plain/run (deleted)"), status["plain"]) << afterDelete.output;
