@@ -12,6 +12,7 @@ PollingSource::PollingSource(const Clock& clock, Targets targets, Poll poll, Pol
     : clock_(clock), targets_(std::move(targets)), poll_(std::move(poll)), options_(std::move(options)) {}
 
 void PollingSource::refreshTargets(Clock::time_point now) {
+  refreshAsked_ = false;
   std::map<std::string, Schedule> current;
   for (auto& target : targets_()) {
     auto known = schedules_.find(target);
@@ -81,7 +82,7 @@ void PollingSource::run(std::stop_token stop) {
     auto next = pollDue();
     std::unique_lock lock(mutex_);
     if (stop.stop_requested()) break;
-    clock_.waitUntil(lock, wake_, next);
+    if (!refreshAsked_) clock_.waitUntil(lock, wake_, next);
   }
 }
 
@@ -156,6 +157,12 @@ void PollingSource::markDue(const std::string& target) {
   auto found = schedules_.find(target);
   if (found == schedules_.end() || found->second.inFlight) return;
   found->second.due = std::min(found->second.due, clock_.now());
+  wake_.notify_all();
+}
+
+void PollingSource::refreshNow() {
+  std::lock_guard lock(mutex_);
+  refreshAsked_ = true;  // read under the lock before waiting: a call between a refresh and the wait is not lost
   wake_.notify_all();
 }
 

@@ -58,6 +58,9 @@ class PollingSource {
   void run(std::stop_token stop);
   // Makes `target` due now (its subject changed): polled at the next round instead of on schedule.
   void markDue(const std::string& target);
+  // Asks for the targets again now (one was added): a new target is polled at once, not after up to
+  // targetRefresh (at a start, every run's first job waits for its place's first poll).
+  void refreshNow();
   // Consecutive failures of `target` (0 when its last poll succeeded or it was never polled).
   int failures(const std::string& target) const;
 
@@ -86,6 +89,7 @@ class PollingSource {
   std::map<std::string, size_t> inFlightPerGroup_;
   std::set<std::string> trustedGroups_;
   size_t untrustedInFlight_ = 0;
+  bool refreshAsked_ = false;  // refreshNow() since the targets were last read
 };
 
 }  // namespace vto::controller

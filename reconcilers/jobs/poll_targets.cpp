@@ -45,7 +45,7 @@ bool awaitsItsFirstJob(const crd::TrainingRun& run) {
 }
 }  // namespace
 
-void PollTargets::update(const controller::ObjectKey& key, const crd::TrainingRun* decoded) {
+bool PollTargets::update(const controller::ObjectKey& key, const crd::TrainingRun* decoded) {
   std::optional<PollTarget> target;
   if (decoded != nullptr) {
     auto job = followedJobOf(decoded->status);
@@ -63,14 +63,13 @@ void PollTargets::update(const controller::ObjectKey& key, const crd::TrainingRu
   std::lock_guard lock(mutex_);
   auto known = byRun_.find(key);
   if (known != byRun_.end()) {
-    if (target && known->second == *target) return;
+    if (target && known->second == *target) return false;
     if (--runs_[known->second] == 0) runs_.erase(known->second);
     byRun_.erase(known);
   }
-  if (target) {
-    byRun_[key] = *target;
-    ++runs_[*target];
-  }
+  if (!target) return false;
+  byRun_[key] = *target;
+  return ++runs_[*target] == 1;
 }
 
 std::vector<controller::ObjectKey> PollTargets::runsAt(const std::string& prefix) const {

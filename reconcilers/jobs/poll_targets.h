@@ -47,8 +47,9 @@ class PollTargets {
   explicit PollTargets(Location defaults = {}) : defaults_(std::move(defaults)) {}
   // The run as the informer now holds it, decoded (null: gone, or it does not decode). A job that is
   // not where the run puts its jobs is not polled (a name in Vertex's project-number form is: only
-  // its label can tell, and the reconciler checks it).
-  void update(const controller::ObjectKey& key, const crd::TrainingRun* decoded);
+  // its label can tell, and the reconciler checks it). Returns whether that made a new target (no run
+  // was polled there before): the caller polls it at once instead of at the next refresh.
+  bool update(const controller::ObjectKey& key, const crd::TrainingRun* decoded);
   // Targets by key (their job-name prefix).
   std::map<std::string, PollTarget> current() const;
   // The runs whose job (or first job) is at `prefix`: woken when it is first listed after a start.

@@ -134,7 +134,7 @@ void TrainingRunController::onRunEvent(const nlohmann::json& run) {
     // Undecodable: the reconciler reports it Invalid; it has no job to poll and no machines.
   }
   const auto* decodedRun = decoded ? &*decoded : nullptr;
-  targets_.update(key, decodedRun);
+  if (targets_.update(key, decodedRun)) polling_.refreshNow();
   // Own writes too: the status write that records a failure is what makes its tail wanted.
   logTails_.update(uid, decodedRun);
   // Before the run is reconciled: admission must see every older run's claim.

@@ -85,6 +85,45 @@ TEST(PollingSourceTest, NewTargetsArePolledAtOnceAndGoneOnesDropped) {
   EXPECT_EQ(f.polls["a"], 1) << "a is no longer a target";
 }
 
+// At a start, every run's first job waits for the first poll of its place: a target added while run()
+// waits is polled when the caller says so, on a clock that does not move (not at the next refresh).
+TEST(PollingSourceTest, ATargetAddedWhileWaitingIsPolledOnRefreshNow) {
+  for (int workers : {1, 2}) {
+    testing::FakeClock clock;
+    std::mutex mutex;
+    std::vector<std::string> targets;
+    std::map<std::string, int> polls;
+    PollingSourceOptions options{seconds(1), seconds(8), seconds(1)};
+    options.workers = workers;
+    PollingSource source(
+        clock,
+        [&] {
+          std::lock_guard lock(mutex);
+          return targets;
+        },
+        [&](const std::string& target) -> Clock::duration {
+          std::lock_guard lock(mutex);
+          ++polls[target];
+          return seconds(10);
+        },
+        options);
+    std::jthread loop([&](std::stop_token stop) { source.run(stop); });
+    {
+      std::lock_guard lock(mutex);
+      targets = {"new"};
+    }
+    source.refreshNow();
+    EXPECT_TRUE(testing::waitFor(
+        [&] {
+          std::lock_guard lock(mutex);
+          return polls["new"] == 1;
+        },
+        std::chrono::seconds(10)))
+        << workers << " worker(s): polled without the clock reaching the next refresh";
+    loop.request_stop();
+  }
+}
+
 // With workers, a group whose polls hang (a tenant's dead endpoint) holds at most maxPerGroup of
 // them: the other groups' targets are polled meanwhile, and no second target of the hung group starts.
 TEST(PollingSourceTest, AGroupThatHangsHoldsOnlyItsShareOfTheWorkers) {
