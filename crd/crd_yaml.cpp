@@ -40,9 +40,24 @@ std::vector<CelRule> joinedPerField(const std::vector<CelRule>& rules) {
     std::vector<const CelRule*> piece;
     auto flush = [&] {
       if (piece.empty()) return;
-      CelRule one{"", "", piece.front()->fieldPath};
+      CelRule one{"", "", piece.front()->fieldPath, "", ""};
+      for (size_t i = 0; i < piece.size();) {
+        // Neighbours under one guard test it once: !(guard) || ((b1) && (b2) ...).
+        size_t end = i + 1;
+        const auto& guard = piece[i]->guard;
+        while (!guard.empty() && end < piece.size() && piece[end]->guard == guard) ++end;
+        std::string term;
+        if (guard.empty()) {
+          term = piece[i]->rule;
+        } else {
+          std::string bodies;
+          for (size_t j = i; j < end; ++j) bodies += (j == i ? "(" : " && (") + piece[j]->body + ")";
+          term = "!(" + guard + ") || (" + bodies + ")";
+        }
+        one.rule += (one.rule.empty() ? "(" : " && (") + term + ")";
+        i = end;
+      }
       for (size_t i = 0; i < piece.size(); ++i) {
-        one.rule += (i == 0 ? "(" : " && (") + piece[i]->rule + ")";
         one.messageExpression += i + 1 == piece.size() ? "(" + piece[i]->messageExpression + ")"
                                                        : "!(" + piece[i]->rule + ") ? (" + piece[i]->messageExpression + ") : ";
       }

@@ -248,10 +248,16 @@ std::optional<CompatibilityProblem> MachineCatalog::check(const std::string& mac
                                         machineType + "\"; " + acceleratorType + " fits: " + fits};
 }
 
+CelRule guardedCelRule(const std::string& guard, const std::string& body, std::string messageExpression,
+                       std::string fieldPath) {
+  return {"!(" + guard + ") || (" + body + ")", std::move(messageExpression), std::move(fieldPath), guard, body};
+}
+
 std::vector<CelRule> MachineCatalog::celRules() const {
   // check() runs only when type and count are both set or both absent (validation reports the rest),
   // and CEL sees a retired type only as an enum error, so rules skip retired types.
   const std::string both = "has(self.acceleratorType) && has(self.acceleratorCount)";
+  const std::string neither = "!has(self.acceleratorType) && !has(self.acceleratorCount)";
   auto machineIn = [](const std::vector<std::string>& machines, const std::vector<std::string>& prefixes) {
     std::vector<std::string> terms;
     if (!machines.empty()) {
@@ -280,9 +286,9 @@ std::vector<CelRule> MachineCatalog::celRules() const {
       map += (map.empty() ? "" : ", ") + celString(m) + ": " + celString(text);
       machines.push_back(m);
     }
-    rules.push_back({"has(self.acceleratorType) || has(self.acceleratorCount) || !" + machineIn(machines, {}),
-                     "'machine type ' + self.machineType + ' comes with ' + {" + map + "}[self.machineType]",
-                     ".acceleratorType"});
+    rules.push_back(guardedCelRule(neither, "!" + machineIn(machines, {}),
+                                   "'machine type ' + self.machineType + ' comes with ' + {" + map + "}[self.machineType]",
+                                   ".acceleratorType"));
   }
 
   std::vector<std::string> types;
@@ -292,7 +298,7 @@ std::vector<CelRule> MachineCatalog::celRules() const {
   for (const auto& type : types) {
     std::string fits = machinesFor(type);
     if (fits.empty()) continue;  // check() only warns: the table does not know this accelerator's machines
-    std::string isType = both + " && self.acceleratorType == " + celString(type);
+    std::string isType = "self.acceleratorType == " + celString(type);  // under `both`
     std::vector<std::string> machines, prefixes;
     std::map<std::string, std::vector<int>> exactCounts;
     for (const auto& o : offers_) {
@@ -306,29 +312,33 @@ std::vector<CelRule> MachineCatalog::celRules() const {
       // The advice starts with the machine type, its one dynamic part: built for "", it is the rest.
       auto afterMachineType = [](const std::string& advice) { return "self.machineType + " + celString(advice); };
       if (!o.counts.empty())
-        rules.push_back({"!(" + onThese + ") || self.acceleratorCount in " + celIntList(o.counts),
-                         afterMachineType(countAdvice("", type, o.counts)), ".acceleratorCount"});
+        rules.push_back(guardedCelRule(both, "!(" + onThese + ") || self.acceleratorCount in " + celIntList(o.counts),
+                                       afterMachineType(countAdvice("", type, o.counts)), ".acceleratorCount"));
       // One rule per count, so that each message is static but for the machine type.
       const std::string vcpus = "int(self.machineType.substring(self.machineType.lastIndexOf('-') + 1))";
       for (const auto& [count, maxVcpus] : o.maxVcpusPerCount)
-        rules.push_back({"!(" + onThese + " && self.acceleratorCount == " + std::to_string(count) +
-                             " && self.machineType.matches('-[0-9]{1,4}$')) || " + vcpus + " <= " + std::to_string(maxVcpus),
-                         afterMachineType(vcpuAdvice("", type, count, maxVcpus)), ".acceleratorCount"});
+        rules.push_back(guardedCelRule(both,
+                                       "!(" + onThese + " && self.acceleratorCount == " + std::to_string(count) +
+                                           " && self.machineType.matches('-[0-9]{1,4}$')) || " + vcpus +
+                                           " <= " + std::to_string(maxVcpus),
+                                       afterMachineType(vcpuAdvice("", type, count, maxVcpus)), ".acceleratorCount"));
     }
-    rules.push_back({"!(" + isType + ") || " + machineIn(machines, prefixes),
-                     "'Accelerator \"" + type + "\" is not supported for machine type \"' + self.machineType + '\"; " + type +
-                         " fits: " + fits + "'",
-                     ".acceleratorType"});
+    rules.push_back(guardedCelRule(both, "!(" + isType + ") || " + machineIn(machines, prefixes),
+                                   "'Accelerator \"" + type + "\" is not supported for machine type \"' + self.machineType + '\"; " +
+                                       type + " fits: " + fits + "'",
+                                   ".acceleratorType"));
     if (!exactCounts.empty()) {
       std::string map, text;
       for (const auto& [m, counts] : exactCounts) {
         map += (map.empty() ? "" : ", ") + celString(m) + ": " + celIntList(counts);
         text += (text.empty() ? "" : ", ") + celString(m) + ": " + celString(joinInts(counts));
       }
-      rules.push_back({"!(" + isType + " && self.machineType in {" + map + "}) || self.acceleratorCount in {" + map +
-                           "}[self.machineType]",
-                       "self.machineType + ' with " + type + " allows acceleratorCount ' + {" + text + "}[self.machineType]",
-                       ".acceleratorCount"});
+      rules.push_back(guardedCelRule(both,
+                                     "!(" + isType + " && self.machineType in {" + map + "}) || self.acceleratorCount in {" +
+                                         map + "}[self.machineType]",
+                                     "self.machineType + ' with " + type + " allows acceleratorCount ' + {" + text +
+                                         "}[self.machineType]",
+                                     ".acceleratorCount"));
     }
   }
   return rules;
@@ -366,7 +376,7 @@ std::vector<CelRule> MachineCatalog::fallbackCelRules() const {
   auto flush = [&] {
     if (rule.empty()) return;
     pieces.push_back({applies + "self.capacity.fallbacks.all(f, " + rule + ")", prefix + messages + ")[0]",
-                      ".capacity.fallbacks"});
+                      ".capacity.fallbacks", "", ""});
     rule.clear();
     messages.clear();
   };

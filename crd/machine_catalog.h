@@ -55,7 +55,13 @@ struct CelRule {
   std::string rule;
   std::string messageExpression;  // gives the same advice as check()
   std::string fieldPath;          // ".acceleratorType" or ".acceleratorCount", where check() reports it
+  // When set, rule is `!(guard) || (body)`: rules that share a guard are joined under one test of it,
+  // so that a run the guard excludes pays for one test, not one per rule.
+  std::string guard, body;
 };
+// A rule that only applies when `guard` holds.
+CelRule guardedCelRule(const std::string& guard, const std::string& body, std::string messageExpression,
+                       std::string fieldPath);
 
 class MachineCatalog {
  public:
