@@ -381,7 +381,8 @@ std::vector<CelRule> MachineCatalog::fallbackCelRules() const {
     messages.clear();
   };
   for (const auto& r : celRules()) {
-    auto merged = "(" + onMergedFallback(r.rule) + ")";
+    std::string merged = "(";  // appended, not `"(" + ...`: g++ 12 warns falsely (-Wrestrict) on that here
+    merged += onMergedFallback(r.rule) + ")";
     // The fallbacks that break this rule, each with its message; listed rule by rule, so [0] is the
     // first rule's first offender.
     auto offenders = "self.capacity.fallbacks.filter(f, !" + merged + ").map(f, " + onMergedFallback(r.messageExpression) + ")";
