@@ -14,7 +14,7 @@ RUN case "${BASE:-}" in *@sha256:*) ;; *) echo "BASE must be pinned by digest (n
 # Runtime libraries only: the -dev packages used at build time pull these in on the build machine.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      ca-certificates libcpprest2.10 libspdlog1.10 libfmt9 libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 \
+      ca-certificates libspdlog1.10 libfmt9 libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 \
       libyaml-cpp0.7 libssl3 libdate-tz3 libjemalloc2 tzdata
 COPY build/bin/vto /usr/local/bin/vto
 COPY scripts/image-rootfs.sh /usr/local/bin/image-rootfs.sh

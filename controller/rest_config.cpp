@@ -1,7 +1,6 @@
 #include "controller/rest_config.h"
 
 #include <boost/asio/ssl.hpp>
-#include <cpprest/asyncrt_utils.h>
 #include <openssl/x509.h>
 #include <yaml-cpp/yaml.h>
 
@@ -11,6 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "base/base64.h"
 #include "base/url.h"
 
 namespace vto::controller {
@@ -26,8 +26,7 @@ std::string readFile(const std::string& path, const std::string& what) {
 
 std::string decodeBase64(const std::string& text, const std::string& field) {
   try {
-    auto bytes = utility::conversions::from_base64(text);
-    return std::string(bytes.begin(), bytes.end());
+    return base64Decode(text);
   } catch (const std::exception&) {
     throw std::runtime_error("kubeconfig field " + field + " is not valid base64");
   }

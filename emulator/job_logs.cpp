@@ -6,10 +6,10 @@
 #include <regex>
 #include <set>
 
+#include "base/base64.h"
 #include "base/rfc3339.h"
 #include "emulator/log_filter.h"
 #include "vertex/api_error.h"
-#include "vertex/jwt.h"
 
 namespace vto::emulator {
 namespace {
@@ -78,15 +78,15 @@ std::vector<std::string> traceback(const std::string& lastLine) {
 
 // The token of an empty first page: "still searching", Cloud Logging's answer to a query with no lower
 // time bound (it scans the whole retention); following it gives the results.
-const std::string kSearchingToken = vertex::base64UrlEncode("searching");
+const std::string kSearchingToken = base64UrlEncode("searching");
 
 std::string pageToken(Clock::time_point time, std::uint64_t sequence) {
-  return vertex::base64UrlEncode("after:" + std::to_string(time.time_since_epoch().count()) + ":" + std::to_string(sequence));
+  return base64UrlEncode("after:" + std::to_string(time.time_since_epoch().count()) + ":" + std::to_string(sequence));
 }
 
 std::pair<Clock::time_point, std::uint64_t> parsePageToken(const std::string& token) {
   try {
-    auto text = vertex::base64UrlDecode(token);
+    auto text = base64UrlDecode(token);
     static const std::regex form(R"(after:(-?\d+):(\d+))");
     std::smatch match;
     if (std::regex_match(text, match, form)) {

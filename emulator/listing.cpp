@@ -1,7 +1,7 @@
 #include "emulator/listing.h"
 
+#include "base/base64.h"
 #include "vertex/api_error.h"
-#include "vertex/jwt.h"
 
 namespace vto::emulator {
 namespace {
@@ -28,12 +28,12 @@ void copyMasked(const nlohmann::json& from, nlohmann::json& to, const std::vecto
 
 }  // namespace
 
-std::string pageToken(std::size_t offset) { return vertex::base64UrlEncode("offset:" + std::to_string(offset)); }
+std::string pageToken(std::size_t offset) { return base64UrlEncode("offset:" + std::to_string(offset)); }
 
 std::size_t pageOffset(const std::string& token) {
   if (token.empty()) return 0;
   try {
-    auto decoded = vertex::base64UrlDecode(token);
+    auto decoded = base64UrlDecode(token);
     if (decoded.rfind("offset:", 0) == 0) return std::stoul(decoded.substr(7));
   } catch (const std::exception&) {
   }

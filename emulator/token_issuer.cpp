@@ -2,6 +2,7 @@
 
 #include <cpprest/base_uri.h>
 
+#include "base/base64.h"
 #include "vertex/jwt.h"
 
 namespace vto::emulator {
@@ -50,7 +51,7 @@ std::pair<int, json> TokenIssuer::exchange(const std::string& formBody) {
     if (firstDot == std::string::npos || firstDot == lastDot) return oauthError("invalid_grant", "assertion is not a JWT");
     json claims;
     try {
-      claims = json::parse(vertex::base64UrlDecode(assertion.substr(firstDot + 1, lastDot - firstDot - 1)));
+      claims = json::parse(base64UrlDecode(assertion.substr(firstDot + 1, lastDot - firstDot - 1)));
     } catch (const std::exception&) {
       return oauthError("invalid_grant", "the JWT claims are not JSON");
     }

@@ -7,10 +7,10 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
+#include "base/base64.h"
+
 namespace vto::vertex {
 namespace {
-
-constexpr std::string_view kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 using KeyPtr = std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)>;
 using DigestPtr = std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)>;
@@ -24,40 +24,6 @@ KeyPtr readKey(const std::string& pem, bool isPrivate) {
 }
 
 }  // namespace
-
-std::string base64UrlEncode(std::string_view bytes) {
-  std::string out;
-  unsigned value = 0;
-  int bits = 0;
-  for (unsigned char c : bytes) {
-    value = (value << 8) | c;
-    bits += 8;
-    while (bits >= 6) {
-      bits -= 6;
-      out += kAlphabet[(value >> bits) & 63];
-    }
-  }
-  if (bits > 0) out += kAlphabet[(value << (6 - bits)) & 63];
-  return out;  // unpadded, as JWS requires
-}
-
-std::string base64UrlDecode(std::string_view text) {
-  std::string out;
-  unsigned value = 0;
-  int bits = 0;
-  for (char c : text) {
-    if (c == '=') break;
-    auto index = kAlphabet.find(c);
-    if (index == std::string_view::npos) throw std::invalid_argument("invalid base64url character");
-    value = (value << 6) | static_cast<unsigned>(index);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((value >> bits) & 255);
-    }
-  }
-  return out;
-}
 
 std::string signJwtRs256(const nlohmann::json& header, const nlohmann::json& claims, const std::string& privateKeyPem) {
   auto key = readKey(privateKeyPem, true);

@@ -7,9 +7,6 @@
 
 namespace vto::vertex {
 
-std::string base64UrlEncode(std::string_view bytes);
-std::string base64UrlDecode(std::string_view text);  // throws std::invalid_argument
-
 // header.claims.signature; throws std::invalid_argument when the PEM key cannot be read (the
 // message never contains the key).
 std::string signJwtRs256(const nlohmann::json& header, const nlohmann::json& claims, const std::string& privateKeyPem);

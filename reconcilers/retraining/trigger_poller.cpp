@@ -2,11 +2,11 @@
 
 #include <algorithm>
 
+#include "base/base64.h"
 #include "base/json_fields.h"
 #include "base/rfc3339.h"
 #include "reconcilers/retraining/data_listing.h"
 #include "reconcilers/retraining/decide.h"
-#include "vertex/jwt.h"
 
 namespace vto::reconcilers {
 
@@ -237,7 +237,7 @@ std::string TriggerPoller::bearerToken(const std::string& ns, const crd::SecretK
   std::replace(text.begin(), text.end(), '/', '_');
   std::string token;
   try {
-    token = vertex::base64UrlDecode(text);
+    token = base64UrlDecode(text);
   } catch (const std::exception&) {
     throw std::runtime_error("the Secret " + ns + "/" + ref.name + " key \"" + ref.key + "\" is not base64");
   }

@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <boost/asio/ssl.hpp>
-#include <cpprest/asyncrt_utils.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
@@ -13,13 +12,14 @@
 #include <filesystem>
 #include <fstream>
 
+#include "base/base64.h"
 #include "tests/support/test_cluster.h"
 
 namespace vto::controller {
 namespace {
 
 std::string base64(const std::string& text) {
-  return utility::conversions::to_base64(std::vector<unsigned char>(text.begin(), text.end()));
+  return base64Encode(text);
 }
 
 class RestConfigTest : public ::testing::Test {
@@ -108,7 +108,7 @@ TEST(ClusterCa, WithACaConfiguredTheSystemStoreIsNotTrusted) {
   X509* clusterCa = makeSelfSignedCa();
 
   boost::asio::ssl::context context(boost::asio::ssl::context::sslv23_client);
-  context.set_default_verify_paths();  // what cpprestsdk does before handing us the context
+  context.set_default_verify_paths();  // what the client does before it trusts only the cluster CA (kube_client.cpp)
   ASSERT_TRUE(verifies(context, publicRoot)) << "the system store should trust its own root";
   trustOnlyClusterCa(context, pemOf(clusterCa));
   EXPECT_TRUE(verifies(context, clusterCa));

@@ -8,6 +8,7 @@
 #include <cpprest/base_uri.h>
 #include <gtest/gtest.h>
 
+#include "base/base64.h"
 #include "tests/fakes/clock_fake.h"
 #include "tests/fakes/vertex_fake_transport.h"
 #include "tests/fakes/vertex_test_keys.h"
