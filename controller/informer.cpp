@@ -113,6 +113,11 @@ bool refusesStreaming(const ApiError& error) {
   return code == 400 || code == 422 || code == 501;
 }
 
+// The 429 of a watch cache that is not ready yet (k8s.io/apiserver's cacher), not of a throttled client.
+bool initializing(const ApiError& error) {
+  return error.status().code == 429 && error.status().message.find("storage is (re)initializing") != std::string::npos;
+}
+
 bool endsInitialEvents(const nlohmann::json& bookmark) {
   return bookmark.value("/metadata/annotations/k8s.io~1initial-events-end"_json_pointer, std::string()) == "true";
 }
@@ -145,6 +150,7 @@ struct Informer::Stream {
   // (the rest of the cache is gone).
   bool initial = false;
   std::set<ObjectKey> seen;
+  bool listNext = false;  // a streamed sync was refused for now: the next sync lists
 };
 
 std::chrono::steady_clock::time_point Informer::watchNow() const {
@@ -170,7 +176,7 @@ void Informer::run(size_t index, std::stop_token stop) {
   Stream stream(index, ns, options_.resource.resource + (ns.empty() ? "" : " in " + ns), options_.minBackoff);
   while (!stop.stop_requested()) {
     // A sync streamed through the watch itself: no list request and no page held in memory.
-    bool streaming = stream.resourceVersion.empty() && streamInitialEvents_;
+    bool streaming = stream.resourceVersion.empty() && streamInitialEvents_ && !stream.listNext;
     try {
       watchOnce(stream, streaming, stop);
     } catch (const ApiError& error) {
@@ -180,6 +186,14 @@ void Informer::run(size_t index, std::stop_token stop) {
         spdlog::info("informer {}: the API server does not stream the initial list ({}); listing instead",
                      stream.scope, error.what());
         streamInitialEvents_ = false;
+        continue;
+      }
+      if (streaming && initializing(error)) {
+        // The API server's cache of this resource is still filling (a fresh CRD, a restarted server):
+        // it refuses watches for a second but serves a list from etcd. client-go's reflector lists
+        // then too, rather than wait.
+        spdlog::info("informer {}: {}; listing this once", stream.scope, error.what());
+        stream.listNext = true;
         continue;
       }
       if (error.isGone()) {
@@ -203,6 +217,7 @@ void Informer::watchOnce(Stream& stream, bool streaming, std::stop_token stop) {
   stream.openedAt.reset();
   if (stream.resourceVersion.empty() && !streaming) {
     relist(stream.ns, stream.resourceVersion);
+    stream.listNext = false;
     alive(stream.index);
     markSynced(stream);
   }

@@ -205,6 +205,25 @@ TEST_F(InformerUnitTest, SyncsFromAStreamedWatchWithoutAListRequest) {
   EXPECT_EQ(notified.names(), (std::vector<std::string>{"a@5", "b@6", "a@11"}));
 }
 
+// A fresh CRD's (or a restarted server's) watch cache refuses watches for a second while it fills, but
+// serves a list: the sync lists at once (as client-go's reflector does) instead of waiting; a throttled
+// client's 429 would still wait its Retry-After.
+TEST_F(InformerUnitTest, AWatchCacheStillFillingIsListedAtOnceInsteadOfWaitedFor) {
+  client.setStreams(true);
+  client.setItems(json::array({configMap("a", "3")}), "4");
+  client.addScript([](auto&) {
+    throw ApiError(Status{429, "TooManyRequests", "storage is (re)initializing", {}}, std::chrono::seconds(1));
+  });
+  Informer informer(client, clock, options());
+  informer.start();
+  ASSERT_TRUE(waitFor([&] { return informer.hasSynced(); }, 5s)) << "synced without the clock moving";
+  EXPECT_EQ(client.lists(), 1);
+  ASSERT_TRUE(waitFor([&] { return client.watchedFrom().size() == 2; }, 5s));
+  EXPECT_EQ(client.watchedFrom(), (std::vector<std::string>{"stream", "4"}));
+  EXPECT_TRUE(informer.cache().get({"ns", "a"}));
+  informer.stop();
+}
+
 // A stream cut before its end bookmark is no sync: the next watch streams again (never resumes from
 // the middle of the initial events), and what the completed sync did not bring is gone.
 TEST_F(InformerUnitTest, AStreamCutBeforeItsEndSyncsAgainAndDropsWhatItDidNotBring) {
