@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "base/json_fields.h"
+#include "crd/accelerators.h"
 #include "crd/strict_json.h"
-#include "crd/tenancy.h"
 
 namespace vto::crd {
 

@@ -1,7 +1,7 @@
 #include "crd/render.h"
 
 #include "base/json_fields.h"
-#include "crd/tenancy.h"
+#include "crd/accelerators.h"
 
 #include <stdexcept>
 

@@ -114,27 +114,6 @@ struct TenancyDecision {
   std::vector<size_t> assumedSelectorRules;   // rules assumed to match because labels were unknown
 };
 
-// The most accelerators one run may hold at once: the largest slice Vertex's accelerator types can
-// name (a TPU v4 pod, 4096 chips). Validation refuses a run that needs more, so no count computed
-// from a valid spec comes near overflowing; the sums below saturate anyway.
-inline constexpr int64_t kMaxAcceleratorsPerRun = 4096;
-
-// a + b and a * b for non-negative counts, saturating at INT64_MAX instead of wrapping negative.
-int64_t saturatingAdd(int64_t a, int64_t b);
-int64_t saturatingMultiply(int64_t a, int64_t b);
-
-// Accelerators a run holds while its job runs: per machine x machines x parallel trials (with
-// workerPoolSpecs, each pool's per-machine count x replicaCount, summed). A machine holds the most
-// of: its acceleratorCount, what its machine type carries by itself (MachineCatalog::
-// builtInAccelerators: ct5lp-hightpu-4t holds 4 chips even with no acceleratorType), and the
-// chips of its tpuTopology. Saturates at INT64_MAX.
-int64_t acceleratorsOf(const TrainingRunSpec& spec);
-
-// The accelerator types the run asks for, as (field path, type): resources or every raw pool. A
-// machine type that carries accelerators by itself but names none contributes the type it carries
-// (or "accelerators of machine type X" when the catalog cannot say which).
-std::vector<std::pair<std::string, std::string>> acceleratorTypesOf(const TrainingRunSpec& spec);
-
 // GCS locations the run writes or reads that bucket prefixes govern, as (field path, URI).
 std::vector<std::pair<std::string, std::string>> bucketUrisOf(const TrainingRunSpec& spec);
 

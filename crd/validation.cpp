@@ -11,13 +11,13 @@
 
 #include "base/gcp_names.h"
 #include "base/url.h"
+#include "crd/accelerators.h"
 #include "crd/duration.h"
 #include "crd/labels.h"
 #include "crd/machine_catalog.h"
 #include "crd/money.h"
 #include "crd/schedule.h"
 #include "crd/strict_json.h"
-#include "crd/tenancy.h"
 
 namespace vto::crd {
 namespace {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "crd/accelerators.h"
 #include "crd/placement.h"
 #include "vertex/vertex_client.h"
 

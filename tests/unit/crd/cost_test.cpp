@@ -3,10 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include "crd/accelerators.h"
+#include "crd/machine_catalog.h"
 #include "crd/render.h"
 #include "crd/strict_json.h"
-#include "crd/tenancy.h"
-#include "crd/machine_catalog.h"
 
 namespace vto::crd {
 namespace {
