@@ -26,7 +26,7 @@ struct CostRow {
   std::string key;  // the namespace, policy ("-" for runs of none), namespace/run, accelerator ("none") or team ("-")
   int runs = 0;
   double acceleratorHours = 0;
-  crd::Usd usd;  // whole cents: the jobs' figures, each rounded once, as a budget adds them
+  Usd usd;  // whole cents: the jobs' figures, each rounded once, as a budget adds them
 };
 
 struct CostReport {

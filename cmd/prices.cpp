@@ -35,7 +35,7 @@ crd::PriceCatalog readPriceCatalog(const std::string& path) {
 
 namespace {
 
-std::string priceText(const std::optional<crd::Usd>& price) { return price ? price->plain(4) : "-"; }
+std::string priceText(const std::optional<Usd>& price) { return price ? price->plain(4) : "-"; }
 
 void printRows(const std::string& location, const char* kind, const std::map<std::string, crd::StrategyPrices>& rows,
                const std::string& only) {

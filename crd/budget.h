@@ -2,7 +2,7 @@
 // A tenancy rule's monthly budget (API.md "Cost and budgets"), decided before a job is created: what
 // the rule's jobs created this month have spent, plus what its unfinished jobs (of any month) may still
 // spend until their timeouts, plus the new job's whole cost to its timeout must fit the budget. Pure:
-// the spend and the prices are inputs; every amount is crd::Usd, so an absurd figure saturates and
+// the spend and the prices are inputs; every amount is Usd, so an absurd figure saturates and
 // fails the check closed.
 #include <chrono>
 #include <cstdint>
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/money.h"
 #include "crd/cost.h"
-#include "crd/money.h"
 #include "crd/tenancy.h"
 
 namespace vto::crd {

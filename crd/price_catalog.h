@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "crd/money.h"
+#include "base/money.h"
 #include "crd/training_run.h"
 
 namespace vto::crd {

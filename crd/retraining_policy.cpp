@@ -2,8 +2,8 @@
 
 #include <cmath>
 
+#include "base/money.h"
 #include "base/rfc3339.h"
-#include "crd/money.h"
 #include "crd/duration.h"
 #include "crd/strict_json.h"
 #include "crd/timestamp.h"

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "base/clock.h"
-#include "crd/money.h"
+#include "base/money.h"
 #include "crd/training_run.h"
 
 namespace vto::crd {

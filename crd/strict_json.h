@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "crd/money.h"
+#include "base/money.h"
 
 namespace vto::crd {
 
@@ -74,7 +74,7 @@ std::string indexPath(const std::string& parent, size_t index);
 std::string describeType(const json& value);
 
 std::string readString(const json& value, const std::string& path);
-// A dollar string of the status figures and dollar fields ("41.27": crd::Usd::parse).
+// A dollar string of the status figures and dollar fields ("41.27": Usd::parse).
 Usd readUsd(const json& value, const std::string& path);
 bool readBool(const json& value, const std::string& path);
 double readNumber(const json& value, const std::string& path);

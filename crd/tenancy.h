@@ -27,7 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "crd/money.h"
+#include "base/money.h"
 #include "crd/render.h"
 #include "crd/retraining_policy.h"
 #include "crd/training_run.h"

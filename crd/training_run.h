@@ -11,9 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "base/clock.h"
+#include "base/money.h"
 #include "crd/enum_names.h"
 #include "crd/model.h"
-#include "crd/money.h"
 #include "crd/object_meta.h"
 #include "crd/raw_pool.h"  // readRawPool: what a raw workerPoolSpecs entry asks for
 

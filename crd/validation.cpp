@@ -10,12 +10,12 @@
 #include <stdexcept>
 
 #include "base/gcp_names.h"
+#include "base/money.h"
 #include "base/url.h"
 #include "crd/accelerators.h"
 #include "crd/duration.h"
 #include "crd/labels.h"
 #include "crd/machine_catalog.h"
-#include "crd/money.h"
 #include "crd/schedule.h"
 #include "crd/strict_json.h"
 

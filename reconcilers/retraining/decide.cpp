@@ -5,10 +5,10 @@
 #include <cmath>
 
 #include "base/json_fields.h"
+#include "base/money.h"
 #include "base/rfc3339.h"
 #include "controller/conditions.h"
 #include "crd/budget.h"
-#include "crd/money.h"
 #include "crd/render.h"
 #include "crd/schedule.h"
 #include "crd/validation.h"
@@ -58,7 +58,7 @@ namespace {
 bool overBudget(Decision& d, const Firing& firing) {
   const auto& spec = d.policy.spec;
   if (spec.budgetMonthlyUsd.empty()) return false;
-  auto limit = crd::Usd::parse(spec.budgetMonthlyUsd);
+  auto limit = Usd::parse(spec.budgetMonthlyUsd);
   const auto& spend = d.history().spend;
   if (!limit || !spend) return false;  // validated before; a spend is always there with a budget
   if (spend->estimatedUsd < *limit) return false;
@@ -170,7 +170,7 @@ ChildRun readChild(const json& run) {
   child.counted = !annotationOf(meta, kCountedAnnotation).empty();
   if (auto status = run.find("status"); status != run.end() && status->is_object()) {
     if (auto cost = status->find("cost"); cost != status->end() && cost->is_object()) {
-      if (auto usd = cost->find("estimatedUsd"); usd != cost->end() && usd->is_string()) child.costUsd = crd::Usd::parse(usd->get<std::string>());
+      if (auto usd = cost->find("estimatedUsd"); usd != cost->end() && usd->is_string()) child.costUsd = Usd::parse(usd->get<std::string>());
     }
   }
   auto spec = run.find("spec");
@@ -203,8 +203,8 @@ void carryWatermarks(Decision& d) {
   // The month's spend: a counted run's figure is kept in status (deleting the run changes nothing);
   // a run still uncounted adds its current estimate. A new month starts from nothing.
   const std::string month = crd::budgetMonth(d.in.now);
-  crd::PolicySpend spend{month, old.spend && old.spend->month == month ? old.spend->endedUsd : crd::Usd(), crd::Usd()};
-  crd::Usd going;
+  crd::PolicySpend spend{month, old.spend && old.spend->month == month ? old.spend->endedUsd : Usd(), Usd()};
+  Usd going;
   for (const auto& child : d.in.children) {
     if (child.triggerReason == TriggerReason::Schedule) {
       history.lastScheduleTime = retraining::newer(history.lastScheduleTime, child.triggerTime);
@@ -220,13 +220,13 @@ void carryWatermarks(Decision& d) {
     if (child.ended() && !child.counted) {
       ++(child.succeeded() ? history.counts.succeeded : history.counts.failed);
       d.plan.markCounted.push_back(child.name);
-      if (thisMonth) spend.endedUsd += child.costUsd.value_or(crd::Usd()).roundedToCents();
+      if (thisMonth) spend.endedUsd += child.costUsd.value_or(Usd()).roundedToCents();
     } else if (!child.counted && thisMonth) {
-      going += child.costUsd.value_or(crd::Usd()).roundedToCents();
+      going += child.costUsd.value_or(Usd()).roundedToCents();
     }
   }
   spend.estimatedUsd = spend.endedUsd + going;
-  if (!d.policy.spec.budgetMonthlyUsd.empty() || old.spend || spend.estimatedUsd > crd::Usd()) history.spend = spend;
+  if (!d.policy.spec.budgetMonthlyUsd.empty() || old.spend || spend.estimatedUsd > Usd()) history.spend = spend;
   if (newestSuccess && (!old.lastSuccessfulTime || *newestSuccess->endedAt() > *old.lastSuccessfulTime)) {
     history.lastSuccessfulTime = newestSuccess->endedAt();
     history.lastSuccessfulRun = crd::SuccessfulRun{newestSuccess->name, newestSuccess->endedAt(), modelUriOf(*newestSuccess)};

@@ -94,7 +94,7 @@ struct ChildRun {
   std::string resourceVersion;  // the version read, which the counted mark's patch is conditional on
   bool registersModel = false;                // spec.model is set
   std::optional<crd::RegisteredModel> model;  // status.model, once ModelRegistered is True
-  std::optional<crd::Usd> costUsd;            // status.cost.estimatedUsd, when it reads as dollars
+  std::optional<Usd> costUsd;            // status.cost.estimatedUsd, when it reads as dollars
 
   bool succeeded() const { return phase == crd::Phase::Succeeded; }
   // Over for the policy: finished, or Invalid (it will not run until someone edits it).

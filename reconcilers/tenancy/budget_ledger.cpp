@@ -138,7 +138,7 @@ std::optional<RuleSpend> BudgetLedger::spendOf(size_t ruleIndex, const std::stri
   return spend;
 }
 
-bool BudgetLedger::reserve(size_t ruleIndex, uint64_t seenGeneration, const std::string& uid, crd::Usd usd,
+bool BudgetLedger::reserve(size_t ruleIndex, uint64_t seenGeneration, const std::string& uid, Usd usd,
                            bool unconditionally) {
   std::lock_guard lock(mutex_);
   auto& spend = spend_[ruleIndex];
@@ -156,7 +156,7 @@ void BudgetLedger::release(size_t ruleIndex, const std::string& uid) {
   if (held_[ruleIndex].erase(uid) > 0) ++spend_[ruleIndex].generation;
 }
 
-void BudgetLedger::noteCreated(size_t ruleIndex, const std::string& uid, const std::string& jobName, crd::Usd reserved) {
+void BudgetLedger::noteCreated(size_t ruleIndex, const std::string& uid, const std::string& jobName, Usd reserved) {
   std::lock_guard lock(mutex_);
   held_[ruleIndex].erase(uid);
   noted_[ruleIndex][jobName] = reserved;

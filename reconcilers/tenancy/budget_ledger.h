@@ -41,10 +41,10 @@ using crd::kTeamLabel;
 
 struct RuleSpend {
   std::string month;    // "2026-12"
-  crd::Usd spent;       // the rule's jobs created this month, up to now
+  Usd spent;       // the rule's jobs created this month, up to now
   // What the rule's unfinished jobs (of any month) may still spend until their timeouts, and what
   // was reserved for the jobs being created or created but not listed yet.
-  crd::Usd committed;
+  Usd committed;
   int64_t unfinishedJobs = 0;          // the jobs `committed` counts
   std::vector<std::string> unpriced;  // jobs the price table cannot price (not counted)
   std::optional<std::string> error;   // the last refresh failed: the figures are the last known
@@ -75,12 +75,12 @@ class BudgetLedger {
   // (a Warn budget, which creates anyway) holds it whatever changed. Without this, workers deciding at
   // once would each see the same room and all spend it. A hold the run had already (a create whose
   // answer was lost, or a placement it leaves for a fallback) is replaced, under any rule.
-  bool reserve(size_t ruleIndex, uint64_t seenGeneration, const std::string& uid, crd::Usd usd, bool unconditionally);
+  bool reserve(size_t ruleIndex, uint64_t seenGeneration, const std::string& uid, Usd usd, bool unconditionally);
   // The run created no job: what it held is free again.
   void release(size_t ruleIndex, const std::string& uid);
   // Run `uid`'s job was created: its hold becomes the job's, counted as `reserved` (all of it still to
   // spend) until a refresh lists the job.
-  void noteCreated(size_t ruleIndex, const std::string& uid, const std::string& jobName, crd::Usd reserved);
+  void noteCreated(size_t ruleIndex, const std::string& uid, const std::string& jobName, Usd reserved);
   // A hold follows its job: a create whose answer was lost keeps the run's hold until a read shows
   // the job (jobSeen: the hold becomes the job's, as noteCreated) or the run will create nothing
   // more (forgetRun: gone, finished, suspended or invalid).
@@ -105,8 +105,8 @@ class BudgetLedger {
   };
   std::map<std::string, Earlier> earlier_;  // refresh()'s own (one refresh at a time)
   // Counted as committed: an unfinished job's worst case.
-  std::map<size_t, std::map<std::string, crd::Usd>> noted_;  // rule -> job name -> its reservation
-  std::map<size_t, std::map<std::string, crd::Usd>> held_;   // rule -> run uid -> its hold, while creating
+  std::map<size_t, std::map<std::string, Usd>> noted_;  // rule -> job name -> its reservation
+  std::map<size_t, std::map<std::string, Usd>> held_;   // rule -> run uid -> its hold, while creating
 };
 
 // The refresh as a source on the injected clock, like the other polls: one target, refreshed every

@@ -37,9 +37,9 @@ std::optional<Plan> budgetGate(Draft& d, const crd::TrainingRun& at, const Locat
   const auto& prices = d.o.prices ? *d.o.prices : crd::PriceCatalog::builtIn();
   try {
     // What the run may still spend under its own limit: the limit less what its attempts cost.
-    std::optional<crd::Usd> costLimitLeft;
-    if (auto limit = crd::Usd::parse(at.spec.maxCostUsd))
-      costLimitLeft = *limit - (d.o.status.cost ? d.o.status.cost->estimatedUsd : crd::Usd());
+    std::optional<Usd> costLimitLeft;
+    if (auto limit = Usd::parse(at.spec.maxCostUsd))
+      costLimitLeft = *limit - (d.o.status.cost ? d.o.status.cost->estimatedUsd : Usd());
     input.job = crd::reservationFor(prices, crd::shapeOfRun(at, where.location), costLimitLeft, &input.missingPrice);
   } catch (const std::exception& e) {
     input.missingPrice = std::string("price for this placement (") + e.what() + ")";

@@ -16,7 +16,6 @@ namespace {
 
 using controller::warningEvent;
 using crd::Phase;
-using crd::Usd;
 
 constexpr const char* kCostLimitMessage = "cancelled by vto: the estimated cost reached spec.maxCostUsd";
 

@@ -214,7 +214,7 @@ struct CreateJob {
 // rule `rule` until the ledger's next refresh lists the job.
 struct BudgetReservation {
   size_t rule = 0;
-  crd::Usd usd;
+  Usd usd;
   // Under a Hold budget: the job's scheduling.timeout (a tuning job's, per trial), rendered whatever the
   // spec says, so that the job cannot run past what was reserved for it.
   std::optional<std::chrono::seconds> timeout;

@@ -104,7 +104,7 @@ std::string condition(const json& run, const std::string& type) {
 
 double estimate(const json& run) {
   auto cost = run.value("status", json::object()).value("cost", json::object());
-  auto usd = crd::Usd::parse(cost.value("estimatedUsd", ""));
+  auto usd = Usd::parse(cost.value("estimatedUsd", ""));
   return usd ? usd->toDouble() : -1;
 }
 
@@ -170,7 +170,7 @@ long long centsOfRow(const std::string& table, const std::string& key) {
   std::istringstream in(table);
   for (std::string line; std::getline(in, line);) {
     if (line.rfind(key + " ", 0) != 0) continue;
-    auto usd = crd::Usd::parse(line.substr(line.find_last_of(' ') + 1));
+    auto usd = Usd::parse(line.substr(line.find_last_of(' ') + 1));
     return usd ? std::llround(usd->toDouble() * 100) : -1;
   }
   return -1;

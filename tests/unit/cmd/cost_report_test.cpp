@@ -17,7 +17,7 @@ CostedJob job(const std::string& id, const std::string& uid, const std::string& 
   j.labels.insert(extra.begin(), extra.end());
   if (!usd.empty()) {
     j.cost = crd::JobCost{};
-    j.cost->spent = *crd::Usd::parse(usd);
+    j.cost->spent = *Usd::parse(usd);
     j.cost->acceleratorHours = accelerator.empty() ? 0 : 1;
   }
   j.acceleratorType = accelerator;
@@ -74,7 +74,7 @@ TEST(CostReport, EveryJobVertexListedCountsAndTheClusterNamesThoseItStillHas) {
     std::vector<std::pair<std::string, std::string>> rows;
     for (const auto& row : report.rows) rows.emplace_back(row.key, row.usd.plain());
     EXPECT_EQ(rows, c.rows) << static_cast<int>(c.by);
-    EXPECT_EQ(report.total.usd, crd::Usd::cents(11450)) << "the same total whatever the grouping";
+    EXPECT_EQ(report.total.usd, Usd::cents(11450)) << "the same total whatever the grouping";
     EXPECT_EQ(report.unpricedJobs, 1);
     EXPECT_EQ(report.deletedRuns, 1) << "gone";
     EXPECT_EQ(report.notListed, std::vector<std::string>{"team-c/elsewhere"}) << "its job was not listed: not counted";

@@ -27,7 +27,6 @@ locations:
   return catalog;
 }
 
-using crd::Usd;
 
 // 2 replicas x (0.50 + 2 x 0.25) = 2.00/h; a 10 h timeout unless said.
 json jobBody(const std::string& team, const std::string& strategy = "STANDARD", const std::string& timeout = "36000s") {

@@ -54,7 +54,7 @@ Observed fresh(const crd::TenancyRules& r, std::optional<double> spent, const st
   o.prices = &prices();
   o.tenancy.rules = &r;
   o.tenancy.ns = {"ns", std::map<std::string, std::string>{}};
-  if (spent) o.tenancy.budgets[0] = RuleSpend{"2026-12", *crd::Usd::fromDollars(*spent), {}, 0, {}, std::nullopt};
+  if (spent) o.tenancy.budgets[0] = RuleSpend{"2026-12", *Usd::fromDollars(*spent), {}, 0, {}, std::nullopt};
   return o;
 }
 
@@ -76,7 +76,7 @@ TEST(BudgetDecide, ARunThatFitsIsCreatedAndReservesItsWholeCostToItsTimeout) {
   ASSERT_TRUE(plan.createJob.has_value());
   ASSERT_TRUE(plan.budgetReservation.has_value());
   EXPECT_EQ(plan.budgetReservation->rule, 0u);
-  EXPECT_EQ(plan.budgetReservation->usd, crd::Usd::dollars(1));
+  EXPECT_EQ(plan.budgetReservation->usd, Usd::dollars(1));
   EXPECT_EQ(plan.budgetReservation->timeout, hours(1)) << "a Hold budget's job carries the timeout it was reserved for";
   EXPECT_TRUE(reasons(plan).empty());
 }
@@ -86,10 +86,10 @@ TEST(BudgetDecide, ARunThatFitsIsCreatedAndReservesItsWholeCostToItsTimeout) {
 TEST(BudgetDecide, UnfinishedJobsCountWhatTheyMayStillSpend) {
   auto r = rules();
   auto o = fresh(r, 0);
-  o.tenancy.budgets[0].committed = crd::Usd::dollars(98);
+  o.tenancy.budgets[0].committed = Usd::dollars(98);
   o.tenancy.budgets[0].unfinishedJobs = 7;
   EXPECT_TRUE(decide(o).createJob.has_value()) << "0 + 98 + 1 fits 100";
-  o.tenancy.budgets[0].spent = crd::Usd::cents(101);
+  o.tenancy.budgets[0].spent = Usd::cents(101);
   auto plan = decide(o);
   EXPECT_FALSE(plan.createJob.has_value());
   EXPECT_EQ(plan.status->message,
@@ -109,7 +109,7 @@ TEST(BudgetDecide, NoTimeoutCountsVertexsSevenDaysAndMaxCostUsdCutsIt) {
   auto capped = decide(fresh(r, 0, R"({"scheduling": {"timeout": null}, "maxCostUsd": "50"})"));
   ASSERT_TRUE(capped.createJob.has_value()) << (capped.status ? capped.status->message : "");
   EXPECT_EQ(capped.budgetReservation->timeout, minutes(50 * 60 + 1)) << "50 h, plus a minute for the cost limit to act first";
-  EXPECT_EQ(capped.budgetReservation->usd, crd::Usd::micros(50'016'667));
+  EXPECT_EQ(capped.budgetReservation->usd, Usd::micros(50'016'667));
   auto warned = decide(fresh(rules("Warn"), 0, R"({"scheduling": {"timeout": null}})"));
   ASSERT_TRUE(warned.createJob.has_value());
   EXPECT_FALSE(warned.budgetReservation->timeout.has_value()) << "a Warn budget changes nothing of the job";
@@ -225,7 +225,7 @@ TEST(BudgetDecide, AFailoverIsPricedAtItsOwnPlacement) {
   auto plan = decide(o);
   ASSERT_TRUE(plan.createJob.has_value()) << (plan.status ? plan.status->message : "");
   EXPECT_EQ(plan.createJob->placement, 1u);
-  EXPECT_EQ(plan.budgetReservation->usd, crd::Usd::cents(20));
+  EXPECT_EQ(plan.budgetReservation->usd, Usd::cents(20));
 }
 
 }  // namespace

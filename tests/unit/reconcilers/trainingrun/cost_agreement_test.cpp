@@ -72,7 +72,7 @@ vertex::Job jobOf(testing::FakeVertexClient& vertex, const crd::TrainingRun& run
 }
 
 // status.cost as decide writes it for the run whose attempt 1 is `job`, read this pass.
-crd::Usd statusCost(const crd::TrainingRun& run, const vertex::Job& job) {
+Usd statusCost(const crd::TrainingRun& run, const vertex::Job& job) {
   Observed o;
   o.now = T0;
   o.run = run;
@@ -92,32 +92,32 @@ crd::Usd statusCost(const crd::TrainingRun& run, const vertex::Job& job) {
   o.checkpoints.listed = true;
   auto plan = decide(o);
   EXPECT_TRUE(plan.status && plan.status->cost) << (plan.status ? plan.status->message : "no status");
-  return plan.status && plan.status->cost ? plan.status->cost->estimatedUsd : crd::Usd::max();
+  return plan.status && plan.status->cost ? plan.status->cost->estimatedUsd : Usd::max();
 }
 
 TEST(CostAgreement, StatusAndTheBudgetLedgerPriceEveryJobTheSame) {
   struct Case {
     std::string name, spec;
     std::vector<Trial> trials;
-    crd::Usd expected;  // at T0, running
+    Usd expected;  // at T0, running
   };
   const std::vector<Case> cases = {
       // 0.4370 + 2 x 0.4025 = 1.2420/h for 2:07:13
-      {"plain", "{}", {}, crd::Usd::cents(263)},
+      {"plain", "{}", {}, Usd::cents(263)},
       // 3 x 1.2420 + 2 x 0.6523 = 5.0306/h
       {"multi-pool",
        R"({"distribution": {"strategy": "PyTorchDDP", "workerCount": 3, "reductionServer": {"replicaCount": 2, "machineType": "n1-highcpu-16"}}})",
        {},
-       crd::Usd::cents(1067)},
+       Usd::cents(1067)},
       // 1:30 + 1:30 + 0:40 + 0:25 trial time at 1.2420/h
       {"tuning, trials running", kTuning, {{hours(2), minutes(30)}, {hours(2), minutes(30)}, {minutes(40), std::nullopt},
-                                            {minutes(25), std::nullopt}}, crd::Usd::cents(507)},
-      {"tuning, between trials", kTuning, {{hours(2), hours(1)}, {hours(2), minutes(50)}}, crd::Usd::cents(269)},
+                                            {minutes(25), std::nullopt}}, Usd::cents(507)},
+      {"tuning, between trials", kTuning, {{hours(2), hours(1)}, {hours(2), minutes(50)}}, Usd::cents(269)},
       // 4 hosts x 1.1 + 16 chips x 1.2 = 23.6/h
       {"TPU slice",
        R"({"resources": {"machineType": "ct5lp-hightpu-4t", "acceleratorType": "TPU_V5_LITEPOD", "acceleratorCount": 4, "tpuTopology": "4x4"}})",
        {},
-       crd::Usd::cents(5004)},
+       Usd::cents(5004)},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);

@@ -93,13 +93,13 @@ TEST(CostDecideTest, ARunningJobCostsFromItsStartWithItsHourlyPrice) {
   ASSERT_TRUE(plan.status && plan.status->cost);
   const auto& cost = *plan.status->cost;
   // n1-standard-8 + 2 x T4 = 1.00/h, 2 h
-  EXPECT_EQ(cost.estimatedUsd, crd::Usd::cents(200));
-  EXPECT_EQ(cost.hourlyUsd, crd::Usd::cents(100));
+  EXPECT_EQ(cost.estimatedUsd, Usd::cents(200));
+  EXPECT_EQ(cost.hourlyUsd, Usd::cents(100));
   EXPECT_DOUBLE_EQ(cost.acceleratorHours, 4);
   EXPECT_DOUBLE_EQ(cost.replicaHours, 2);
   EXPECT_EQ(cost.priceCatalog, "custom:0123456789ab");
   EXPECT_EQ(cost.updateTime, T0);
-  EXPECT_EQ(plan.status->history.attempts.back().costUsd, crd::Usd::cents(200));
+  EXPECT_EQ(plan.status->history.attempts.back().costUsd, Usd::cents(200));
   EXPECT_EQ(condition(*plan.status, "CostEstimated").substr(0, 11), "True/Priced");
 }
 
@@ -115,7 +115,7 @@ TEST(CostDecideTest, TimeAloneWritesNothingAndTheNextStateChangeBringsTheFigureU
   ended.vertex.job->endTime = T0 + minutes(30);
   auto done = decide(ended);
   ASSERT_TRUE(done.status && done.status->cost);
-  EXPECT_EQ(done.status->cost->estimatedUsd, crd::Usd::cents(250));
+  EXPECT_EQ(done.status->cost->estimatedUsd, Usd::cents(250));
   EXPECT_FALSE(done.status->cost->hourlyUsd.has_value()) << "nothing runs";
   ASSERT_FALSE(done.events.empty());
   EXPECT_EQ(done.events.back().reason, "Succeeded");
@@ -125,8 +125,8 @@ TEST(CostDecideTest, TimeAloneWritesNothingAndTheNextStateChangeBringsTheFigureU
 TEST(CostDecideTest, SpotIsPricedAtItsOwnPrice) {
   auto plan = decide(observed(crd::Phase::Queued, JobState::Running, R"({"scheduling": {"strategy": "Spot"}})"));
   ASSERT_TRUE(plan.status && plan.status->cost);
-  EXPECT_EQ(plan.status->cost->hourlyUsd, crd::Usd::cents(20));  // 0.10 + 2 x 0.05
-  EXPECT_EQ(plan.status->cost->estimatedUsd, crd::Usd::cents(40));
+  EXPECT_EQ(plan.status->cost->hourlyUsd, Usd::cents(20));  // 0.10 + 2 x 0.05
+  EXPECT_EQ(plan.status->cost->estimatedUsd, Usd::cents(40));
 }
 
 TEST(CostDecideTest, AMissingPriceIsNoFigureAndAConditionSaysWhich) {
@@ -150,8 +150,8 @@ TEST(CostDecideTest, ATuningJobCostsEachTrialFromItsOwnStartToItsOwnEnd) {
                               {T0 - minutes(30), std::nullopt}};
   auto plan = decide(o);
   ASSERT_TRUE(plan.status && plan.status->cost);
-  EXPECT_EQ(plan.status->cost->estimatedUsd, crd::Usd::cents(250));  // 2.5 trial-hours at 1.00/h
-  EXPECT_EQ(plan.status->cost->hourlyUsd, crd::Usd::cents(100));     // one trial runs now
+  EXPECT_EQ(plan.status->cost->estimatedUsd, Usd::cents(250));  // 2.5 trial-hours at 1.00/h
+  EXPECT_EQ(plan.status->cost->hourlyUsd, Usd::cents(100));     // one trial runs now
   EXPECT_DOUBLE_EQ(plan.status->cost->acceleratorHours, 5);
 }
 
@@ -163,7 +163,7 @@ TEST(CostDecideTest, MultiPoolWithReductionServerAndAResumedAttemptAddUp) {
   history.attempts.front().jobName = "projects/test-project/locations/us-central1/customJobs/6";
   history.attempts.front().startTime = T0 - hours(4);
   history.attempts.front().endTime = T0 - hours(3);
-  history.attempts.front().costUsd = crd::Usd::dollars(3);
+  history.attempts.front().costUsd = Usd::dollars(3);
   history.attempts.front().acceleratorHours = 4;
   history.attempts.front().replicaHours = 3;
   crd::Attempt second;
@@ -173,9 +173,9 @@ TEST(CostDecideTest, MultiPoolWithReductionServerAndAResumedAttemptAddUp) {
   history.attemptCount = 2;
   auto plan = decide(o);
   ASSERT_TRUE(plan.status && plan.status->cost);
-  EXPECT_EQ(plan.status->history.attempts.back().costUsd, crd::Usd::cents(600));
-  EXPECT_EQ(plan.status->cost->estimatedUsd, crd::Usd::cents(900));
-  EXPECT_EQ(plan.status->cost->hourlyUsd, crd::Usd::cents(300));
+  EXPECT_EQ(plan.status->history.attempts.back().costUsd, Usd::cents(600));
+  EXPECT_EQ(plan.status->cost->estimatedUsd, Usd::cents(900));
+  EXPECT_EQ(plan.status->cost->hourlyUsd, Usd::cents(300));
   EXPECT_DOUBLE_EQ(plan.status->cost->acceleratorHours, 4 + 8);
   EXPECT_DOUBLE_EQ(plan.status->cost->replicaHours, 3 + 6);
 }
@@ -216,7 +216,7 @@ TEST(CostDecideTest, MaxCostUsdCancelsTheJobAtTheLimitAndTheRunFailsKeepingItsCh
   EXPECT_EQ(failed.status->phase, crd::Phase::Failed);
   EXPECT_EQ(condition(*failed.status, "Failed").substr(0, 21), "True/CostLimitReached");
   ASSERT_TRUE(failed.status->cost);
-  EXPECT_EQ(failed.status->cost->estimatedUsd, crd::Usd::cents(205));
+  EXPECT_EQ(failed.status->cost->estimatedUsd, Usd::cents(205));
   ASSERT_EQ(failed.events.size(), 1u);
   EXPECT_EQ(failed.events[0].reason, "Failed");
   EXPECT_NE(failed.events[0].message.find("cost $2.05"), std::string::npos) << failed.events[0].message;

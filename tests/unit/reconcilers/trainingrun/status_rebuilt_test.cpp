@@ -40,7 +40,7 @@ crd::RunHistory everyHistoryField(const std::string& state, std::optional<Clock:
                                 .message = "",
                                 .resumedFrom = "",
                                 .logTail = "",
-                                .costUsd = crd::Usd::cents(3),
+                                .costUsd = Usd::cents(3),
                                 .acceleratorHours = 0,
                                 .replicaHours = 0.139}},
       .attemptCount = 1,
@@ -55,10 +55,10 @@ crd::RunHistory everyHistoryField(const std::string& state, std::optional<Clock:
 }
 
 crd::RunCost everyCostField(bool running) {
-  return crd::RunCost{.estimatedUsd = crd::Usd::cents(3),
+  return crd::RunCost{.estimatedUsd = Usd::cents(3),
                       .acceleratorHours = 0,
                       .replicaHours = 0.139,
-                      .hourlyUsd = running ? std::optional<crd::Usd>(crd::Usd::cents(22)) : std::nullopt,
+                      .hourlyUsd = running ? std::optional<Usd>(Usd::cents(22)) : std::nullopt,
                       .priceCatalog = "2026-12-05",
                       .updateTime = T0 - seconds(100)};
 }

@@ -472,9 +472,9 @@ TEST_F(BudgetedReconcilerTest, ALostCreateAnswerKeepsTheBudgetHoldUntilTheJobIsS
   EXPECT_THROW(reconciler.reconcile({"ns", "r"}), vertex::ApiError);
   sync();
   auto& ledger = budgets().ledger;
-  const auto twoHours = crd::Usd::micros(2 * 218'500);  // n1-standard-4 in us-central1, to the run's timeout
+  const auto twoHours = Usd::micros(2 * 218'500);  // n1-standard-4 in us-central1, to the run's timeout
   EXPECT_EQ(ledger.spendOf(0)->committed, twoHours) << "held, though no answer came";
-  EXPECT_EQ(ledger.spendOf(0, kUid)->committed, crd::Usd()) << "but not against the run itself";
+  EXPECT_EQ(ledger.spendOf(0, kUid)->committed, Usd()) << "but not against the run itself";
   reconcile();
   ASSERT_EQ(vertex.createdBodies().size(), 1u);
   EXPECT_EQ(vertex.createdBodies()[0]["jobSpec"]["scheduling"].value("timeout", ""), "7200s");

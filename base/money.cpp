@@ -1,11 +1,11 @@
-#include "crd/money.h"
+#include "base/money.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <ostream>
 
-namespace vto::crd {
+namespace vto {
 namespace {
 
 using Wide = __int128;
@@ -102,4 +102,4 @@ std::optional<std::chrono::seconds> Usd::timeToSpend(Usd amount) const {
 
 std::ostream& operator<<(std::ostream& out, Usd usd) { return out << usd.display(); }
 
-}  // namespace vto::crd
+}  // namespace vto

@@ -1,12 +1,12 @@
-// Money (crd/money.h): exact micro-dollars, parsed and printed in one place, saturating.
-#include "crd/money.h"
+// Money (base/money.h): exact micro-dollars, parsed and printed in one place, saturating.
+#include "base/money.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
 
-namespace vto::crd {
+namespace vto {
 namespace {
 
 using std::chrono::hours;
@@ -47,4 +47,4 @@ TEST(Money, ParsesAndPrintsInOnePlaceAndSaturates) {
 }
 
 }  // namespace
-}  // namespace vto::crd
+}  // namespace vto

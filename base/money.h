@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-namespace vto::crd {
+namespace vto {
 
 class Usd {
  public:
@@ -82,4 +82,4 @@ std::ostream& operator<<(std::ostream& out, Usd usd);
 inline Usd min(Usd a, Usd b) { return a < b ? a : b; }
 inline Usd max(Usd a, Usd b) { return a < b ? b : a; }
 
-}  // namespace vto::crd
+}  // namespace vto
