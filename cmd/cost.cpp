@@ -18,10 +18,10 @@
 #include "cmd/user_access.h"
 #include "controller/kube_client.h"
 #include "controller/rest_config.h"
-#include "crd/budget.h"
 #include "crd/labels.h"
 #include "crd/render.h"
 #include "crd/retraining_policy.h"
+#include "governance/budget.h"
 #include "reconcilers/tenancy/job_spend.h"
 #include "reconcilers/trainingrun/reconciler.h"
 #include "vertex/api_error.h"
@@ -115,7 +115,7 @@ CostReport costReport(const std::vector<CostedJob>& jobs, const std::vector<crd:
   report.deletedRuns = static_cast<int>(deleted.size());
   for (const auto& run : runs) {
     for (const auto& attempt : run.status.history.attempts) {
-      if (attempt.jobName.empty() || !attempt.startTime || crd::budgetMonth(*attempt.startTime) != month) continue;
+      if (attempt.jobName.empty() || !attempt.startTime || governance::budgetMonth(*attempt.startTime) != month) continue;
       if (listed.count(attempt.jobName) > 0) continue;
       report.notListed.push_back(run.metadata.namespace_ + "/" + run.metadata.name);
       break;
@@ -231,7 +231,7 @@ int cost(const Args& args) {
   if (by == groupings.end()) throw UsageError("--by must be namespace, policy, run, accelerator or team");
   RealClock clock;
   auto now = clock.now();
-  auto month = flags.get("month").empty() ? crd::budgetMonth(now) : flags.get("month");
+  auto month = flags.get("month").empty() ? governance::budgetMonth(now) : flags.get("month");
   std::string createdIn;
   try {
     createdIn = reconcilers::createdInMonth(month, /*bounded=*/true);
@@ -241,7 +241,7 @@ int cost(const Args& args) {
   bool allowInsecure = flags.getBool("allow-insecure-endpoints");
   auto vertexEndpoint = userVertexEndpoint(flags.get("vertex-endpoint"), allowInsecure);
   const auto& priceFile = flags.get("price-catalog");
-  auto prices = priceFile.empty() ? crd::PriceCatalog::builtIn() : readPriceCatalog(priceFile);
+  auto prices = priceFile.empty() ? governance::PriceCatalog::builtIn() : readPriceCatalog(priceFile);
 
   // The runs, as the user may read them: they name the jobs and say where to look.
   auto restConfig = controller::resolveRestConfig(kubeconfigPath(flags.get("kubeconfig")), allowInsecure);
@@ -286,10 +286,10 @@ int cost(const Args& args) {
     for (auto kind : {vertex::JobKind::Custom, vertex::JobKind::HyperparameterTuning}) {
       try {
         reconcilers::readJobSpend(vertexClient, place, kind, filter, ownership.get(), prices, now,
-                                  [&](const vertex::Job& job, const crd::JobPricing& pricing) {
-                                    if (job.createTime && crd::budgetMonth(*job.createTime) != month) return;
+                                  [&](const vertex::Job& job, const governance::JobPricing& pricing) {
+                                    if (job.createTime && governance::budgetMonth(*job.createTime) != month) return;
                                     CostedJob costed{job.name, job.labels, pricing.cost, ""};
-                                    for (const auto& pool : crd::shapeOfJob(job.raw, place.location).pools) {
+                                    for (const auto& pool : governance::shapeOfJob(job.raw, place.location).pools) {
                                       if (pool.acceleratorType.empty()) continue;
                                       costed.acceleratorType = pool.acceleratorType;
                                       break;

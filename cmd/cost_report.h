@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "crd/cost.h"
 #include "crd/training_run.h"
+#include "governance/cost.h"
 
 namespace vto::cmd {
 
@@ -18,7 +18,7 @@ enum class CostGrouping { Namespace, Policy, Run, Accelerator, Team };
 struct CostedJob {
   std::string name;
   std::map<std::string, std::string> labels;
-  std::optional<crd::JobCost> cost;  // nullopt: the price table cannot price it
+  std::optional<governance::JobCost> cost;  // nullopt: the price table cannot price it
   std::string acceleratorType;       // its first pool's that has accelerators; "" for none
 };
 

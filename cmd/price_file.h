@@ -2,12 +2,12 @@
 // The price table the operator and `vto prices` use: the built-in one, or a --price-catalog file.
 #include <string>
 
-#include "crd/price_catalog.h"
+#include "governance/price_catalog.h"
 
 namespace vto::cmd {
 
 // Reads and strictly decodes `path` (throws UsageError naming the file and the field); its id is
 // "custom:" + the first 12 hex digits of the file's SHA-256, so a status says which file priced it.
-crd::PriceCatalog readPriceCatalog(const std::string& path);
+governance::PriceCatalog readPriceCatalog(const std::string& path);
 
 }  // namespace vto::cmd

@@ -1,4 +1,4 @@
-// vto prices: the price table cost estimates use (crd/price_catalog.h), as a table; and the
+// vto prices: the price table cost estimates use (governance/price_catalog.h), as a table; and the
 // --price-catalog file reader the operator shares with it.
 #include <openssl/sha.h>
 
@@ -14,7 +14,7 @@
 
 namespace vto::cmd {
 
-crd::PriceCatalog readPriceCatalog(const std::string& path) {
+governance::PriceCatalog readPriceCatalog(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UsageError("--price-catalog: cannot read " + path);
   std::stringstream text;
@@ -25,7 +25,7 @@ crd::PriceCatalog readPriceCatalog(const std::string& path) {
   char hex[13];
   for (int i = 0; i < 6; ++i) std::snprintf(hex + 2 * i, 3, "%02x", digest[i]);
   try {
-    return crd::PriceCatalog::parse(content, std::string("custom:") + hex);
+    return governance::PriceCatalog::parse(content, std::string("custom:") + hex);
   } catch (const crd::DecodeError& e) {
     throw UsageError("--price-catalog " + path + ": " + e.what());
   } catch (const std::runtime_error& e) {
@@ -37,7 +37,7 @@ namespace {
 
 std::string priceText(const std::optional<Usd>& price) { return price ? price->plain(4) : "-"; }
 
-void printRows(const std::string& location, const char* kind, const std::map<std::string, crd::StrategyPrices>& rows,
+void printRows(const std::string& location, const char* kind, const std::map<std::string, governance::StrategyPrices>& rows,
                const std::string& only) {
   for (const auto& [name, p] : rows) {
     if (!only.empty() && name != only) continue;
@@ -58,7 +58,7 @@ int prices(const Args& args) {
                {"price-catalog", 0, "", "a price file to print instead of the built-in table (the shape of docs/cost.md)"}});
   if (!flags.parse(args)) return 0;
   const auto& file = flags.get("price-catalog");
-  auto catalog = file.empty() ? crd::PriceCatalog::builtIn() : readPriceCatalog(file);
+  auto catalog = file.empty() ? governance::PriceCatalog::builtIn() : readPriceCatalog(file);
   std::printf("# price table %s (%s), source %s\n", catalog.id().c_str(), catalog.date().c_str(), catalog.source().c_str());
   std::printf("%-24s %-12s %-28s %10s %10s %10s\n", "LOCATION", "KIND", "NAME", "STANDARD", "SPOT", "FLEXSTART");
   bool any = false;

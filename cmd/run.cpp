@@ -35,8 +35,8 @@
 #include "metrics/trainingrun_metrics.h"
 #include "metrics/trainingrun_observer.h"
 #include "reconcilers/retraining/wiring.h"
-#include "reconcilers/trainingrun/snapshot.h"
 #include "reconcilers/tenancy/budget_ledger.h"
+#include "reconcilers/trainingrun/snapshot.h"
 #include "reconcilers/trainingrun/wiring.h"
 
 namespace vto::cmd {
@@ -113,7 +113,7 @@ controller::ManagerOptions managerOptions(const Flags& flags, const controller::
   return options;
 }
 
-reconcilers::TrainingRunReconcilerOptions trainingRunOptions(const Flags& flags, const crd::TenancyRules& tenancy) {
+reconcilers::TrainingRunReconcilerOptions trainingRunOptions(const Flags& flags, const governance::TenancyRules& tenancy) {
   reconcilers::TrainingRunReconcilerOptions options;
   options.defaults = {flags.get("default-project"), flags.get("default-location")};
   options.checkpointPollPeriod = std::chrono::seconds(flags.getInt("checkpoint-poll-interval"));
@@ -174,7 +174,7 @@ int run(const Args& args) {
   setupLogging(flags.get("log-format"), flags.get("log-level"));
   // Parsed before anything starts, so a bad rule stops the operator with the field named.
   auto tenancy = tenancyRulesFromConfig(flags);
-  std::optional<crd::PriceCatalog> priceFile;
+  std::optional<governance::PriceCatalog> priceFile;
   if (!flags.get("price-catalog").empty()) priceFile = readPriceCatalog(flags.get("price-catalog"));
   controller::ShutdownSignals signals;  // before any thread starts, so only its watcher gets them
   // glibc gives every thread that allocates an arena of its own (up to 8 per core) and keeps what each
@@ -223,7 +223,7 @@ int run(const Args& args) {
   }
   runOptions.ownership = ownership.get();
   runOptions.registry = &clients.registry();
-  runOptions.prices = priceFile ? &*priceFile : &crd::PriceCatalog::builtIn();
+  runOptions.prices = priceFile ? &*priceFile : &governance::PriceCatalog::builtIn();
   // Budgets: the rules' month-to-date spend is read from Vertex by one source (on the leader), not per run.
   metrics::BudgetMetrics budgetMetrics(*registry);
   std::optional<reconcilers::BudgetLedger> budgets;
@@ -231,7 +231,7 @@ int run(const Args& args) {
   if (std::any_of(tenancy.begin(), tenancy.end(), [](const auto& rule) { return rule.budget.has_value(); })) {
     budgets.emplace(clients.vertex(), clock, tenancy, *runOptions.prices,
                     std::vector<std::string>{flags.get("default-location")}, ownership.get(),
-                    [&budgetMetrics](const crd::TenancyRule& rule, const reconcilers::RuleSpend& spend) {
+                    [&budgetMetrics](const governance::TenancyRule& rule, const reconcilers::RuleSpend& spend) {
                       budgetMetrics.set(rule.name, spend.spent.toDouble(), rule.budget->monthlyUsd.toDouble());
                     });
     runOptions.budgets = &*budgets;

@@ -13,10 +13,10 @@ namespace vto::cmd {
 
 void allowTenancySection(Flags& flags) { flags.allowConfigSection("tenancy"); }
 
-crd::TenancyRules tenancyRulesFromConfig(const Flags& flags) {
-  crd::TenancyRules rules;
+governance::TenancyRules tenancyRulesFromConfig(const Flags& flags) {
+  governance::TenancyRules rules;
   try {
-    rules = crd::parseTenancyRules(flags.configSection("tenancy"));
+    rules = governance::parseTenancyRules(flags.configSection("tenancy"));
   } catch (const crd::DecodeError& e) {
     throw UsageError("--config " + flags.get("config") + ": " + e.what());
   }
@@ -44,11 +44,11 @@ TenancyFile readTenancyFile(const std::string& path) {
     if (root.is_object()) {
       if (!root.contains("tenancy"))
         throw std::runtime_error("has no `tenancy:` key; give the operator's config file or a list of rules");
-      file.rules = crd::parseTenancyRules(root["tenancy"]);
+      file.rules = governance::parseTenancyRules(root["tenancy"]);
       auto text = [&](const char* key) { return root.contains(key) && root[key].is_string() ? root[key].get<std::string>() : ""; };
       file.defaults = {text("default-project"), text("default-location")};
     } else {
-      file.rules = crd::parseTenancyRules(root);
+      file.rules = governance::parseTenancyRules(root);
     }
     return file;
   } catch (const std::exception& e) {
@@ -62,17 +62,17 @@ std::vector<crd::Finding> tenancyFindings(const nlohmann::json& object, const Te
   const std::string kind = stringField(object, "kind");
   if (kind != crd::kTrainingRunKind && kind != crd::kRetrainingPolicyKind) return out;
   crd::ObjectMeta metadata;
-  crd::TenancyDecision decision;
+  governance::TenancyDecision decision;
   try {
     metadata = crd::decodeObjectMeta(object.value("metadata", nlohmann::json::object()), "metadata");
   } catch (const std::exception&) {
     return out;  // the decode error is already a finding of its own
   }
-  crd::NamespaceInfo ns{metadata.namespace_.empty() ? "default" : metadata.namespace_, std::nullopt};
+  governance::NamespaceInfo ns{metadata.namespace_.empty() ? "default" : metadata.namespace_, std::nullopt};
   try {
     decision = kind == crd::kTrainingRunKind
-                   ? crd::decideTenancy(crd::decodeTrainingRun(object).spec, tenancy.defaults, ns, tenancy.rules)
-                   : crd::decidePolicyTenancy(crd::decodeRetrainingPolicy(object).spec, tenancy.defaults, ns,
+                   ? governance::decideTenancy(crd::decodeTrainingRun(object).spec, tenancy.defaults, ns, tenancy.rules)
+                   : governance::decidePolicyTenancy(crd::decodeRetrainingPolicy(object).spec, tenancy.defaults, ns,
                                               tenancy.rules);
   } catch (const std::exception&) {
     return out;

@@ -4,8 +4,8 @@
 #include <string>
 
 #include "cmd/flags.h"
-#include "crd/tenancy.h"
 #include "crd/validation.h"
+#include "governance/tenancy.h"
 
 namespace vto::cmd {
 
@@ -13,9 +13,9 @@ namespace vto::cmd {
 void allowTenancySection(Flags& flags);
 // The parsed rules (throws UsageError naming the field); with none, logs the startup warning that
 // every namespace may use every project.
-crd::TenancyRules tenancyRulesFromConfig(const Flags& flags);
+governance::TenancyRules tenancyRulesFromConfig(const Flags& flags);
 struct TenancyFile {
-  crd::TenancyRules rules;
+  governance::TenancyRules rules;
   Location defaults;  // default-project/default-location when the file is the operator's config
 };
 // Throws UsageError naming the file and the field.

@@ -252,7 +252,7 @@ struct Attempt {
   // replica's log, read once after the failure (reconcilers/jobs/log_tail.h), or why they could not be
   // read. At most kMaxLogTailBytes. The tenant's data: shown to the user, never in vto's own log.
   std::string logTail;
-  // What the attempt cost (crd/cost.h), nullopt while unpriced; its hours beside, for status.cost.
+  // What the attempt cost (governance/cost.h), nullopt while unpriced; its hours beside, for status.cost.
   std::optional<Usd> costUsd;  // whole cents
   double acceleratorHours = 0, replicaHours = 0;
   bool operator==(const Attempt&) const = default;

@@ -117,7 +117,7 @@ void checkTrainer(Findings& f, const TrainingRunSpec& spec) {
   if (!spec.resources) f.error("resources", "required with trainer: set resources.machineType, e.g. n1-standard-8");
 }
 
-// The tenancy rules count a slice's chips by its topology (tenancy.h, acceleratorsOf).
+// The tenancy rules count a slice's chips by its topology (acceleratorsOf).
 void checkTpuTopology(Findings& f, const std::string& field, const std::string& topology) {
   if (!topology.empty() && !tpuSliceChips(topology))
     f.error(field, "\"" + topology.substr(0, 32) + "\" is not a TPU topology; write the slice's chips per dimension, e.g. 2x2 or 2x2x1");

@@ -1,7 +1,7 @@
 #include "reconcilers/jobs/job_cache.h"
 
-#include "base/utf8.h"
 #include "base/rfc3339.h"
+#include "base/utf8.h"
 #include "crd/labels.h"
 #include "crd/render.h"
 
@@ -55,8 +55,8 @@ CachedJob cachedJobOf(const vertex::Job& job, Clock::time_point readAt) {
   return cached;
 }
 
-crd::JobTimes timesOf(const CachedJob& job) {
-  crd::JobTimes times{job.startTime, job.endTime, vertex::isTerminal(job.state), {}};
+governance::JobTimes timesOf(const CachedJob& job) {
+  governance::JobTimes times{job.startTime, job.endTime, vertex::isTerminal(job.state), {}};
   for (const auto& [start, end] : job.trialSpans) times.trials.push_back({start, end});
   return times;
 }

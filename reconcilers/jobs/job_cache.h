@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "base/clock.h"
-#include "crd/cost.h"
+#include "governance/cost.h"
 #include "reconcilers/jobs/ownership.h"
 #include "vertex/vertex_client.h"
 
@@ -39,8 +39,8 @@ struct CachedJob {
 };
 
 CachedJob cachedJobOf(const vertex::Job& job, Clock::time_point readAt);
-// What the cost model (crd::priceJob) needs of a job's times: its span, its trials', and whether it ended.
-crd::JobTimes timesOf(const CachedJob& job);
+// What the cost model (governance::priceJob) needs of a job's times: its span, its trials', and whether it ended.
+governance::JobTimes timesOf(const CachedJob& job);
 
 class JobCache {
  public:

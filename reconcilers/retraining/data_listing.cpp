@@ -1,8 +1,8 @@
 #include "reconcilers/retraining/data_listing.h"
 
 #include "base/rfc3339.h"
-#include "crd/tenancy.h"
 #include "crd/timestamp.h"
+#include "governance/tenancy.h"
 #include "vertex/api_error.h"
 
 namespace vto::reconcilers {
@@ -16,7 +16,7 @@ DataPoll pollNewData(vertex::GcsClient& gcs, const crd::NewDataTrigger& trigger,
   try {
     // A prefix is a directory: gs://shared/team-a lists team-a/, never team-ab/ (the same value the
     // tenancy rules checked).
-    auto where = vertex::parseGcsUri(crd::directoryPrefix(trigger.gcsPrefix));
+    auto where = vertex::parseGcsUri(governance::directoryPrefix(trigger.gcsPrefix));
     const std::string what = "listing " + trigger.gcsPrefix;
     NewDataScan scan(!status || !status->lastPollTime, watermark, state);
     vertex::ListObjectsOptions options;

@@ -8,10 +8,10 @@
 #include "base/money.h"
 #include "base/rfc3339.h"
 #include "controller/conditions.h"
-#include "crd/budget.h"
 #include "crd/render.h"
 #include "crd/schedule.h"
 #include "crd/validation.h"
+#include "governance/budget.h"
 #include "reconcilers/retraining/decision.h"
 
 namespace vto::reconcilers {
@@ -202,7 +202,7 @@ void carryWatermarks(Decision& d) {
   const ChildRun* newestSuccess = nullptr;
   // The month's spend: a counted run's figure is kept in status (deleting the run changes nothing);
   // a run still uncounted adds its current estimate. A new month starts from nothing.
-  const std::string month = crd::budgetMonth(d.in.now);
+  const std::string month = governance::budgetMonth(d.in.now);
   crd::PolicySpend spend{month, old.spend && old.spend->month == month ? old.spend->endedUsd : Usd(), Usd()};
   Usd going;
   for (const auto& child : d.in.children) {
@@ -216,7 +216,7 @@ void carryWatermarks(Decision& d) {
     if (child.succeeded() && child.endedAt() && (!newestSuccess || *child.endedAt() > *newestSuccess->endedAt())) {
       newestSuccess = &child;
     }
-    bool thisMonth = child.created && crd::budgetMonth(*child.created) == month;
+    bool thisMonth = child.created && governance::budgetMonth(*child.created) == month;
     if (child.ended() && !child.counted) {
       ++(child.succeeded() ? history.counts.succeeded : history.counts.failed);
       d.plan.markCounted.push_back(child.name);

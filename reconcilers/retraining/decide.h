@@ -22,7 +22,7 @@
 #include "base/clock.h"
 #include "controller/event.h"
 #include "crd/retraining_policy.h"
-#include "crd/tenancy.h"
+#include "governance/tenancy.h"
 #include "reconcilers/retraining/metric_trigger.h"
 #include "reconcilers/retraining/new_data_trigger.h"
 
@@ -140,7 +140,7 @@ struct PolicyObserved {
   std::optional<DataPoll> dataPoll;
   std::optional<MetricEval> metricEval;
   // The tenancy rules refuse the template or the data prefix (then nothing is polled either).
-  std::optional<crd::TenancyViolation> tenancyViolation;
+  std::optional<governance::TenancyViolation> tenancyViolation;
   std::optional<PromotionReading> promotion;
 };
 

@@ -35,11 +35,11 @@ std::pair<std::string, controller::ObjectKey> parseTarget(const std::string& tar
 
 }  // namespace
 
-std::optional<crd::TenancyViolation> policyTenancyViolation(const crd::RetrainingPolicy& policy,
+std::optional<governance::TenancyViolation> policyTenancyViolation(const crd::RetrainingPolicy& policy,
                                                             const PolicyTenancy& tenancy, NamespaceLabels& namespaces) {
   if (tenancy.rules.empty()) return std::nullopt;
   auto ns = namespaces.get(policy.metadata.namespace_);
-  return crd::decidePolicyTenancy(policy.spec, tenancy.defaults, ns, tenancy.rules).violation;
+  return governance::decidePolicyTenancy(policy.spec, tenancy.defaults, ns, tenancy.rules).violation;
 }
 
 std::string dataBasis(const crd::RetrainingPolicy& policy) {

@@ -21,7 +21,7 @@
 #include "controller/object_cache.h"
 #include "controller/own_writes.h"
 #include "crd/retraining_policy.h"
-#include "crd/tenancy.h"
+#include "governance/tenancy.h"
 #include "reconcilers/retraining/metric_trigger.h"
 #include "reconcilers/retraining/new_data_trigger.h"
 #include "reconcilers/tenancy/namespace_labels.h"
@@ -39,11 +39,11 @@ struct TriggerClients {
 // Tenancy (API.md "Tenancy rules"): a policy's template and its newData.gcsPrefix are checked before
 // any run is created or any bucket listed. No rules: everything is allowed.
 struct PolicyTenancy {
-  crd::TenancyRules rules;
+  governance::TenancyRules rules;
   Location defaults;  // the operator's --default-project and --default-location
 };
 // The rules' refusal of a policy, or nullopt (no rules: nothing refused).
-std::optional<crd::TenancyViolation> policyTenancyViolation(const crd::RetrainingPolicy& policy,
+std::optional<governance::TenancyViolation> policyTenancyViolation(const crd::RetrainingPolicy& policy,
                                                             const PolicyTenancy& tenancy, NamespaceLabels& namespaces);
 
 // What a reading was taken against: the trigger's spec and, for data, the watermark status held. A

@@ -41,17 +41,17 @@ crd::TrainingRun placed(const crd::TrainingRun& run) {
   return at;
 }
 
-std::optional<crd::AcceleratorClaim> claimAt(const crd::TrainingRun& run, const crd::TrainingRun& at) {
+std::optional<governance::AcceleratorClaim> claimAt(const crd::TrainingRun& run, const crd::TrainingRun& at) {
   const auto& status = run.status;
   if (run.spec.suspend || crd::isFinished(status.phase) || status.phase == crd::Phase::Invalid) return std::nullopt;
   const auto& attempts = status.history.attempts;
   bool holding = !attempts.empty() && !attempts.back().jobName.empty();
   if (crd::acceleratorsOf(at.spec) == 0) return std::nullopt;
-  return crd::claimOf(at, holding);
+  return governance::claimOf(at, holding);
 }
 }  // namespace
 
-std::optional<crd::AcceleratorClaim> acceleratorClaimOf(const crd::TrainingRun& run) { return claimAt(run, placed(run)); }
+std::optional<governance::AcceleratorClaim> acceleratorClaimOf(const crd::TrainingRun& run) { return claimAt(run, placed(run)); }
 
 std::optional<int64_t> acceleratorsOfJob(const CachedJob& job) {
   auto text = labelOf(job.labels, crd::kAcceleratorsLabel);
@@ -59,7 +59,7 @@ std::optional<int64_t> acceleratorsOfJob(const CachedJob& job) {
   return std::stoll(text);
 }
 
-std::vector<LedgerSource> ledgerSources(const crd::TenancyRules& rules, const Location& defaults) {
+std::vector<LedgerSource> ledgerSources(const governance::TenancyRules& rules, const Location& defaults) {
   std::vector<LedgerSource> sources;
   auto orDefault = [](const std::vector<std::string>& listed, const std::string& fallback) {
     if (!listed.empty()) return listed;
@@ -81,7 +81,7 @@ std::vector<LedgerSource> ledgerSources(const crd::TenancyRules& rules, const Lo
   return sources;
 }
 
-AcceleratorLedger::AcceleratorLedger(crd::TenancyRules rules, Location defaults, JobLiveness liveness)
+AcceleratorLedger::AcceleratorLedger(governance::TenancyRules rules, Location defaults, JobLiveness liveness)
     : rules_(std::move(rules)), defaults_(std::move(defaults)), liveness_(std::move(liveness)) {
   capped_ = std::any_of(rules_.begin(), rules_.end(), [](const auto& rule) { return rule.maxAccelerators.has_value(); });
   sources_ = ledgerSources(rules_, defaults_);
@@ -115,7 +115,7 @@ std::vector<controller::ObjectKey> AcceleratorLedger::wakeFor(const Entry& relea
   for (const auto& [uid, entry] : runs_) {
     if (uid != except && !entry.claim.holding && mayShareACap(released, entry)) waiting.push_back(&entry);
   }
-  std::sort(waiting.begin(), waiting.end(), [](const Entry* a, const Entry* b) { return crd::olderThan(a->claim, b->claim); });
+  std::sort(waiting.begin(), waiting.end(), [](const Entry* a, const Entry* b) { return governance::olderThan(a->claim, b->claim); });
   std::vector<controller::ObjectKey> wake;
   int64_t wanted = 0;
   for (const auto* entry : waiting) {
@@ -137,7 +137,7 @@ std::vector<controller::ObjectKey> AcceleratorLedger::update(const std::string& 
       // Governed as the placement it claims on: a fallback on other accelerators (or in another
       // project or region) may fall under another rule's cap than the spec's own placement.
       Entry entry{{run->metadata.namespace_, run->metadata.name}, std::move(*claim),
-                  crd::rulesAllowing(at.spec, defaults_, rules_), std::move(job)};
+                  governance::rulesAllowing(at.spec, defaults_, rules_), std::move(job)};
       if (mayShareACap(entry, entry)) now = std::move(entry);  // some capped rule could govern it
     }
   }
@@ -183,7 +183,7 @@ std::vector<controller::ObjectKey> AcceleratorLedger::updateJob(const std::strin
         allowedBy.push_back(listedOrAny(rule.projects, where->project) && listedOrAny(rule.locations, where->location) &&
                             listedOrAny(rule.acceleratorTypes, type, true));
       }
-      Entry entry{{ns, "job " + name}, crd::AcceleratorClaim{ns + "/job " + name, "", *accelerators, true}, allowedBy, ""};
+      Entry entry{{ns, "job " + name}, governance::AcceleratorClaim{ns + "/job " + name, "", *accelerators, true}, allowedBy, ""};
       if (mayShareACap(entry, entry)) now = std::move(entry);
     }
   }
@@ -206,7 +206,7 @@ std::vector<controller::ObjectKey> AcceleratorLedger::updateJob(const std::strin
   return wakeFor(*before, "");  // Vertex says it ended: its accelerators are free
 }
 
-std::vector<std::pair<size_t, crd::AcceleratorClaim>> AcceleratorLedger::claimsOtherThan(
+std::vector<std::pair<size_t, governance::AcceleratorClaim>> AcceleratorLedger::claimsOtherThan(
     const std::string& uid, const NamespaceLookup& namespaceInfo) const {
   std::vector<Entry> entries;
   {
@@ -221,14 +221,14 @@ std::vector<std::pair<size_t, crd::AcceleratorClaim>> AcceleratorLedger::claimsO
       if (otherUid != uid) entries.push_back(reserved.entry);
     }
   }
-  std::map<std::string, crd::NamespaceInfo> namespaces;
-  std::vector<std::pair<size_t, crd::AcceleratorClaim>> claims;
+  std::map<std::string, governance::NamespaceInfo> namespaces;
+  std::vector<std::pair<size_t, governance::AcceleratorClaim>> claims;
   for (auto& entry : entries) {
     auto ns = namespaces.find(entry.key.ns);
     if (ns == namespaces.end()) ns = namespaces.emplace(entry.key.ns, namespaceInfo(entry.key.ns)).first;
     // The governing rule is the first that selects the namespace and allows the rest (decideTenancy).
     for (size_t i = 0; i < rules_.size(); ++i) {
-      if (!entry.allowedBy[i] || !crd::ruleSelects(rules_[i], ns->second)) continue;
+      if (!entry.allowedBy[i] || !governance::ruleSelects(rules_[i], ns->second)) continue;
       if (rules_[i].maxAccelerators) claims.emplace_back(i, std::move(entry.claim));
       break;
     }
@@ -237,15 +237,15 @@ std::vector<std::pair<size_t, crd::AcceleratorClaim>> AcceleratorLedger::claimsO
 }
 
 bool AcceleratorLedger::reserve(const std::string& uid, const controller::ObjectKey& key, int attempt, size_t rule,
-                                const crd::AcceleratorClaim& claim, std::vector<bool> allowedBy,
+                                const governance::AcceleratorClaim& claim, std::vector<bool> allowedBy,
                                 const NamespaceLookup& namespaceInfo) {
   if (!capped_ || rule >= rules_.size() || !rules_[rule].maxAccelerators) return true;
   std::lock_guard admission(admission_);
-  std::vector<crd::AcceleratorClaim> governed;
+  std::vector<governance::AcceleratorClaim> governed;
   for (auto& [index, other] : claimsOtherThan(uid, namespaceInfo)) {
     if (index == rule) governed.push_back(std::move(other));
   }
-  if (!crd::admit(claim, governed, *rules_[rule].maxAccelerators, "").admitted) return false;
+  if (!governance::admit(claim, governed, *rules_[rule].maxAccelerators, "").admitted) return false;
   auto held = claim;
   held.holding = true;
   std::lock_guard lock(mutex_);

@@ -20,8 +20,8 @@
 
 #include "controller/object_key.h"
 #include "crd/render.h"
-#include "crd/tenancy.h"
 #include "crd/training_run.h"
+#include "governance/tenancy.h"
 #include "reconcilers/jobs/job_cache.h"
 #include "reconcilers/jobs/poll_targets.h"
 
@@ -30,7 +30,7 @@ namespace vto::reconcilers {
 // What a run claims when it has no job counted for it: what its spec (on the placement its attempt
 // went to) asks for, waiting (no job recorded) or holding (a recorded job not known to Vertex yet).
 // None when it wants no accelerators or is finished, suspended or invalid.
-std::optional<crd::AcceleratorClaim> acceleratorClaimOf(const crd::TrainingRun& run);
+std::optional<governance::AcceleratorClaim> acceleratorClaimOf(const crd::TrainingRun& run);
 
 // The accelerators a job holds, from the labels vto gave it at creation (crd::jobLabels); nullopt
 // for a job without them (made by an older vto: its run's claim stands in).
@@ -48,7 +48,7 @@ struct LedgerSource {
   PollTarget target;
   bool operator==(const LedgerSource&) const = default;
 };
-std::vector<LedgerSource> ledgerSources(const crd::TenancyRules& rules, const Location& defaults);
+std::vector<LedgerSource> ledgerSources(const governance::TenancyRules& rules, const Location& defaults);
 
 // Whether a run, as its latest event shows it (nullptr: gone), will create no job: gone, suspended,
 // finished or invalid. What it reserved of a cap or a budget is then free.
@@ -59,7 +59,7 @@ class AcceleratorLedger {
   // Whether Vertex says job `name` still runs: true, false (it ended), or nullopt when vto has not
   // read it yet. The JobCache answers.
   using JobLiveness = std::function<std::optional<bool>(const std::string& name)>;
-  AcceleratorLedger(crd::TenancyRules rules, Location defaults, JobLiveness liveness = {});
+  AcceleratorLedger(governance::TenancyRules rules, Location defaults, JobLiveness liveness = {});
 
   // Whether any rule caps accelerators; when none does, the ledger keeps nothing.
   bool capped() const { return capped_; }
@@ -75,8 +75,8 @@ class AcceleratorLedger {
 
   // Every claim but run `uid`'s, each with the index of the capped rule that governs it. `namespaceInfo`
   // is asked once per namespace (for its labels, when a rule selects by them), outside the lock.
-  using NamespaceLookup = std::function<crd::NamespaceInfo(const std::string& ns)>;
-  std::vector<std::pair<size_t, crd::AcceleratorClaim>> claimsOtherThan(const std::string& uid,
+  using NamespaceLookup = std::function<governance::NamespaceInfo(const std::string& ns)>;
+  std::vector<std::pair<size_t, governance::AcceleratorClaim>> claimsOtherThan(const std::string& uid,
                                                                       const NamespaceLookup& namespaceInfo) const;
 
   // Takes room for run `uid`'s job of `attempt`, on a placement governed by capped rule `rule`, if
@@ -86,7 +86,7 @@ class AcceleratorLedger {
   // (updateJob sees a job of that run and attempt), `release(uid)`, or the run no longer claims.
   // A create whose answer was lost keeps it: the job may exist, and the next pass adopts it.
   bool reserve(const std::string& uid, const controller::ObjectKey& key, int attempt, size_t rule,
-               const crd::AcceleratorClaim& claim, std::vector<bool> allowedBy, const NamespaceLookup& namespaceInfo);
+               const governance::AcceleratorClaim& claim, std::vector<bool> allowedBy, const NamespaceLookup& namespaceInfo);
   void release(const std::string& uid);
 
   size_t size() const;
@@ -100,7 +100,7 @@ class AcceleratorLedger {
  private:
   struct Entry {
     controller::ObjectKey key;  // the run; for a job, its namespace and "job <name>"
-    crd::AcceleratorClaim claim;
+    governance::AcceleratorClaim claim;
     std::vector<bool> allowedBy;  // which rules' fields other than the namespace allow it
     std::string jobName;          // a run's recorded job: while that job is counted, the run is not
   };
@@ -111,7 +111,7 @@ class AcceleratorLedger {
   // Whether run entry `entry` is counted itself (its job is not: not read yet).
   bool countsItself(const Entry& entry) const;
 
-  crd::TenancyRules rules_;
+  governance::TenancyRules rules_;
   Location defaults_;
   JobLiveness liveness_;
   bool capped_ = false;

@@ -5,14 +5,14 @@
 
 #include "base/json_fields.h"
 #include "base/rfc3339.h"
-#include "crd/budget.h"
-#include "crd/cost.h"
+#include "governance/budget.h"
+#include "governance/cost.h"
 #include "vertex/json_codec.h"
 
 namespace vto::reconcilers {
 
-BudgetLedger::BudgetLedger(vertex::VertexClient& vertex, const Clock& clock, const crd::TenancyRules& rules,
-                           const crd::PriceCatalog& prices, std::vector<std::string> defaultLocations,
+BudgetLedger::BudgetLedger(vertex::VertexClient& vertex, const Clock& clock, const governance::TenancyRules& rules,
+                           const governance::PriceCatalog& prices, std::vector<std::string> defaultLocations,
                            const JobOwnership* ownership, Observer observer)
     : vertex_(vertex),
       clock_(clock),
@@ -24,7 +24,7 @@ BudgetLedger::BudgetLedger(vertex::VertexClient& vertex, const Clock& clock, con
 
 void BudgetLedger::refresh() {
   auto now = clock_.now();
-  auto month = crd::budgetMonth(now);
+  auto month = governance::budgetMonth(now);
   // Which budget rules read each place: a place is listed once per refresh whatever number of rules
   // share it, and its jobs go to the rule their vto-team label names.
   std::map<std::pair<std::string, std::string>, std::map<std::string, size_t>> places;  // -> team -> rule
@@ -49,11 +49,11 @@ void BudgetLedger::refresh() {
     auto team = teams.size() == 1 ? labelIs(kTeamLabel, teams.begin()->first) : hasLabel(kTeamLabel);
     std::map<size_t, RuleSpend> here;  // counted only if the whole place was read
     std::map<size_t, std::vector<std::string>> names;
-    auto count = [&](const vertex::Job& job, const crd::JobPricing& pricing, bool thisMonth) {
+    auto count = [&](const vertex::Job& job, const governance::JobPricing& pricing, bool thisMonth) {
       auto rule = teams.find(labelOf(job.labels, kTeamLabel));
       if (rule == teams.end()) return;  // a team without a budget here, or another cluster's
       // Vertex filters by creation and state already; each job is counted by one of the lists.
-      bool createdThisMonth = !job.createTime || crd::budgetMonth(*job.createTime) == month;
+      bool createdThisMonth = !job.createTime || governance::budgetMonth(*job.createTime) == month;
       if (createdThisMonth != thisMonth) return;
       if (!thisMonth && vertex::isTerminal(job.state)) return;
       auto& spend = here[rule->second];
@@ -73,10 +73,10 @@ void BudgetLedger::refresh() {
       for (auto kind : {vertex::JobKind::Custom, vertex::JobKind::HyperparameterTuning}) {
         // This month's jobs, then the unfinished jobs of earlier months (what they may still spend).
         readJobSpend(vertex_, place, kind, team + " AND " + createdInMonth(month, false), ownership_, prices_, now,
-                     [&](const vertex::Job& job, const crd::JobPricing& pricing) { count(job, pricing, true); });
+                     [&](const vertex::Job& job, const governance::JobPricing& pricing) { count(job, pricing, true); });
         if (listEarlier)
           readJobSpend(vertex_, place, kind, team + " AND " + unfinished(), ownership_, prices_, now,
-                       [&](const vertex::Job& job, const crd::JobPricing& pricing) { count(job, pricing, false); });
+                       [&](const vertex::Job& job, const governance::JobPricing& pricing) { count(job, pricing, false); });
       }
     } catch (const std::exception& e) {
       for (const auto& [name, rule] : teams) failed.emplace(rule, e.what());

@@ -2,7 +2,7 @@
 // Month-to-date spend per budget rule (tenancy `name` + `budget`, API.md "Cost and budgets"), and what
 // the rule's unfinished jobs may still spend, from what Vertex holds: the jobs vto labelled
 // `vto-team=<rule name>` in the rule's projects and locations, each priced by the cost model
-// (crd::priceJob) from its own resource (pools, strategy, trials, timeout, times). The spend counts
+// (governance::priceJob) from its own resource (pools, strategy, trials, timeout, times). The spend counts
 // the jobs created this calendar month (UTC); the worst case counts every unfinished job, one created
 // last month included. Vertex keeps a job whatever becomes of its run, and vto never deletes jobs, so
 // deleting runs, restarting the operator or a leader change never resets a budget: the spend is read
@@ -27,10 +27,10 @@
 #include "base/clock.h"
 #include "base/gcp_names.h"
 #include "controller/polling_source.h"
-#include "crd/cost.h"
-#include "crd/price_catalog.h"
 #include "crd/render.h"
-#include "crd/tenancy.h"
+#include "governance/cost.h"
+#include "governance/price_catalog.h"
+#include "governance/tenancy.h"
 #include "reconcilers/jobs/ownership.h"
 #include "reconcilers/tenancy/job_spend.h"
 #include "vertex/vertex_client.h"
@@ -56,10 +56,10 @@ struct RuleSpend {
 class BudgetLedger {
  public:
   // Told a rule's figures each time a refresh sets them (the budget metrics).
-  using Observer = std::function<void(const crd::TenancyRule& rule, const RuleSpend& spend)>;
+  using Observer = std::function<void(const governance::TenancyRule& rule, const RuleSpend& spend)>;
   // `defaultLocations`: where to look for a rule without `locations` (the operator's default).
-  BudgetLedger(vertex::VertexClient& vertex, const Clock& clock, const crd::TenancyRules& rules,
-               const crd::PriceCatalog& prices, std::vector<std::string> defaultLocations,
+  BudgetLedger(vertex::VertexClient& vertex, const Clock& clock, const governance::TenancyRules& rules,
+               const governance::PriceCatalog& prices, std::vector<std::string> defaultLocations,
                const JobOwnership* ownership = nullptr, Observer observer = {});
 
   // Lists and prices every budget rule's jobs of this month. Never throws: a failed list leaves the
@@ -90,8 +90,8 @@ class BudgetLedger {
  private:
   vertex::VertexClient& vertex_;
   const Clock& clock_;
-  const crd::TenancyRules& rules_;
-  const crd::PriceCatalog& prices_;
+  const governance::TenancyRules& rules_;
+  const governance::PriceCatalog& prices_;
   std::vector<std::string> defaultLocations_;
   const JobOwnership* ownership_;  // only jobs this operator made count (the team label alone is anyone's)
   Observer observer_;

@@ -39,19 +39,19 @@ std::string unfinished() {
   return filter;
 }
 
-crd::JobPricing costOfJob(const vertex::Job& job, const crd::PriceCatalog& prices, Clock::time_point now) {
+governance::JobPricing costOfJob(const vertex::Job& job, const governance::PriceCatalog& prices, Clock::time_point now) {
   std::string location;
   try {
     location = vertex::locationOf(job.name).location;
   } catch (const std::exception& e) {
     return {std::nullopt, std::string("a location (") + e.what() + ")"};
   }
-  return crd::priceJob(prices, crd::shapeOfJob(job.raw, location), timesOf(cachedJobOf(job, now)), now);
+  return governance::priceJob(prices, governance::shapeOfJob(job.raw, location), timesOf(cachedJobOf(job, now)), now);
 }
 
 void readJobSpend(vertex::VertexClient& vertex, const Location& place, vertex::JobKind kind, const std::string& filter,
-                  const JobOwnership* ownership, const crd::PriceCatalog& prices, Clock::time_point now,
-                  const std::function<void(const vertex::Job& job, const crd::JobPricing& pricing)>& each) {
+                  const JobOwnership* ownership, const governance::PriceCatalog& prices, Clock::time_point now,
+                  const std::function<void(const vertex::Job& job, const governance::JobPricing& pricing)>& each) {
   vertex::ListOptions options;
   options.filter = filter;
   options.pageSize = 100;

@@ -1,15 +1,15 @@
 #pragma once
 // Reading what vto's jobs cost from what Vertex holds: the one reading behind a budget's spend
 // (budget_ledger.h) and `vto cost` (cmd/cost.cpp). Vertex keeps a job whatever becomes of its run, so
-// a run deleted by its TTL still counts. Each job is priced by the cost model (crd::priceJob) from its
+// a run deleted by its TTL still counts. Each job is priced by the cost model (governance::priceJob) from its
 // own resource: pools, strategy, location, trials, timeout and times.
 #include <functional>
 #include <string>
 
 #include "base/clock.h"
 #include "base/gcp_names.h"
-#include "crd/cost.h"
-#include "crd/price_catalog.h"
+#include "governance/cost.h"
+#include "governance/price_catalog.h"
 #include "reconcilers/jobs/ownership.h"
 #include "vertex/vertex_client.h"
 
@@ -25,14 +25,14 @@ std::string createdInMonth(const std::string& month, bool bounded);
 // The jobs that have not ended (no terminal state).
 std::string unfinished();
 
-// What one Vertex job adds to its rule's figures: crd::priceJob over the job's own resource.
-crd::JobPricing costOfJob(const vertex::Job& job, const crd::PriceCatalog& prices, Clock::time_point now);
+// What one Vertex job adds to its rule's figures: governance::priceJob over the job's own resource.
+governance::JobPricing costOfJob(const vertex::Job& job, const governance::PriceCatalog& prices, Clock::time_point now);
 
 // Every job of `kind` in `place` that `filter` selects, page after page, handed to `each` with what it
 // costs at `now`; with `ownership`, only the jobs this operator made (anyone may copy vto's labels).
 // Throws what the list throws: a reading is whole or fails.
 void readJobSpend(vertex::VertexClient& vertex, const Location& place, vertex::JobKind kind, const std::string& filter,
-                  const JobOwnership* ownership, const crd::PriceCatalog& prices, Clock::time_point now,
-                  const std::function<void(const vertex::Job& job, const crd::JobPricing& pricing)>& each);
+                  const JobOwnership* ownership, const governance::PriceCatalog& prices, Clock::time_point now,
+                  const std::function<void(const vertex::Job& job, const governance::JobPricing& pricing)>& each);
 
 }  // namespace vto::reconcilers

@@ -9,13 +9,13 @@ namespace {
 constexpr size_t kPruneAbove = 1024;
 }  // namespace
 
-NamespaceLabels::NamespaceLabels(controller::KubeClient& kube, const Clock& clock, const crd::TenancyRules& rules)
+NamespaceLabels::NamespaceLabels(controller::KubeClient& kube, const Clock& clock, const governance::TenancyRules& rules)
     : kube_(kube), clock_(clock) {
   needed_ = std::any_of(rules.begin(), rules.end(), [](const auto& rule) { return rule.matchLabels.has_value(); });
 }
 
-crd::NamespaceInfo NamespaceLabels::get(const std::string& name) {
-  crd::NamespaceInfo info{name, std::nullopt};
+governance::NamespaceInfo NamespaceLabels::get(const std::string& name) {
+  governance::NamespaceInfo info{name, std::nullopt};
   if (!needed_) return info;
   auto now = clock_.now();
   {

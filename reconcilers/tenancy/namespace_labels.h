@@ -1,5 +1,5 @@
 #pragma once
-// A namespace as the tenancy rules see it (crd::NamespaceInfo), shared by the reconcilers that check
+// A namespace as the tenancy rules see it (governance::NamespaceInfo), shared by the reconcilers that check
 // them. Labels are read only when a rule selects by them (otherwise vto needs no RBAC on namespaces),
 // and kept for `freshFor`, so that checking a run or a policy does not cost an API request per pass.
 // A relabelled namespace is judged by its old labels for at most that long.
@@ -10,7 +10,7 @@
 
 #include "base/clock.h"
 #include "controller/kube_client.h"
-#include "crd/tenancy.h"
+#include "governance/tenancy.h"
 
 namespace vto::reconcilers {
 
@@ -18,11 +18,11 @@ class NamespaceLabels {
  public:
   static constexpr Clock::duration kFreshFor = std::chrono::seconds(30);
 
-  NamespaceLabels(controller::KubeClient& kube, const Clock& clock, const crd::TenancyRules& rules);
+  NamespaceLabels(controller::KubeClient& kube, const Clock& clock, const governance::TenancyRules& rules);
 
   // The namespace's labels when a rule selects by label (a GET at most once per kFreshFor; throws the
   // kube client's ApiError), else just its name.
-  crd::NamespaceInfo get(const std::string& name);
+  governance::NamespaceInfo get(const std::string& name);
 
  private:
   struct Read {

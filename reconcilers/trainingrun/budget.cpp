@@ -1,12 +1,12 @@
 // The tenancy budget gate (API.md "Cost and budgets"): before any job is created (first attempt,
 // resume, failover), the governing rule's month-to-date spend, what its unfinished jobs may still
 // spend until their timeouts and this job's whole cost to its timeout must fit its monthlyUsd
-// (crd::decideBudget). Hold: the run waits (Queued, Ready=False BudgetExceeded, one Event) and looks
+// (governance::decideBudget). Hold: the run waits (Queued, Ready=False BudgetExceeded, one Event) and looks
 // again; the job it creates once admitted carries the reservation's timeout. Warn: the job is created
 // with a Warning Event. Running jobs are never cancelled by a budget. The spend is observed (BudgetLedger).
 #include <exception>
 
-#include "crd/budget.h"
+#include "governance/budget.h"
 #include "reconcilers/trainingrun/draft.h"
 
 namespace vto::reconcilers::trainingrun {
@@ -28,19 +28,19 @@ std::optional<Plan> budgetGate(Draft& d, const crd::TrainingRun& at, const Locat
   size_t index = *tenancy.governingRule;
   const auto& rule = (*d.o.tenancy.rules)[index];
   if (!rule.budget) return std::nullopt;
-  bool warnOnly = rule.budget->onExceeded == crd::BudgetAction::Warn;
+  bool warnOnly = rule.budget->onExceeded == governance::BudgetAction::Warn;
 
-  crd::BudgetInput input;
+  governance::BudgetInput input;
   input.rule = rule.name;
   input.budget = *rule.budget;
-  input.month = crd::budgetMonth(d.o.now);
-  const auto& prices = d.o.prices ? *d.o.prices : crd::PriceCatalog::builtIn();
+  input.month = governance::budgetMonth(d.o.now);
+  const auto& prices = d.o.prices ? *d.o.prices : governance::PriceCatalog::builtIn();
   try {
     // What the run may still spend under its own limit: the limit less what its attempts cost.
     std::optional<Usd> costLimitLeft;
     if (auto limit = Usd::parse(at.spec.maxCostUsd))
       costLimitLeft = *limit - (d.o.status.cost ? d.o.status.cost->estimatedUsd : Usd());
-    input.job = crd::reservationFor(prices, crd::shapeOfRun(at, where.location), costLimitLeft, &input.missingPrice);
+    input.job = governance::reservationFor(prices, governance::shapeOfRun(at, where.location), costLimitLeft, &input.missingPrice);
   } catch (const std::exception& e) {
     input.missingPrice = std::string("price for this placement (") + e.what() + ")";
   }
@@ -62,7 +62,7 @@ std::optional<Plan> budgetGate(Draft& d, const crd::TrainingRun& at, const Locat
     input.spent = spend->second.spent;
     input.committed = spend->second.committed;
     input.unfinishedJobs = spend->second.unfinishedJobs;
-    auto decision = crd::decideBudget(input);
+    auto decision = governance::decideBudget(input);
     if (!decision.warn) {
       d.plan.budgetReservation = reservation(spend->second.generation, warnOnly);
       return std::nullopt;

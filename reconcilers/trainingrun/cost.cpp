@@ -6,8 +6,8 @@
 // status anyway; then they are recomputed up to now, and hourlyUsd lets a reader derive the live figure.
 #include <stdexcept>
 
-#include "crd/cost.h"
 #include "crd/placement.h"
+#include "governance/cost.h"
 #include "reconcilers/trainingrun/draft.h"
 #include "vertex/json_codec.h"
 
@@ -28,27 +28,27 @@ const CachedJob* jobOf(const Draft& d, const crd::Attempt& attempt) {
 
 // One attempt's job priced by the cost model: its shape from the placement it was created on, its
 // times from the job this pass read (each trial's), else from the attempt.
-crd::JobPricing costOf(const Draft& d, const crd::Attempt& attempt, const crd::PriceCatalog& prices) {
+governance::JobPricing costOf(const Draft& d, const crd::Attempt& attempt, const governance::PriceCatalog& prices) {
   crd::TrainingRun placed;
   placed.metadata = d.run.metadata;
-  crd::JobShape shape;
+  governance::JobShape shape;
   try {
     placed.spec = crd::specAt(d.run.spec, static_cast<size_t>(attempt.placement.value_or(0)));
     auto location = !attempt.jobName.empty() ? vertex::locationOf(attempt.jobName).location
                                              : crd::locationOf(placed.spec, d.o.defaults).location;
-    shape = crd::shapeOfRun(placed, location);
+    shape = governance::shapeOfRun(placed, location);
   } catch (const std::exception& e) {
     return {std::nullopt, std::string("the placement's price (") + e.what() + ")"};
   }
   const CachedJob* job = jobOf(d, attempt);
-  crd::JobTimes times = job ? timesOf(*job) : crd::JobTimes{};
+  governance::JobTimes times = job ? timesOf(*job) : governance::JobTimes{};
   times.start = attempt.startTime;
   times.end = attempt.endTime;
   times.finished = times.finished || attempt.endTime.has_value();
-  return crd::priceJob(prices, shape, times, d.now());
+  return governance::priceJob(prices, shape, times, d.now());
 }
 
-const crd::PriceCatalog& pricesOf(const Draft& d) { return d.o.prices ? *d.o.prices : crd::PriceCatalog::builtIn(); }
+const governance::PriceCatalog& pricesOf(const Draft& d) { return d.o.prices ? *d.o.prices : governance::PriceCatalog::builtIn(); }
 
 // The figures of every attempt up to now, the current one's hourly price: nullopt when one is unpriced.
 struct LiveCost {
@@ -190,8 +190,8 @@ void costView(Draft& d) {
       continue;
     }
     attempt.costUsd = priced.cost->spent;
-    attempt.acceleratorHours = crd::roundHours(priced.cost->acceleratorHours);
-    attempt.replicaHours = crd::roundHours(priced.cost->replicaHours);
+    attempt.acceleratorHours = governance::roundHours(priced.cost->acceleratorHours);
+    attempt.replicaHours = governance::roundHours(priced.cost->replicaHours);
     cost.estimatedUsd += priced.cost->spent;
     cost.acceleratorHours += priced.cost->acceleratorHours;
     cost.replicaHours += priced.cost->replicaHours;
@@ -205,8 +205,8 @@ void costView(Draft& d) {
     sortConditions(d.next.conditions);
     return;
   }
-  cost.acceleratorHours = crd::roundHours(cost.acceleratorHours);
-  cost.replicaHours = crd::roundHours(cost.replicaHours);
+  cost.acceleratorHours = governance::roundHours(cost.acceleratorHours);
+  cost.replicaHours = governance::roundHours(cost.replicaHours);
   cost.hourlyUsd = hourly;
   cost.priceCatalog = prices.id();
   cost.updateTime = d.now();

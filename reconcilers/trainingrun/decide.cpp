@@ -4,9 +4,9 @@
 #include <charconv>
 
 #include "controller/conditions.h"
+#include "crd/placement.h"
 #include "crd/validation.h"
 #include "reconcilers/jobs/failure_class.h"
-#include "crd/placement.h"
 #include "reconcilers/trainingrun/capacity.h"
 #include "reconcilers/trainingrun/draft.h"
 #include "reconcilers/trainingrun/resume_policy.h"
@@ -58,7 +58,7 @@ Plan invalid(Draft& d, const std::string& message, Reason reason = Reason::SpecI
 
 // A run outside its tenant's rule: like an invalid spec (no job, no retries, an edit brings it back),
 // refused before any Vertex or GCS call.
-Plan tenantViolation(Draft& d, const crd::TenancyViolation& violation) {
+Plan tenantViolation(Draft& d, const governance::TenancyViolation& violation) {
   // One Event: this one says more than decide's "the running job goes on" for the same refusal.
   std::erase_if(d.plan.events, [](const controller::Event& e) { return e.reason == "TenantPolicyViolation"; });
   return invalid(d, violation.message, Reason::TenantPolicyViolation, "TenantPolicyViolation");
@@ -143,9 +143,9 @@ void startNextAttempt(Draft& d, const std::string& why) {
 // When admitted under a capped rule, the plan carries the room for act to reserve.
 std::optional<std::string> overAcceleratorCap(Draft& d, const crd::TrainingRun& at) {
   if (d.o.tenancy.rules == nullptr || d.o.tenancy.rules->empty()) return std::nullopt;
-  auto candidate = crd::claimOf(at, false);
+  auto candidate = governance::claimOf(at, false);
   if (candidate.accelerators == 0) return std::nullopt;
-  auto governing = crd::decideTenancy(at.spec, d.o.defaults, d.o.tenancy.ns, *d.o.tenancy.rules).governingRule;
+  auto governing = governance::decideTenancy(at.spec, d.o.defaults, d.o.tenancy.ns, *d.o.tenancy.rules).governingRule;
   if (!governing) return std::nullopt;  // refused: tenancyOf already made the run Invalid
   const auto& rule = (*d.o.tenancy.rules)[*governing];
   if (!rule.maxAccelerators) return std::nullopt;
@@ -153,14 +153,14 @@ std::optional<std::string> overAcceleratorCap(Draft& d, const crd::TrainingRun& 
     return "waiting for the operator's first list of its unfinished jobs in " + unlisted->second +
            " since it started: a job whose run is gone still counts against " + rule.describe(*governing);
   }
-  std::vector<crd::AcceleratorClaim> claims;
+  std::vector<governance::AcceleratorClaim> claims;
   for (const auto& [index, claim] : d.o.tenancy.otherClaims) {
     if (index == *governing) claims.push_back(claim);
   }
-  auto admitted = crd::admit(candidate, claims, *rule.maxAccelerators, rule.describe(*governing));
+  auto admitted = governance::admit(candidate, claims, *rule.maxAccelerators, rule.describe(*governing));
   if (admitted.admitted) {
     d.plan.acceleratorReservation = AcceleratorReservation{
-        *governing, candidate, crd::rulesAllowing(at.spec, d.o.defaults, *d.o.tenancy.rules), d.current().attempt};
+        *governing, candidate, governance::rulesAllowing(at.spec, d.o.defaults, *d.o.tenancy.rules), d.current().attempt};
     return std::nullopt;
   }
   return admitted.message;
@@ -531,9 +531,9 @@ bool jobRecorded(const crd::TrainingRunStatus& status) {
 
 }  // namespace
 
-crd::TenancyDecision tenancyOf(const Observed& o) {
+governance::TenancyDecision tenancyOf(const Observed& o) {
   if (o.tenancy.rules == nullptr || o.tenancy.rules->empty() || !o.run) return {};
-  auto decision = crd::decideTenancy(o.run->spec, o.defaults, o.tenancy.ns, *o.tenancy.rules);
+  auto decision = governance::decideTenancy(o.run->spec, o.defaults, o.tenancy.ns, *o.tenancy.rules);
   // Every placement a run may move to is held to the rules before any job: a fallback outside them
   // refuses the run, named as the fallback's field.
   for (size_t i = 1; !decision.violation && i < crd::placementCount(o.run->spec); ++i) {
@@ -543,7 +543,7 @@ crd::TenancyDecision tenancyOf(const Observed& o) {
     } catch (const crd::DecodeError&) {
       continue;  // validation reports it
     }
-    auto other = crd::decideTenancy(at, o.defaults, o.tenancy.ns, *o.tenancy.rules);
+    auto other = governance::decideTenancy(at, o.defaults, o.tenancy.ns, *o.tenancy.rules);
     if (!other.violation) continue;
     auto& violation = *other.violation;
     if (violation.field.rfind("spec.", 0) == 0) violation.field = crd::placementPath(i) + violation.field.substr(4);

@@ -19,10 +19,10 @@
 #include "base/clock.h"
 #include "base/gcp_names.h"
 #include "controller/event.h"
-#include "crd/price_catalog.h"
 #include "crd/render.h"
-#include "crd/tenancy.h"
 #include "crd/training_run.h"
+#include "governance/price_catalog.h"
+#include "governance/tenancy.h"
 #include "reconcilers/jobs/checkpoints.h"
 #include "reconcilers/jobs/job_cache.h"
 #include "reconcilers/tenancy/budget_ledger.h"
@@ -104,13 +104,13 @@ struct CheckpointReading {
   std::optional<Clock::time_point> nextLookAt;  // when the rate and interval allow the next look
 };
 
-// The tenancy inputs (crd/tenancy.h, API.md "Tenancy rules"); null or empty rules: all allowed.
+// The tenancy inputs (governance/tenancy.h, API.md "Tenancy rules"); null or empty rules: all allowed.
 struct TenancyReading {
-  const crd::TenancyRules* rules = nullptr;
-  crd::NamespaceInfo ns;  // labels read only when a rule selects namespaces by label
+  const governance::TenancyRules* rules = nullptr;
+  governance::NamespaceInfo ns;  // labels read only when a rule selects namespaces by label
   // The accelerator claims of the other runs, each with the index of the rule that governs it;
   // decide counts those under this run's rule against its maxAccelerators.
-  std::vector<std::pair<size_t, crd::AcceleratorClaim>> otherClaims;
+  std::vector<std::pair<size_t, governance::AcceleratorClaim>> otherClaims;
   // Capped rules whose places vto has not listed its unfinished jobs in since it started (a job of a
   // deleted run would be missing from otherClaims), each with what is still to be read: a run under
   // such a rule waits rather than be admitted against a count that may be short.
@@ -187,7 +187,7 @@ struct Observed {
   RegistryReading registry;
   LogTailReading logTails;
   KueueReading kueue;
-  const crd::PriceCatalog* prices = nullptr;  // --price-catalog; null: the built-in table
+  const governance::PriceCatalog* prices = nullptr;  // --price-catalog; null: the built-in table
 };
 
 // Whether observe must list checkpoints for decide: a resume or unsuspend creates an attempt from
@@ -210,7 +210,7 @@ struct CreateJob {
   size_t placement = 0;  // crd::specAt(spec, placement) is what the job is rendered from
 };
 
-// What the budget gate let a job spend (its whole worst case, crd::reservationFor), counted against
+// What the budget gate let a job spend (its whole worst case, governance::reservationFor), counted against
 // rule `rule` until the ledger's next refresh lists the job.
 struct BudgetReservation {
   size_t rule = 0;
@@ -227,7 +227,7 @@ struct BudgetReservation {
 // once may both have seen the same room), and holds it until the job is in the JobCache.
 struct AcceleratorReservation {
   size_t rule = 0;              // the capped rule that governs the placement
-  crd::AcceleratorClaim claim;  // the run on that placement
+  governance::AcceleratorClaim claim;  // the run on that placement
   std::vector<bool> allowedBy;  // which rules' fields other than the namespace allow that placement
   int attempt = 0;
 };
@@ -393,7 +393,7 @@ std::string evaluationSchemaOf(const std::map<std::string, double>& metrics);
 bool registrationRefused(const crd::TrainingRunStatus& status, std::int64_t generation);
 
 // The tenancy decision for an observed run (no rules: nothing governs it, nothing refused).
-crd::TenancyDecision tenancyOf(const Observed& observed);
+governance::TenancyDecision tenancyOf(const Observed& observed);
 
 // https://console.cloud.google.com/vertex-ai/locations/L/training/ID/cpu?project=P for a job name.
 std::string consoleUrl(const std::string& jobName);

@@ -30,7 +30,7 @@ struct Draft {
   Told told = Told::ByTransitionEvent;
   DecideOptions options;
   // The tenancy rules' refusal of this spec, this pass (see decide): no new job while it stands.
-  std::optional<crd::TenancyViolation> refused;
+  std::optional<governance::TenancyViolation> refused;
   // A gate of this pass set Ready=False (quota, capacity, bucket, Vertex error, budget): healthOf keeps it.
   bool readyGate = false;
 

@@ -8,8 +8,8 @@
 
 #include "base/json_fields.h"
 #include "base/rfc3339.h"
-#include "crd/cost.h"
 #include "crd/render.h"
+#include "governance/cost.h"
 
 namespace vto::reconcilers {
 
@@ -179,7 +179,7 @@ std::vector<PodSetShape> podSetsOf(const crd::TrainingRun& at) {
   int64_t trials = at.spec.hyperparameterTuning ? std::max(1, at.spec.hyperparameterTuning->parallelTrialCount) : 1;
   std::vector<PodSetShape> out;
   for (size_t i = 0; pools.is_array() && i < pools.size(); ++i) {
-    auto uses = crd::poolsOfWorkerPools(json::array({pools[i]}));
+    auto uses = governance::poolsOfWorkerPools(json::array({pools[i]}));
     if (uses.empty()) continue;  // an empty middle pool runs nothing
     const auto& use = uses.front();
     PodSetShape shape;

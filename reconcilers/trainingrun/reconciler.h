@@ -14,18 +14,18 @@
 #include "base/clock.h"
 #include "controller/event_recorder.h"
 #include "controller/kube_client.h"
-#include "controller/own_writes.h"
 #include "controller/object_cache.h"
+#include "controller/own_writes.h"
 #include "controller/reconciler.h"
 #include "crd/render.h"
 #include "crd/training_run.h"
 #include "metrics/trainingrun_metrics.h"
-#include "reconcilers/tenancy/accelerator_ledger.h"
 #include "reconcilers/jobs/checkpoint_schedule.h"
 #include "reconcilers/jobs/checkpoints.h"
 #include "reconcilers/jobs/job_cache.h"
 #include "reconcilers/jobs/log_tail.h"
 #include "reconcilers/jobs/poll_targets.h"
+#include "reconcilers/tenancy/accelerator_ledger.h"
 #include "reconcilers/tenancy/namespace_labels.h"
 #include "reconcilers/trainingrun/decide.h"
 #include "vertex/gcs_client.h"
@@ -58,9 +58,9 @@ struct TrainingRunReconcilerOptions {
   // few lists, not a GET per run. Bounded, so that a run no poll covers is never left waiting.
   Clock::duration awaitFirstPoll = Clock::duration::zero();
   // Tenant guardrails (vto run --config); empty: everything is allowed.
-  crd::TenancyRules tenancy;
+  governance::TenancyRules tenancy;
   // The list prices of status.cost (vto run --price-catalog); null: the built-in table.
-  const crd::PriceCatalog* prices = nullptr;
+  const governance::PriceCatalog* prices = nullptr;
   // Month-to-date spend of the budget rules (refreshed by its own loop); null: no budget is checked.
   BudgetLedger* budgets = nullptr;
   // How soon a run held by its budget looks again (vto run: --budget-poll-interval, as the spend is read).

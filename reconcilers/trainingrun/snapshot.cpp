@@ -6,10 +6,10 @@
 
 #include "base/json_fields.h"
 #include "base/rfc3339.h"
-#include "crd/cost.h"
 #include "crd/placement.h"
 #include "crd/render.h"
 #include "crd/training_run.h"
+#include "governance/cost.h"
 #include "vertex/json_codec.h"
 
 namespace vto::reconcilers {
@@ -24,7 +24,7 @@ std::string boundedLabel(const std::string& value) {
   return value;
 }
 
-// The pools of the rendered job (crd::shapeOfRun, as the cost model reads them), each replica
+// The pools of the rendered job (governance::shapeOfRun, as the cost model reads them), each replica
 // counted once per trial that runs at once.
 std::vector<metrics::MachinePool> poolsOf(const crd::TrainingRun& decoded) {
   // The machines of the placement the current attempt went to (with capacity failover).
@@ -33,7 +33,7 @@ std::vector<metrics::MachinePool> poolsOf(const crd::TrainingRun& decoded) {
   if (!attempts.empty() && attempts.back().placement && *attempts.back().placement > 0) {
     run.spec = crd::specAt(decoded.spec, static_cast<size_t>(*attempts.back().placement));
   }
-  auto shape = crd::shapeOfRun(run, "");
+  auto shape = governance::shapeOfRun(run, "");
   std::vector<metrics::MachinePool> pools;
   for (const auto& pool : shape.pools) {
     metrics::MachinePool out;

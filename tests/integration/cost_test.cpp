@@ -10,7 +10,7 @@
 #include <map>
 #include <sstream>
 
-#include "crd/cost.h"
+#include "governance/cost.h"
 #include "tests/support/operator_stack.h"
 #include "tests/support/subprocess.h"
 #include "tests/support/wait.h"

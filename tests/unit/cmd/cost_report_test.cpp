@@ -16,7 +16,7 @@ CostedJob job(const std::string& id, const std::string& uid, const std::string& 
   j.labels = {{"vto-run-uid", uid}, {"vto-namespace", ns}, {"vto-name", name}};
   j.labels.insert(extra.begin(), extra.end());
   if (!usd.empty()) {
-    j.cost = crd::JobCost{};
+    j.cost = governance::JobCost{};
     j.cost->spent = *Usd::parse(usd);
     j.cost->acceleratorHours = accelerator.empty() ? 0 : 1;
   }

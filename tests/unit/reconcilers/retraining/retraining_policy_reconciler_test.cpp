@@ -159,7 +159,7 @@ TEST_F(PolicyReconcilerTest, HistoryBeyondTheLimitIsDeleted) {
 // tier=ml) may use anything. A label rule: the namespace is read, once per NamespaceLabels::kFreshFor.
 TEST_F(PolicyReconcilerTest, ADataPrefixOutsideTheTenantsRuleIsRefusedAndNeverListed) {
   kube.create({"", "v1", "namespaces", false}, "", {{"metadata", {{"name", "risk"}, {"labels", {{"tier", "ml"}}}}}});
-  auto rules = crd::parseTenancyRules(json::parse(R"([{"imagePrefixes": ["us-docker.pkg.dev/p/", "us-central1-docker.pkg.dev/p/"], "namespaces": ["risk"], "bucketPrefixes": ["gs://bucket/"]},
+  auto rules = governance::parseTenancyRules(json::parse(R"([{"imagePrefixes": ["us-docker.pkg.dev/p/", "us-central1-docker.pkg.dev/p/"], "namespaces": ["risk"], "bucketPrefixes": ["gs://bucket/"]},
                                                        {"namespaceSelector": {"matchLabels": {"tier": "gpu"}}}])"));
   testing::FakeGcsClient gcs;
   RetrainingController guarded(policies, runs,

@@ -16,8 +16,8 @@ namespace {
 
 // Rule 0 caps team-a at 8 and allows only project acme-ml; rule 1 caps namespaces labelled tier=ml at
 // 4; rule 2 lets team-c use anything, uncapped.
-crd::TenancyRules rules() {
-  return crd::parseTenancyRules(crd::parseYamlDocuments(R"(
+governance::TenancyRules rules() {
+  return governance::parseTenancyRules(crd::parseYamlDocuments(R"(
 - namespaces: [team-a]
   imagePrefixes: [us-docker.pkg.dev/p/, us-central1-docker.pkg.dev/p/]
   projects: [acme-ml]
@@ -54,7 +54,7 @@ std::vector<std::string> names(const std::vector<controller::ObjectKey>& keys) {
   return out;
 }
 
-crd::NamespaceInfo labelled(const std::string& ns) {
+governance::NamespaceInfo labelled(const std::string& ns) {
   if (ns == "research") return {ns, std::map<std::string, std::string>{{"tier", "ml"}}};
   return {ns, std::map<std::string, std::string>{}};
 }
@@ -76,7 +76,7 @@ TEST(AcceleratorLedger, KeepsOnlyRunsThatClaimAcceleratorsUnderACap) {
   }
   EXPECT_EQ(ledger.size(), 3u) << "held, waiting, elsewhere";
 
-  AcceleratorLedger uncapped(crd::parseTenancyRules(crd::parseYamlDocuments("- namespaces: [team-a]\n  imagePrefixes: [us-docker.pkg.dev/p/, us-central1-docker.pkg.dev/p/]\n").at(0)), {});
+  AcceleratorLedger uncapped(governance::parseTenancyRules(crd::parseYamlDocuments("- namespaces: [team-a]\n  imagePrefixes: [us-docker.pkg.dev/p/, us-central1-docker.pkg.dev/p/]\n").at(0)), {});
   EXPECT_FALSE(uncapped.capped());
   uncapped.update(held.metadata.uid, &held);
   EXPECT_EQ(uncapped.size(), 0u);
@@ -153,7 +153,7 @@ TEST(AcceleratorLedger, AReleaseWakesNoRunThatNoCapOfItsOwnCouldGovern) {
 TEST(AcceleratorLedger, AClaimOnAFallbackCountsUnderTheRuleThatAllowsTheFallback) {
   // A cap per accelerator type. The run's own placement is CPU-only (both rules allow it, rule 0
   // first); the fallback its attempt went to asks for A100s, which only rule 1 allows.
-  auto perType = crd::parseTenancyRules(crd::parseYamlDocuments(R"(
+  auto perType = governance::parseTenancyRules(crd::parseYamlDocuments(R"(
 - namespaces: [team-x]
   imagePrefixes: [us-docker.pkg.dev/p/, us-central1-docker.pkg.dev/p/]
   acceleratorTypes: [NVIDIA_L4]
@@ -276,7 +276,7 @@ TEST(LedgerSources, EveryPlaceACappedRuleAllowsWithTheDefaultsWhereItIsOpen) {
        {"dflt-project", "us-east1"}, {custom(1, "dflt-project", "us-east1"), tuning(1, "dflt-project", "us-east1")}},
   };
   for (const auto& c : cases) {
-    auto parsed = crd::parseTenancyRules(crd::parseYamlDocuments(c.rules).at(0));
+    auto parsed = governance::parseTenancyRules(crd::parseYamlDocuments(c.rules).at(0));
     EXPECT_EQ(ledgerSources(parsed, c.defaults), c.want) << c.name;
   }
   AcceleratorLedger ledger(rules(), {"dflt-project", "us-east1"});
@@ -297,7 +297,7 @@ TEST(AcceleratorLedger, ConcurrentReservationsNeverExceedTheCap) {
     std::vector<std::thread> threads;
     for (int i = 0; i < 6; ++i) {
       threads.emplace_back([&, i] {
-        auto claim = crd::claimOf(onFallback, false);
+        auto claim = governance::claimOf(onFallback, false);
         claim.key = "team-a/failover-" + std::to_string(i);
         claim.creationTimestamp = runs[i].metadata.creationTimestamp;
         if (ledger.reserve(runs[i].metadata.uid, {"team-a", runs[i].metadata.name}, 2, 0, claim, {true, false, false}, labelled))
@@ -317,7 +317,7 @@ TEST(AcceleratorLedger, ConcurrentReservationsNeverExceedTheCap) {
 TEST(AcceleratorLedger, AReservationLastsUntilItsJobIsKnownOrItIsReleased) {
   AcceleratorLedger ledger(rules(), {});
   auto r = run("team-a", "mover", 8, 1, "jobs/attempt-1", crd::Phase::Running);
-  auto claim = crd::claimOf(r, false);
+  auto claim = governance::claimOf(r, false);
   ASSERT_TRUE(ledger.reserve(r.metadata.uid, {"team-a", "mover"}, 2, 0, claim, {true, false, false}, labelled));
   auto total = [&] {
     int64_t held = 0;

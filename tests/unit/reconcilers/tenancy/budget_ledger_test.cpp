@@ -14,8 +14,8 @@ namespace {
 using nlohmann::json;
 using std::chrono::hours;
 
-const crd::PriceCatalog& prices() {
-  static const auto catalog = crd::PriceCatalog::parse(R"(
+const governance::PriceCatalog& prices() {
+  static const auto catalog = governance::PriceCatalog::parse(R"(
 date: "2026-11-01"
 source: test
 locations:
@@ -40,8 +40,8 @@ json jobBody(const std::string& team, const std::string& strategy = "STANDARD", 
 }
 
 // team-a with a $100 budget, team-b with none.
-crd::TenancyRules teamRules() {
-  return crd::parseTenancyRules(json::parse(
+governance::TenancyRules teamRules() {
+  return governance::parseTenancyRules(json::parse(
       R"([{"namespaces": ["a"], "projects": ["test-project"], "locations": ["us-central1"], "name": "team-a", "budget": {"monthlyUsd": 100}},
           {"namespaces": ["b"], "projects": ["test-project"], "locations": ["us-central1"], "maxAccelerators": 4}])"));
 }
@@ -59,11 +59,11 @@ vertex::Job endedJob(testing::FakeVertexClient& vertex) {
 TEST(BudgetLedger, RefreshesOnTheClockAndTellsTheObserverTheFiguresItSets) {
   testing::FakeClock clock(parseRfc3339("2026-12-02T12:00:00Z"));
   testing::FakeVertexClient vertex;
-  crd::TenancyRules rules = teamRules();
+  governance::TenancyRules rules = teamRules();
   endedJob(vertex);
   std::vector<std::string> told;
   BudgetLedger ledger(vertex, clock, rules, prices(), {"us-central1"}, nullptr,
-                      [&](const crd::TenancyRule& rule, const RuleSpend& spend) {
+                      [&](const governance::TenancyRule& rule, const RuleSpend& spend) {
                         told.push_back(rule.name + " " + spend.spent.plain());
                       });
   auto source = budgetRefreshSource(ledger, clock, std::chrono::seconds(30));
@@ -80,7 +80,7 @@ TEST(BudgetLedger, RefreshesOnTheClockAndTellsTheObserverTheFiguresItSets) {
 TEST(BudgetLedger, SpendIsThisMonthsLabelledJobsAndTheWorstCaseEveryUnfinishedOnes) {
   testing::FakeClock clock(parseRfc3339("2026-12-02T12:00:00Z"));
   testing::FakeVertexClient vertex;
-  crd::TenancyRules rules = teamRules();
+  governance::TenancyRules rules = teamRules();
   Location where{"test-project", "us-central1"};
   endedJob(vertex);  // 2.00/h for 3 h
   // Running for 1 h at 2.00/h, 9 h of its 10 h timeout left.
@@ -152,7 +152,7 @@ TEST(BudgetLedger, SpendIsThisMonthsLabelledJobsAndTheWorstCaseEveryUnfinishedOn
 TEST(BudgetLedger, EarlierMonthsAreListedWhileOneOfTheirJobsIsUnfinished) {
   testing::FakeClock clock(parseRfc3339("2026-12-02T12:00:00Z"));
   testing::FakeVertexClient vertex;
-  crd::TenancyRules rules = crd::parseTenancyRules(json::parse(
+  governance::TenancyRules rules = governance::parseTenancyRules(json::parse(
       R"([{"namespaces": ["a"], "projects": ["test-project"], "locations": ["us-central1"], "name": "team-a", "budget": {"monthlyUsd": 100}}])"));
   auto lastMonth = vertex.createJob({"test-project", "us-central1"}, vertex::JobKind::Custom, jobBody("team-a", "STANDARD", "172800s"));
   vertex.patchJob(lastMonth.name, {{"createTime", "2026-11-30T23:00:00Z"}, {"startTime", "2026-11-30T23:00:00Z"},
@@ -179,7 +179,7 @@ TEST(BudgetLedger, EarlierMonthsAreListedWhileOneOfTheirJobsIsUnfinished) {
 TEST(BudgetLedger, RulesSharingAPlaceAreReadByOneListAndEachCountsItsOwnJobs) {
   testing::FakeClock clock(parseRfc3339("2026-12-02T12:00:00Z"));
   testing::FakeVertexClient vertex;
-  crd::TenancyRules rules = crd::parseTenancyRules(json::parse(
+  governance::TenancyRules rules = governance::parseTenancyRules(json::parse(
       R"([{"namespaces": ["a"], "projects": ["test-project"], "locations": ["us-central1"], "name": "team-a", "budget": {"monthlyUsd": 100}},
           {"namespaces": ["b"], "projects": ["test-project"], "locations": ["us-central1"], "name": "team-b", "budget": {"monthlyUsd": 100}},
           {"namespaces": ["c"], "projects": ["test-project"], "locations": ["us-central1"], "name": "team-c", "budget": {"monthlyUsd": 100}},
@@ -212,7 +212,7 @@ TEST(BudgetLedger, RulesSharingAPlaceAreReadByOneListAndEachCountsItsOwnJobs) {
 TEST(BudgetLedger, AHoldFollowsItsJobAfterALostCreateAnswer) {
   testing::FakeClock clock(parseRfc3339("2026-12-10T12:00:00Z"));
   testing::FakeVertexClient vertex;
-  crd::TenancyRules rules = crd::parseTenancyRules(json::parse(
+  governance::TenancyRules rules = governance::parseTenancyRules(json::parse(
       R"([{"namespaces": ["a"], "projects": ["test-project"], "locations": ["us-central1"], "name": "team-a", "budget": {"monthlyUsd": 100}},
           {"namespaces": ["a"], "projects": ["test-project"], "locations": ["us-central1"], "name": "team-a-gpu", "budget": {"monthlyUsd": 100}}])"));
   BudgetLedger ledger(vertex, clock, rules, prices(), {"us-central1"});

@@ -14,7 +14,7 @@ using nlohmann::json;
 
 const controller::Resource kNamespaces{"", "v1", "namespaces", false};
 
-crd::TenancyRules rulesFrom(const std::string& text) { return crd::parseTenancyRules(json::parse(text)); }
+governance::TenancyRules rulesFrom(const std::string& text) { return governance::parseTenancyRules(json::parse(text)); }
 
 TEST(NamespaceLabels, ReadsANamespaceAtMostOncePerFreshnessWindow) {
   testing::FakeKubeClient kube;

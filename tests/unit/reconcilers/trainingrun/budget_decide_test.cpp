@@ -17,8 +17,8 @@ using vertex::JobState;
 const Clock::time_point T0 = parseRfc3339("2026-12-10T12:00:00Z");
 const std::string kJob = "projects/test-project/locations/us-central1/customJobs/7";
 
-const crd::PriceCatalog& prices() {
-  static const auto catalog = crd::PriceCatalog::parse(R"(
+const governance::PriceCatalog& prices() {
+  static const auto catalog = governance::PriceCatalog::parse(R"(
 date: "2026-11-01"
 source: test
 locations:
@@ -30,13 +30,13 @@ locations:
   return catalog;
 }
 
-crd::TenancyRules rules(const std::string& onExceeded = "Hold") {
-  return crd::parseTenancyRules(json::parse(R"([{"imagePrefixes": ["us-docker.pkg.dev/p/", "us-central1-docker.pkg.dev/p/"], "namespaces": ["ns"], "projects": ["test-project"], "locations": ["us-central1"], "name": "team-a",
+governance::TenancyRules rules(const std::string& onExceeded = "Hold") {
+  return governance::parseTenancyRules(json::parse(R"([{"imagePrefixes": ["us-docker.pkg.dev/p/", "us-central1-docker.pkg.dev/p/"], "namespaces": ["ns"], "projects": ["test-project"], "locations": ["us-central1"], "name": "team-a",
       "budget": {"monthlyUsd": 100, "onExceeded": ")" + onExceeded + R"("}}])"));
 }
 
 // A new run (1.00/h: n1-standard-8 + 2 x T4, timeout 1 h) whose rule has spent `spent` this month.
-Observed fresh(const crd::TenancyRules& r, std::optional<double> spent, const std::string& extraSpec = "{}") {
+Observed fresh(const governance::TenancyRules& r, std::optional<double> spent, const std::string& extraSpec = "{}") {
   json object = json::parse(R"({"apiVersion": "vto.dev/v1beta1", "kind": "TrainingRun",
     "metadata": {"name": "r", "namespace": "ns", "uid": "u-1", "generation": 1, "resourceVersion": "5",
                  "creationTimestamp": "2026-12-10T11:00:00Z"},
@@ -149,7 +149,7 @@ TEST(BudgetDecide, OverTheBudgetHoldWaitsWithTheFiguresAndOneEvent) {
   EXPECT_TRUE(again.events.empty());
   EXPECT_FALSE(again.status.has_value());
   // A raised budget (a new configuration) lets it start.
-  auto raised = crd::parseTenancyRules(json::parse(
+  auto raised = governance::parseTenancyRules(json::parse(
       R"([{"imagePrefixes": ["us-docker.pkg.dev/p/", "us-central1-docker.pkg.dev/p/"], "namespaces": ["ns"], "projects": ["test-project"], "locations": ["us-central1"], "name": "team-a", "budget": {"monthlyUsd": 200}}])"));
   o.tenancy.rules = &raised;
   EXPECT_TRUE(decide(o).createJob.has_value());

@@ -373,7 +373,7 @@ TEST(CapacityDecide, OneCapacityFailureMoreThanMaxFailoversFailsTheRun) {
 
 // A CPU-only spec whose fallback asks for 8 A100s, with its CPU attempt just out of capacity: the
 // fallback is the placement the next attempt would take, and the cap must count it.
-Observed cpuRunMovingToGpus(const crd::TenancyRules& rules, const std::vector<std::pair<size_t, crd::AcceleratorClaim>>& others) {
+Observed cpuRunMovingToGpus(const governance::TenancyRules& rules, const std::vector<std::pair<size_t, governance::AcceleratorClaim>>& others) {
   auto o = onAttempt1(0, jobIn(kJob, JobState::Failed, kStockout), crd::Phase::Running);
   o.run = runWith(R"({"location": "us-central1", "resources": {"machineType": "n1-standard-8"},
     "capacity": {"fallbacks": [{"resources": {"machineType": "a2-highgpu-8g", "acceleratorType": "NVIDIA_TESLA_A100",
@@ -399,8 +399,8 @@ TEST(CapacityDecide, AGpuFallbackOfACpuOnlyRunWaitsForTheCapANeighbourHolds) {
                                   {"imagePrefixes": ["us-docker.pkg.dev/p/", "us-central1-docker.pkg.dev/p/"], "namespaces": ["ns"], "acceleratorTypes": ["NVIDIA_TESLA_A100"], "maxAccelerators": 8}])",
                               1}}) {
     SCOPED_TRACE(row.name);
-    const auto rules = crd::parseTenancyRules(json::parse(row.rules));
-    crd::AcceleratorClaim neighbour{"other/holder", "2026-03-01T11:00:00Z", 8, true};
+    const auto rules = governance::parseTenancyRules(json::parse(row.rules));
+    governance::AcceleratorClaim neighbour{"other/holder", "2026-03-01T11:00:00Z", 8, true};
     auto plan = decide(cpuRunMovingToGpus(rules, {{row.neighbourRule, neighbour}}));
     EXPECT_FALSE(plan.createJob.has_value()) << "the neighbour holds all 8";
     ASSERT_TRUE(plan.status.has_value());
@@ -416,10 +416,10 @@ TEST(CapacityDecide, AGpuFallbackOfACpuOnlyRunWaitsForTheCapANeighbourHolds) {
 
 TEST(CapacityDecide, AClaimUnderAnotherRulesCapDoesNotHoldTheFallbackBack) {
   // The neighbour's 8 count under the L4 rule's cap; the A100 fallback's cap is free.
-  const auto rules = crd::parseTenancyRules(json::parse(
+  const auto rules = governance::parseTenancyRules(json::parse(
       R"([{"imagePrefixes": ["us-docker.pkg.dev/p/", "us-central1-docker.pkg.dev/p/"], "namespaces": ["ns"], "acceleratorTypes": ["NVIDIA_L4"], "maxAccelerators": 8},
           {"imagePrefixes": ["us-docker.pkg.dev/p/", "us-central1-docker.pkg.dev/p/"], "namespaces": ["ns"], "acceleratorTypes": ["NVIDIA_TESLA_A100"], "maxAccelerators": 8}])"));
-  crd::AcceleratorClaim neighbour{"other/holder", "2026-03-01T11:00:00Z", 8, true};
+  governance::AcceleratorClaim neighbour{"other/holder", "2026-03-01T11:00:00Z", 8, true};
   auto plan = decide(cpuRunMovingToGpus(rules, {{0, neighbour}}));
   ASSERT_TRUE(plan.createJob.has_value());
   EXPECT_EQ(plan.createJob->placement, 1u);
@@ -427,7 +427,7 @@ TEST(CapacityDecide, AClaimUnderAnotherRulesCapDoesNotHoldTheFallbackBack) {
 
 TEST(CapacityDecide, AFallbackOutsideTheTenantsRuleRefusesTheRunNamingTheFallback) {
   static const auto rules =
-      crd::parseTenancyRules(json::parse(R"([{"imagePrefixes": ["us-docker.pkg.dev/p/", "us-central1-docker.pkg.dev/p/"], "namespaces": ["ns"], "locations": ["us-central1"]}])"));
+      governance::parseTenancyRules(json::parse(R"([{"imagePrefixes": ["us-docker.pkg.dev/p/", "us-central1-docker.pkg.dev/p/"], "namespaces": ["ns"], "locations": ["us-central1"]}])"));
   Observed o;
   o.now = T0;
   o.run = runWith();

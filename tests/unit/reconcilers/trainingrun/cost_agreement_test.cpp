@@ -21,8 +21,8 @@ using Seconds = std::chrono::seconds;
 const Clock::time_point T0 = parseRfc3339("2026-12-14T09:30:00Z");  // when both read the job
 
 // Prices with four decimals, so that rounding to the cent matters.
-const crd::PriceCatalog& prices() {
-  static const auto catalog = crd::PriceCatalog::parse(R"(
+const governance::PriceCatalog& prices() {
+  static const auto catalog = governance::PriceCatalog::parse(R"(
 date: "2026-12-01"
 locations:
   us-central1:

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "base/rfc3339.h"
-#include "crd/cost.h"
+#include "governance/cost.h"
 #include "reconcilers/trainingrun/decide.h"
 #include "vertex/json_codec.h"
 
@@ -20,8 +20,8 @@ const Clock::time_point T0 = parseRfc3339("2026-12-10T12:00:00Z");
 const std::string kJob = "projects/test-project/locations/us-central1/customJobs/7";
 const std::string kTuningJob = "projects/test-project/locations/us-central1/hyperparameterTuningJobs/8";
 
-const crd::PriceCatalog& prices() {
-  static const auto catalog = crd::PriceCatalog::parse(R"(
+const governance::PriceCatalog& prices() {
+  static const auto catalog = governance::PriceCatalog::parse(R"(
 date: "2026-11-01"
 source: test
 locations:

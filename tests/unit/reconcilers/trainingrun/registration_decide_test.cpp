@@ -337,7 +337,7 @@ TEST(Registration, ReadsRefusedArePermissionDeniedAndRefusedByTenancyBeforeAnyCa
   EXPECT_EQ(registered(plan), "False/PermissionDenied");
   EXPECT_NE(modelRegistered(*plan.status).message.find("roles/aiplatform.user"), std::string::npos);
 
-  crd::TenancyRules rules(1);
+  governance::TenancyRules rules(1);
   rules[0].namespaces = {"ns"};
   rules[0].models = std::vector<std::string>{"churn"};
   auto refused = succeeded();

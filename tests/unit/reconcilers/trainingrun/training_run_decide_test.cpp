@@ -8,8 +8,8 @@
 
 #include "base/rfc3339.h"
 #include "reconcilers/jobs/log_tail.h"
-#include "vertex/api_error.h"
 #include "tests/unit/reconcilers/trainingrun/decide_table.h"
+#include "vertex/api_error.h"
 #include "vertex/json_codec.h"
 
 namespace vto::reconcilers {
@@ -479,17 +479,17 @@ TEST(DecideTest, ACreatedJobIsRecordedAtOnceWithItsState) {
 
 // Tenancy: one rule for namespace "ns"; the run is in "ns" and uses project "proj" by default. The
 // rule allows the test run's image unless it says otherwise.
-crd::TenancyRules rulesFor(const std::string& rule) {
+governance::TenancyRules rulesFor(const std::string& rule) {
   auto parsed = json::parse(rule);
   if (!parsed.contains("imagePrefixes")) parsed["imagePrefixes"] = {"us-docker.pkg.dev/p/"};
-  return crd::parseTenancyRules(json::array({parsed}));
+  return governance::parseTenancyRules(json::array({parsed}));
 }
 
 TEST(DecideTest, ATenancyViolationIsRefusedBeforeAnyJob) {
   static const auto otherProject = rulesFor(R"({"namespaces": ["ns"], "projects": ["team-b-proj"]})");
   static const auto otherNamespace = rulesFor(R"({"namespaces": ["team-b"]})");
   static const auto allowed = rulesFor(R"({"namespaces": ["ns"], "projects": ["test-project"]})");
-  auto with = [](const crd::TenancyRules& rules) {
+  auto with = [](const governance::TenancyRules& rules) {
     auto o = fresh();
     o.tenancy.rules = &rules;
     o.tenancy.ns = {"ns", std::nullopt};
@@ -590,9 +590,9 @@ TEST(DecideTest, TheAcceleratorCapQueuesRunsFirstCreatedFirstServed) {
   const std::string gpus = R"({"resources": {"machineType": "n1-standard-8", "acceleratorType": "NVIDIA_TESLA_T4",
                                              "acceleratorCount": 4}})";
   auto claim = [](const std::string& created, bool holding, size_t rule = 0) {
-    return std::pair<size_t, crd::AcceleratorClaim>{rule, crd::AcceleratorClaim{"ns/other-" + created, created, 4, holding}};
+    return std::pair<size_t, governance::AcceleratorClaim>{rule, governance::AcceleratorClaim{"ns/other-" + created, created, 4, holding}};
   };
-  auto with = [&](std::vector<std::pair<size_t, crd::AcceleratorClaim>> others) {
+  auto with = [&](std::vector<std::pair<size_t, governance::AcceleratorClaim>> others) {
     auto o = fresh();
     o.run = runWith(gpus);
     o.run->metadata.creationTimestamp = "2026-03-01T11:00:00Z";

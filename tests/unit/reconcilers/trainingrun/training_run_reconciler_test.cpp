@@ -432,7 +432,7 @@ class CappedReconcilerTest : public ReconcilerTest {
   CappedReconcilerTest() : ReconcilerTest(cappedOptions()) { controller.polling().pollDue(); }
   static TrainingRunReconcilerOptions cappedOptions() {
     auto o = options();
-    o.tenancy = crd::parseTenancyRules(json::parse(R"([{"imagePrefixes": ["us-docker.pkg.dev/p/", "us-central1-docker.pkg.dev/p/"], "namespaces": ["ns"], "maxAccelerators": 4}])"));
+    o.tenancy = governance::parseTenancyRules(json::parse(R"([{"imagePrefixes": ["us-docker.pkg.dev/p/", "us-central1-docker.pkg.dev/p/"], "namespaces": ["ns"], "maxAccelerators": 4}])"));
     return o;
   }
   static constexpr const char* kFourGpus =
@@ -446,10 +446,10 @@ class BudgetedReconcilerTest : public ReconcilerTest {
   struct Budgets {
     testing::FakeVertexClient vertex;
     testing::FakeClock clock;
-    crd::TenancyRules rules = crd::parseTenancyRules(json::parse(
+    governance::TenancyRules rules = governance::parseTenancyRules(json::parse(
         R"([{"namespaces": ["ns"], "projects": ["test-project"], "locations": ["us-central1"], "name": "team-a",
              "imagePrefixes": ["us-docker.pkg.dev/p/"], "budget": {"monthlyUsd": 100}}])"));
-    BudgetLedger ledger{vertex, clock, rules, crd::PriceCatalog::builtIn(), {"us-central1"}};
+    BudgetLedger ledger{vertex, clock, rules, governance::PriceCatalog::builtIn(), {"us-central1"}};
   };
   static Budgets& budgets() {
     static Budgets shared;
@@ -635,7 +635,7 @@ class TenantReconcilerTest : public ReconcilerTest {
   TenantReconcilerTest() : ReconcilerTest(tenantOptions()) {}
   static TrainingRunReconcilerOptions tenantOptions() {
     auto o = options();
-    o.tenancy = crd::parseTenancyRules(json::parse(R"([{"imagePrefixes": ["us-docker.pkg.dev/p/", "us-central1-docker.pkg.dev/p/"], "namespaces": ["ns"], "bucketPrefixes": ["gs://bucket/"]}])"));
+    o.tenancy = governance::parseTenancyRules(json::parse(R"([{"imagePrefixes": ["us-docker.pkg.dev/p/", "us-central1-docker.pkg.dev/p/"], "namespaces": ["ns"], "bucketPrefixes": ["gs://bucket/"]}])"));
     return o;
   }
 };

@@ -12,15 +12,15 @@
 
 #include "base/clock.h"
 #include "base/money.h"
-#include "crd/cost.h"
-#include "crd/tenancy.h"
+#include "governance/cost.h"
+#include "governance/tenancy.h"
 
-namespace vto::crd {
+namespace vto::governance {
 
 // "2026-12": the calendar month (UTC) a budget counts.
 std::string budgetMonth(Clock::time_point t);
 
-// What the check sets aside for a new job: its whole worst case (crd::priceJob with no times yet). A
+// What the check sets aside for a new job: its whole worst case (governance::priceJob with no times yet). A
 // job under a Hold budget is created with `timeout` as its scheduling.timeout, so that nothing but the
 // reservation's own horizon can let it spend more (Vertex's 7 days rendered when the spec sets none).
 struct Reservation {
@@ -62,4 +62,4 @@ BudgetDecision decideBudget(const BudgetInput& input);
 // "7 days", "24 h", "2 min", "1h30m": a duration in a message.
 std::string durationInWords(std::chrono::seconds duration);
 
-}  // namespace vto::crd
+}  // namespace vto::governance

@@ -1,5 +1,5 @@
-// The price table, money and the cost model (crd/price_catalog.h, crd/money.h, crd/cost.h).
-#include "crd/cost.h"
+// The price table, money and the cost model (governance/price_catalog.h, base/money.h, governance/cost.h).
+#include "governance/cost.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,17 @@
 #include "crd/render.h"
 #include "crd/strict_json.h"
 
-namespace vto::crd {
+namespace vto::governance {
+// What this file reads of the API.
+using crd::DecodeError;
+using crd::ReplicaUse;
+using crd::SchedulingStrategy;
+using crd::TrainingRun;
+using crd::acceleratorsOf;
+using crd::decodeTrainingRun;
+using crd::renderJob;
+using crd::replicaUseOf;
+
 namespace {
 
 using nlohmann::json;
@@ -210,4 +220,4 @@ TEST(Cost, AVertexJobIsReadAsItsRenderingIs) {
 }
 
 }  // namespace
-}  // namespace vto::crd
+}  // namespace vto::governance

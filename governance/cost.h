@@ -13,10 +13,10 @@
 
 #include "base/clock.h"
 #include "base/money.h"
-#include "crd/price_catalog.h"
 #include "crd/training_run.h"
+#include "governance/price_catalog.h"
 
-namespace vto::crd {
+namespace vto::governance {
 
 // How long Vertex lets a job (a tuning job: each trial) run when its scheduling.timeout is unset.
 inline constexpr std::chrono::seconds kVertexDefaultTimeout{7 * 24 * 3600};
@@ -40,7 +40,7 @@ std::vector<PoolUse> poolsOfWorkerPools(const nlohmann::json& workerPoolSpecs);
 struct JobShape {
   std::vector<PoolUse> pools;
   std::string location;
-  SchedulingStrategy strategy = SchedulingStrategy::Standard;
+  crd::SchedulingStrategy strategy = crd::SchedulingStrategy::Standard;
   bool tuning = false;
   int64_t maxTrials = 1;       // a tuning job's maxTrialCount; 1 for a custom job
   int64_t parallelTrials = 1;  // trials at once (1 for a custom job)
@@ -49,7 +49,7 @@ struct JobShape {
 
 // The job `run` renders to at `location` (run.spec: the placement's, with crd::specAt applied).
 // Throws what rendering throws (a spec validation refuses).
-JobShape shapeOfRun(const TrainingRun& run, const std::string& location);
+JobShape shapeOfRun(const crd::TrainingRun& run, const std::string& location);
 // The same from a Vertex job resource (CustomJob or HyperparameterTuningJob) at `location`.
 JobShape shapeOfJob(const nlohmann::json& job, const std::string& location);
 
@@ -92,4 +92,4 @@ std::optional<Usd> hourlyPriceOf(const PriceCatalog& prices, const JobShape& sha
 // nothing new changed compares equal.
 double roundHours(double hours);
 
-}  // namespace vto::crd
+}  // namespace vto::governance

@@ -1,12 +1,15 @@
-// A tenancy rule's budget (crd/budget.h) as a table, and its configuration (crd/tenancy.h).
-#include "crd/budget.h"
+// A tenancy rule's budget (governance/budget.h) as a table, and its configuration (governance/tenancy.h).
+#include "governance/budget.h"
 
 #include <gtest/gtest.h>
 
 #include "base/rfc3339.h"
 #include "crd/strict_json.h"
 
-namespace vto::crd {
+namespace vto::governance {
+// What this file reads of the API.
+using crd::DecodeError;
+
 namespace {
 
 using nlohmann::json;
@@ -162,4 +165,4 @@ TEST(Budget, TheRuleNamesItsBudget) {
 }
 
 }  // namespace
-}  // namespace vto::crd
+}  // namespace vto::governance

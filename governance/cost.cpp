@@ -1,4 +1,4 @@
-#include "crd/cost.h"
+#include "governance/cost.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,17 @@
 #include "crd/raw_pool.h"
 #include "crd/render.h"
 
-namespace vto::crd {
+namespace vto::governance {
+// What this file reads of the API.
+using crd::MachineCatalog;
+using crd::RawPool;
+using crd::SchedulingStrategy;
+using crd::TrainingRun;
+using crd::parseDurationSeconds;
+using crd::readRawPool;
+using crd::renderJob;
+using crd::replicaUseOf;
+
 namespace {
 
 using Hours = std::chrono::duration<double, std::ratio<3600>>;
@@ -177,4 +187,4 @@ JobPricing priceJob(const PriceCatalog& prices, const JobShape& shape, const Job
 
 double roundHours(double hours) { return std::round(hours * 1000.0) / 1000.0; }
 
-}  // namespace vto::crd
+}  // namespace vto::governance

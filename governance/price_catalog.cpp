@@ -1,12 +1,22 @@
-#include "crd/price_catalog.h"
+#include "governance/price_catalog.h"
 
 #include <cmath>
 
-#include "crd/embedded.h"
 #include "crd/strict_json.h"
 #include "crd/yaml_json.h"
+#include "governance/embedded.h"
 
-namespace vto::crd {
+namespace vto::governance {
+// What this file reads of the API.
+using crd::DecodeError;
+using crd::ObjectReader;
+using crd::SchedulingStrategy;
+using crd::describeType;
+using crd::joinPath;
+using crd::parseYamlDocuments;
+using crd::readNumber;
+using nlohmann::json;
+
 namespace {
 
 // Far above anything Vertex charges per machine or accelerator (the built-in table's dearest is under
@@ -116,4 +126,4 @@ std::optional<Usd> PriceCatalog::accelerator(const std::string& location, const 
                 [](const LocationPrices& l) -> const auto& { return l.accelerators; });
 }
 
-}  // namespace vto::crd
+}  // namespace vto::governance

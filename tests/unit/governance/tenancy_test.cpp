@@ -7,11 +7,26 @@
 
 #include "crd/accelerators.h"
 #include "crd/strict_json.h"
-#include "crd/tenancy.h"
 #include "crd/yaml_json.h"
+#include "governance/tenancy.h"
 #include "tests/unit/crd/crd_test_support.h"
 
-namespace vto::crd {
+namespace vto::governance {
+// What this file reads of the API.
+using crd::DecodeError;
+using crd::Distribution;
+using crd::MetricTrigger;
+using crd::ModelSpec;
+using crd::NewDataTrigger;
+using crd::PythonPackageTrainer;
+using crd::ReductionServer;
+using crd::RetrainingPolicySpec;
+using crd::Trainer;
+using crd::TrainingRunSpec;
+using crd::acceleratorsOf;
+using crd::parseYamlDocuments;
+using crd::readRawPool;
+
 namespace {
 
 const char* kRules = R"(
@@ -41,7 +56,7 @@ std::string parseError(const std::string& yaml) {
 
 // A run in team-a that every field of rule 0 allows; tests change one field.
 TrainingRunSpec allowedSpec() {
-  auto spec = testing::runFromYaml(testing::kMinimalRun).spec;
+  auto spec = crd::testing::runFromYaml(crd::testing::kMinimalRun).spec;
   spec.project = "acme-ml";
   spec.location = "us-central1";
   spec.serviceAccount = "trainer@acme-ml.iam.gserviceaccount.com";
@@ -206,7 +221,7 @@ TEST(Tenancy, RawWorkerPoolsAreCountedAndCheckedToo) {
 }
 
 TEST(Tenancy, AClaimComesFromTheRunsMetadataAndSpec) {
-  auto run = testing::runFromYaml(testing::kMinimalRun);
+  auto run = crd::testing::runFromYaml(crd::testing::kMinimalRun);
   run.metadata.creationTimestamp = "2026-01-01T00:00:00Z";
   auto claim = claimOf(run, true);
   EXPECT_EQ(claim.key, "team-a/demo");
@@ -651,4 +666,4 @@ TEST(Tenancy, ModelsAreCheckedByIdWhenTheRuleListsThem) {
 }
 
 }  // namespace
-}  // namespace vto::crd
+}  // namespace vto::governance

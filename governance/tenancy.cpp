@@ -1,15 +1,35 @@
-#include "crd/tenancy.h"
+#include "governance/tenancy.h"
 
 #include <algorithm>
-#include <limits>
 #include <stdexcept>
 
 #include "base/url.h"
 #include "crd/accelerators.h"
-#include "crd/machine_catalog.h"
 #include "crd/strict_json.h"
 
-namespace vto::crd {
+namespace vto::governance {
+// What this file reads of the API.
+using crd::DecodeError;
+using crd::ObjectReader;
+using crd::RawPool;
+using crd::RetrainingPolicySpec;
+using crd::TrainingRun;
+using crd::TrainingRunSpec;
+using crd::acceleratorTypesOf;
+using crd::acceleratorsOf;
+using crd::artifactUriOf;
+using crd::checkpointDirectoryOf;
+using crd::indexPath;
+using crd::joinPath;
+using crd::locationOf;
+using crd::readList;
+using crd::readNumber;
+using crd::readRawPool;
+using crd::readString;
+using crd::readStringList;
+using crd::saturatingAdd;
+using nlohmann::json;
+
 namespace {
 
 using FieldValues = std::vector<std::pair<std::string, std::string>>;
@@ -679,4 +699,4 @@ AdmitDecision admit(const AcceleratorClaim& candidate, const std::vector<Acceler
   return decision;
 }
 
-}  // namespace vto::crd
+}  // namespace vto::governance

@@ -32,9 +32,9 @@
 #include "crd/retraining_policy.h"
 #include "crd/training_run.h"
 
-namespace vto::crd {
+namespace vto::governance {
 
-// A rule's monthly budget (API.md "Cost and budgets"); crd/budget.h decides with it.
+// A rule's monthly budget (API.md "Cost and budgets"); governance/budget.h decides with it.
 enum class BudgetAction { Hold, Warn };
 struct Budget {
   Usd monthlyUsd;
@@ -86,7 +86,7 @@ bool isVertexPrebuiltImage(const std::string& imageUri);
 
 // The container images a run names, as (field path, image): its trainer, the reduction server when
 // set, raw pools' containerSpec and pythonPackageSpec, and the model's serving container.
-std::vector<std::pair<std::string, std::string>> imagesOf(const TrainingRunSpec& spec);
+std::vector<std::pair<std::string, std::string>> imagesOf(const crd::TrainingRunSpec& spec);
 
 using TenancyRules = std::vector<TenancyRule>;
 
@@ -115,7 +115,7 @@ struct TenancyDecision {
 };
 
 // GCS locations the run writes or reads that bucket prefixes govern, as (field path, URI).
-std::vector<std::pair<std::string, std::string>> bucketUrisOf(const TrainingRunSpec& spec);
+std::vector<std::pair<std::string, std::string>> bucketUrisOf(const crd::TrainingRunSpec& spec);
 
 // A GCS prefix as a directory: "/" appended where missing ("gs://b/team-a" -> "gs://b/team-a/",
 // "gs://b" -> "gs://b/"). The bucket check compares these, and whoever lists a prefix the check
@@ -140,23 +140,23 @@ std::optional<TenancyViolation> checkModelAllowed(const TenancyRule& rule, size_
 // operator's --default-project/--default-location, applied first as the reconciler does.
 // `extraBucketUris` are further (field, URI) pairs the bucket prefixes govern, e.g. a
 // RetrainingPolicy's ("spec.triggers.newData.gcsPrefix", "gs://...") beside its template's spec.
-TenancyDecision decideTenancy(const TrainingRunSpec& spec, const Location& defaults, const NamespaceInfo& ns,
+TenancyDecision decideTenancy(const crd::TrainingRunSpec& spec, const Location& defaults, const NamespaceInfo& ns,
                               const TenancyRules& rules,
                               const std::vector<std::pair<std::string, std::string>>& extraBucketUris = {});
 // A RetrainingPolicy's decision: its template's spec (a violation's field is named under
 // spec.template.spec), its newData.gcsPrefix, which the operator lists with its own identity (as
 // directoryPrefix(gcsPrefix)), and its metric trigger's prometheusUrl, which the operator queries
 // (one of the rule's prometheusUrls).
-TenancyDecision decidePolicyTenancy(const RetrainingPolicySpec& spec, const Location& defaults,
+TenancyDecision decidePolicyTenancy(const crd::RetrainingPolicySpec& spec, const Location& defaults,
                                     const NamespaceInfo& ns, const TenancyRules& rules);
 // decideTenancy in two halves, for callers that meet one spec in many namespaces or the reverse
 // (the accelerator ledger): whether rule i's fields other than the namespace allow the spec (entry
 // i), and whether a rule selects a namespace (labels unknown: a label selector is assumed to match).
 // The governing rule is the first that does both.
-std::vector<bool> rulesAllowing(const TrainingRunSpec& spec, const Location& defaults, const TenancyRules& rules);
+std::vector<bool> rulesAllowing(const crd::TrainingRunSpec& spec, const Location& defaults, const TenancyRules& rules);
 bool ruleSelects(const TenancyRule& rule, const NamespaceInfo& ns);
 // The refusal alone, for callers that only need to know whether the run may go ahead.
-std::optional<TenancyViolation> checkTenancy(const TrainingRunSpec& spec, const Location& defaults,
+std::optional<TenancyViolation> checkTenancy(const crd::TrainingRunSpec& spec, const Location& defaults,
                                              const NamespaceInfo& ns, const TenancyRules& rules,
                                              const std::vector<std::pair<std::string, std::string>>& extraBucketUris = {});
 
@@ -170,7 +170,7 @@ struct AcceleratorClaim {
 };
 
 // A run's claim; `holding` is the caller's reading of its status (a job exists and is unfinished).
-AcceleratorClaim claimOf(const TrainingRun& run, bool holding);
+AcceleratorClaim claimOf(const crd::TrainingRun& run, bool holding);
 
 int64_t acceleratorsInUse(const std::vector<AcceleratorClaim>& claims);
 
@@ -190,4 +190,4 @@ struct AdmitDecision {
 AdmitDecision admit(const AcceleratorClaim& candidate, const std::vector<AcceleratorClaim>& claims, int64_t cap,
                     const std::string& ruleDescription);
 
-}  // namespace vto::crd
+}  // namespace vto::governance

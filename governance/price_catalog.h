@@ -13,11 +13,11 @@
 #include "base/money.h"
 #include "crd/training_run.h"
 
-namespace vto::crd {
+namespace vto::governance {
 
 struct StrategyPrices {
   std::optional<Usd> standard, spot, flexStart;  // per hour
-  std::optional<Usd> of(SchedulingStrategy strategy) const;
+  std::optional<Usd> of(crd::SchedulingStrategy strategy) const;
 };
 
 struct LocationPrices {
@@ -41,9 +41,9 @@ class PriceCatalog {
 
   // nullopt: the table does not price it at that location for that strategy.
   std::optional<Usd> machine(const std::string& location, const std::string& machineType,
-                                SchedulingStrategy strategy) const;
+                                crd::SchedulingStrategy strategy) const;
   std::optional<Usd> accelerator(const std::string& location, const std::string& acceleratorType,
-                                    SchedulingStrategy strategy) const;
+                                    crd::SchedulingStrategy strategy) const;
 
  private:
   std::string id_, date_, source_;
@@ -51,6 +51,6 @@ class PriceCatalog {
 };
 
 // "standard" | "spot" | "flexStart": the price file's key for a strategy.
-const char* priceKeyOf(SchedulingStrategy strategy);
+const char* priceKeyOf(crd::SchedulingStrategy strategy);
 
-}  // namespace vto::crd
+}  // namespace vto::governance

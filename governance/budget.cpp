@@ -1,4 +1,4 @@
-#include "crd/budget.h"
+#include "governance/budget.h"
 
 #include <algorithm>
 
@@ -6,7 +6,10 @@
 
 #include "crd/duration.h"
 
-namespace vto::crd {
+namespace vto::governance {
+// What this file reads of the API.
+using crd::formatDuration;
+
 
 std::string budgetMonth(Clock::time_point t) {
   auto day = date::year_month_day(date::floor<date::days>(t));
@@ -88,4 +91,4 @@ BudgetDecision decideBudget(const BudgetInput& in) {
   return out;
 }
 
-}  // namespace vto::crd
+}  // namespace vto::governance
