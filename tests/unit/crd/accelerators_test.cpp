@@ -28,19 +28,6 @@ TEST(Accelerators, CountMachinesAndParallelTrials) {
   EXPECT_EQ(acceleratorsOf(spec), 0);
 }
 
-TEST(Accelerators, RawWorkerPoolsCountTheirMachines) {
-  auto spec = minimalSpec();
-  spec.trainer.reset();
-  spec.resources.reset();
-  spec.workerPoolSpecs = nlohmann::json::parse(R"([
-    {"machineSpec": {"machineType": "g2-standard-48", "acceleratorType": "NVIDIA_L4", "acceleratorCount": 4},
-     "replicaCount": "2", "containerSpec": {"imageUri": "us-docker.pkg.dev/p/r/i:1"}},
-    {},
-    {"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": 1,
-     "pythonPackageSpec": {"executorImageUri": "us-docker.pkg.dev/p/r/i:1", "pythonModule": "m"}}])");
-  EXPECT_EQ(acceleratorsOf(spec), 8) << "4 per machine x 2 replicas; the CPU pool holds none";
-}
-
 // A TPU machine carries its chips whether or not the pool names them; it used to count as zero.
 TEST(Accelerators, TpuMachinesCountTheirChipsWithoutAnAcceleratorType) {
   auto raw = minimalSpec();
