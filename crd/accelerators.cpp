@@ -36,8 +36,11 @@ int64_t saturatingMultiply(int64_t a, int64_t b) {
   return __builtin_mul_overflow(a, b, &product) ? std::numeric_limits<int64_t>::max() : product;
 }
 
+int64_t parallelTrialsOf(const TrainingRunSpec& spec) {
+  return spec.hyperparameterTuning ? std::max<int64_t>(spec.hyperparameterTuning->parallelTrialCount, 1) : 1;
+}
+
 int64_t acceleratorsOf(const TrainingRunSpec& spec) {
-  int64_t trials = spec.hyperparameterTuning ? std::max<int64_t>(spec.hyperparameterTuning->parallelTrialCount, 1) : 1;
   int64_t total = 0;
   for (const auto& pool : spec.workerPoolSpecs) {  // the expert form: every pool's machines count
     auto read = readRawPool(pool);
@@ -57,7 +60,7 @@ int64_t acceleratorsOf(const TrainingRunSpec& spec) {
                                                         std::max<int64_t>(pool->replicaCount, 0)));
     }
   }
-  return saturatingMultiply(total, trials);
+  return saturatingMultiply(total, parallelTrialsOf(spec));
 }
 
 std::vector<std::pair<std::string, std::string>> acceleratorTypesOf(const TrainingRunSpec& spec) {

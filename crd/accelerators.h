@@ -20,6 +20,10 @@ inline constexpr int64_t kMaxAcceleratorsPerRun = 4096;
 int64_t saturatingAdd(int64_t a, int64_t b);
 int64_t saturatingMultiply(int64_t a, int64_t b);
 
+// Trials that run at once: a tuning run's parallelTrialCount (at least 1), else 1. Every count of what
+// a run holds at once (accelerators, Kueue's pod sets) is per trial times this.
+int64_t parallelTrialsOf(const TrainingRunSpec& spec);
+
 // Accelerators a run holds while its job runs: per machine x machines x parallel trials (with
 // workerPoolSpecs, each pool's per-machine count x replicaCount, summed). A machine holds the most
 // of: its acceleratorCount, what its machine type carries by itself (MachineCatalog::

@@ -8,6 +8,7 @@
 
 #include "base/json_fields.h"
 #include "base/rfc3339.h"
+#include "crd/accelerators.h"
 #include "crd/render.h"
 #include "governance/cost.h"
 
@@ -176,7 +177,7 @@ std::vector<PodSetShape> podSetsOf(const crd::TrainingRun& at) {
   // The pools of the job the run renders to, in Vertex's order (workerpool0 is the chief): what
   // Vertex will run, whichever form the spec used.
   auto pools = crd::renderCustomJob(at, 1, "")["jobSpec"]["workerPoolSpecs"];
-  int64_t trials = at.spec.hyperparameterTuning ? std::max(1, at.spec.hyperparameterTuning->parallelTrialCount) : 1;
+  int64_t trials = crd::parallelTrialsOf(at.spec);
   std::vector<PodSetShape> out;
   for (size_t i = 0; pools.is_array() && i < pools.size(); ++i) {
     auto uses = governance::poolsOfWorkerPools(json::array({pools[i]}));
