@@ -63,7 +63,9 @@ std::string Usd::plain(int decimals) const {
   std::string text = std::to_string(units / scale);
   if (decimals > 0) {
     std::string fraction = std::to_string(units % scale);
-    text += "." + std::string(static_cast<size_t>(decimals) - fraction.size(), '0') + fraction;
+    text += '.';  // appended piece by piece: g++ 12 warns falsely (-Wrestrict) on `"." + std::string(...)`
+    text.append(static_cast<size_t>(decimals) - fraction.size(), '0');
+    text += fraction;
   }
   return text;
 }
