@@ -71,6 +71,10 @@ bool Controller::processNext() {
     } else if (result.requeue) {
       queue_.addRateLimited(*key);
       finish(*key, ReconcileOutcome::Requeue, started);
+    } else if (result.catchUp) {
+      queue_.forget(*key);
+      queue_.addLowPriority(*key);
+      finish(*key, ReconcileOutcome::Requeue, started);
     } else {
       queue_.forget(*key);
       finish(*key, ReconcileOutcome::Success, started);

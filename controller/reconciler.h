@@ -15,6 +15,9 @@ struct Result {
   Clock::duration requeueAfter = Clock::duration::zero();
   // Come back after the rate limiter's backoff, as after an error.
   bool requeue = false;
+  // Come back at low priority (WorkQueue::addLowPriority): what is left only records what this pass
+  // did, and may wait behind passes that start work.
+  bool catchUp = false;
 };
 
 // Thrown from reconcile() for a problem retrying cannot fix (an invalid spec, a permission denied):

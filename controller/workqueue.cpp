@@ -5,8 +5,11 @@
 namespace vto::controller {
 
 WorkQueue::WorkQueue(const Clock& clock, std::unique_ptr<RateLimiter> rateLimiter,
-                     WorkQueueMetrics* metrics)
-    : clock_(clock), rateLimiter_(std::move(rateLimiter)), metrics_(metrics ? *metrics : noMetrics_) {}
+                     WorkQueueMetrics* metrics, Clock::duration lowPriorityMaxWait)
+    : clock_(clock),
+      rateLimiter_(std::move(rateLimiter)),
+      lowPriorityMaxWait_(lowPriorityMaxWait),
+      metrics_(metrics ? *metrics : noMetrics_) {}
 
 void WorkQueue::add(const ObjectKey& key) {
   std::lock_guard guard(mutex_);
@@ -14,13 +17,35 @@ void WorkQueue::add(const ObjectKey& key) {
 }
 
 void WorkQueue::addLocked(const ObjectKey& key, bool wake) {
-  if (shuttingDown_ || dirty_.count(key)) return;
+  if (shuttingDown_) return;
+  if (dirty_.count(key)) {
+    // Queued low: raised, keeping its place in time.
+    if (lowKeys_.erase(key) == 0 || processing_.count(key)) return;
+    low_.erase(std::find(low_.begin(), low_.end(), key));
+    ready_.push_back(key);
+    return;
+  }
   metrics_.added();
   dirty_[key] = clock_.now();
   if (processing_.count(key)) return;  // done() will queue it
-  ready_.push_back(key);
-  metrics_.depth(ready_.size());
+  pushReadyLocked(key);
   if (wake) wakeOneLocked();
+}
+
+void WorkQueue::addLowPriority(const ObjectKey& key) {
+  std::lock_guard guard(mutex_);
+  if (shuttingDown_ || dirty_.count(key)) return;  // queued already, at its priority or higher
+  metrics_.added();
+  dirty_[key] = clock_.now();
+  lowKeys_.insert(key);
+  if (processing_.count(key)) return;  // done() will queue it
+  pushReadyLocked(key);
+  wakeOneLocked();
+}
+
+void WorkQueue::pushReadyLocked(const ObjectKey& key) {
+  (lowKeys_.count(key) ? low_ : ready_).push_back(key);
+  metrics_.depth(ready_.size() + low_.size());
 }
 
 void WorkQueue::wakeOneLocked() {
@@ -79,7 +104,7 @@ std::optional<ObjectKey> WorkQueue::get() {
     if (shuttingDown_) return std::nullopt;
     // No wake-up per promoted key: this worker takes one and passes the rest on below.
     promoteDueLocked(/*wake=*/false);
-    if (!ready_.empty()) break;
+    if (anyReadyLocked()) break;
     // One idle worker waits for the earliest delayed key; the others wait to be handed one.
     if (!waitingByDue_.empty() && !timerWorker_) {
       timerWorker_ = true;
@@ -91,16 +116,20 @@ std::optional<ObjectKey> WorkQueue::get() {
       --idleWorkers_;
     }
   }
-  auto key = ready_.front();
-  ready_.pop_front();
+  auto now = clock_.now();
+  // Low priority waits behind the rest, but never longer than lowPriorityMaxWait_.
+  bool low = !low_.empty() && (ready_.empty() || now - dirty_[low_.front()] >= lowPriorityMaxWait_);
+  auto& lane = low ? low_ : ready_;
+  auto key = lane.front();
+  lane.pop_front();
+  lowKeys_.erase(key);
   // This worker may have held the timer, and more keys may be ready: pass either on.
-  if (!ready_.empty()) {
+  if (anyReadyLocked()) {
     wakeOneLocked();
   } else if (!waitingByDue_.empty() && !timerWorker_ && idleWorkers_ > 0) {
     idle_.notify_one();
   }
-  auto now = clock_.now();
-  metrics_.depth(ready_.size());
+  metrics_.depth(ready_.size() + low_.size());
   metrics_.queuedFor(now - dirty_[key]);
   dirty_.erase(key);
   processing_[key] = now;
@@ -114,8 +143,7 @@ void WorkQueue::done(const ObjectKey& key) {
   metrics_.workedFor(clock_.now() - found->second);
   processing_.erase(found);
   if (dirty_.count(key) && !shuttingDown_) {
-    ready_.push_back(key);
-    metrics_.depth(ready_.size());
+    pushReadyLocked(key);
     wakeOneLocked();
   }
   if (processing_.empty()) drained_.notify_all();  // drain() may be waiting for the last one
@@ -146,7 +174,7 @@ bool WorkQueue::shuttingDown() {
 size_t WorkQueue::len() {
   std::lock_guard guard(mutex_);
   promoteDueLocked();
-  return ready_.size();
+  return ready_.size() + low_.size();
 }
 
 std::pair<double, double> WorkQueue::unfinishedWork() {

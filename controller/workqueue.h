@@ -4,6 +4,12 @@
 // - a key being processed is never handed to a second worker; if it is added meanwhile it is
 //   queued again once, when the first worker calls done();
 // - addAfter / addRateLimited hold a key back until its time has come on the injected clock;
+// - addLowPriority queues a key behind every key added with add(), for at most `lowPriorityMaxWait`
+//   (then it goes first): a pass that only catches up (records a job an earlier pass created, follows
+//   a job's progress) waits while passes that may start work run. In a burst of new runs every job is
+//   then created before the status writes that record them take the API server's time.
+//   controller-runtime's priority queue makes the same choice for its initial list. add() raises a
+//   key queued low;
 // - after shutDown() get() returns nothing and adds are ignored; drain() waits for in-flight work.
 #include <condition_variable>
 #include <map>
@@ -25,9 +31,10 @@ class WorkQueue {
  public:
   // `metrics` may be null; it must outlive the queue.
   WorkQueue(const Clock& clock, std::unique_ptr<RateLimiter> rateLimiter,
-            WorkQueueMetrics* metrics = nullptr);
+            WorkQueueMetrics* metrics = nullptr, Clock::duration lowPriorityMaxWait = std::chrono::seconds(30));
 
   void add(const ObjectKey& key);
+  void addLowPriority(const ObjectKey& key);
   void addAfter(const ObjectKey& key, Clock::duration delay);
   // Adds after the rate limiter's delay for this key (counts one more failure), or after
   // `atLeast` when that is longer (a server's Retry-After).
@@ -46,7 +53,7 @@ class WorkQueue {
   bool drain(Clock::time_point deadline);
   bool shuttingDown();
 
-  size_t len();  // keys ready to be handed out now
+  size_t len();  // keys ready to be handed out now, of either priority
   // Seconds of work in flight (summed) and the longest single one, for the workqueue_unfinished_*
   // gauges.
   std::pair<double, double> unfinishedWork();
@@ -56,9 +63,12 @@ class WorkQueue {
   void addLocked(const ObjectKey& key, bool wake = true);
   void promoteDueLocked(bool wake = true);  // moves waiting keys whose time has come into the ready queue
   void wakeOneLocked();     // a key became ready: wake one waiting worker
+  void pushReadyLocked(const ObjectKey& key);  // into the lane of its priority
+  bool anyReadyLocked() const { return !ready_.empty() || !low_.empty(); }
 
   const Clock& clock_;
   std::unique_ptr<RateLimiter> rateLimiter_;
+  Clock::duration lowPriorityMaxWait_;
   WorkQueueMetrics noMetrics_;
   WorkQueueMetrics& metrics_;
 
@@ -70,6 +80,8 @@ class WorkQueue {
   bool timerWorker_ = false;
   bool shuttingDown_ = false;
   std::deque<ObjectKey> ready_;
+  std::deque<ObjectKey> low_;     // ready keys of low priority, oldest first
+  std::set<ObjectKey> lowKeys_;   // queued (or to re-queue) at low priority
   std::map<ObjectKey, Clock::time_point> dirty_;       // queued or to re-queue; value: when added
   std::map<ObjectKey, Clock::time_point> processing_;  // value: when handed out
   std::map<ObjectKey, Clock::time_point> waiting_;     // delayed keys; value: when due

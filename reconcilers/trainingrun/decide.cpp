@@ -242,8 +242,8 @@ Plan createRejected(Draft& d, const VertexFailure& rejected) {
   return finish(d);
 }
 
-// Plans the creation of the current attempt's job, once its gates are open; act writes its name to
-// status at once.
+// Plans the creation of the current attempt's job, once its gates are open; act records its name in
+// status.
 Plan create(Draft& d, const DecideOptions& options) {
   if (d.o.vertex.createRejected) return createRejected(d, *d.o.vertex.createRejected);
   if (d.refused) return tenantViolation(d, *d.refused);  // create is the one door to a new job
@@ -686,6 +686,7 @@ Plan recordCreatedJob(const Observed& o, Plan plan, const CachedJob& job, bool a
   d.plan.status.reset();
   auto& attempt = d.current();
   if (!attempt.startTime) attempt.startTime = d.now();
+  d.plan.jobCreated = !adopted;
   if (!adopted) d.plan.events.push_back(normalEvent("JobCreated", "created " + std::string(vertex::kindName(vertex::jobKindOf(job.name))) +
                                                         " " + job.name + " for attempt " + std::to_string(attempt.attempt)));
   applyJobState(d, job);

@@ -177,6 +177,9 @@ struct Observed {
   std::string decodeError;
   crd::TrainingRunStatus status;  // as stored; {} when it does not decode
   bool statusStored = false;      // the object has a status at all
+  // `status` carries the phase and history act held back after creating a job (HeldStatuses), not
+  // yet written (statusStored is then false: this pass writes).
+  bool statusHeld = false;
   bool hasFinalizer = false;
   Location defaults;  // --default-project / --default-location
   VertexReading vertex;
@@ -261,7 +264,7 @@ struct Plan {
   // The run's crd::kRunUidsAnnotation, to write with the finalizer (one patch) when it lacks its uid.
   std::optional<std::string> runUids;
   std::optional<std::string> cancelJob;  // job name
-  std::optional<CreateJob> createJob;    // act writes the job name to status at once (the journal)
+  std::optional<CreateJob> createJob;    // act records the job name in status (the journal; HeldStatuses)
   std::optional<BudgetReservation> budgetReservation;  // with createJob under a budget
   std::optional<AcceleratorReservation> acceleratorReservation;  // with createJob under a capped rule
   // act writes status (the upload journal, uploadStartTime) before the upload, its operation after.
@@ -276,6 +279,7 @@ struct Plan {
   std::optional<nlohmann::json> releaseAdmission;
   // The status to write; nullopt when it equals what is stored (no write).
   std::optional<crd::TrainingRunStatus> status;
+  bool jobCreated = false;  // act created the attempt's job in this pass (recordCreatedJob, not adopted)
   std::vector<controller::Event> events;
   std::vector<std::string> impostorsWarned;  // the Events name them: the JobCache stops reporting them
   bool removeFinalizer = false;
@@ -344,7 +348,8 @@ std::optional<crd::Progress> progressOf(const crd::TrainingRunSpec& spec, const 
 
 // After act created the job `plan.createJob` asked for (or found it already there: `adopted`, after a
 // crash between create and the status write): the status with the job's name and state, which act
-// writes at once (the journal that makes creation exactly once), and the JobCreated Event (the only
+// records (the journal that makes creation exactly once: held in memory until a catch-up pass writes
+// it, for a job it created), and the JobCreated Event (the only
 // Event of a submission: the job's first state is not announced separately).
 Plan recordCreatedJob(const Observed& observed, Plan plan, const CachedJob& job, bool adopted);
 

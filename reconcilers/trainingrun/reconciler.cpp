@@ -64,6 +64,7 @@ TrainingRunReconciler::TrainingRunReconciler(const controller::ObjectCache& runs
 Result TrainingRunReconciler::reconcile(const controller::ObjectKey& key) {
   auto cached = runs_.get(key);
   if (!cached) {
+    held_.release(key);
     if (options_.ownWrites != nullptr) options_.ownWrites->forget(key);
     return {};  // deleted: the finalizer already did its work
   }
@@ -121,6 +122,12 @@ Observed TrainingRunReconciler::observe(const nlohmann::json& object) {
     } catch (const std::exception&) {
       o.status = {};  // a status we cannot read is rebuilt from what we observe
     }
+  }
+  if (auto held = held_.heldFor(controller::keyOf(object), o.metadata.uid)) {
+    o.status.phase = held->phase;
+    o.status.history = std::move(held->history);
+    o.statusHeld = true;
+    o.statusStored = false;  // decide plans the write, whatever it finds
   }
   bool deleting = !o.metadata.deletionTimestamp.empty();
   observeWorkload(o);
@@ -455,6 +462,28 @@ void ListedBuckets::listed(const std::string& bucket, Clock::time_point now) {
     if (listedAt_.size() >= kMaxBuckets) listedAt_.clear();  // bounded whatever the specs name
   }
   listedAt_[bucket] = now;
+}
+
+void HeldStatuses::hold(const controller::ObjectKey& key, const std::string& uid, const crd::TrainingRunStatus& status) {
+  std::lock_guard lock(mutex_);
+  held_.insert_or_assign(key, Held{uid, status.phase, status.history});
+}
+
+std::optional<HeldStatuses::Held> HeldStatuses::heldFor(const controller::ObjectKey& key, const std::string& uid) const {
+  std::lock_guard lock(mutex_);
+  auto found = held_.find(key);
+  if (found == held_.end() || found->second.uid != uid) return std::nullopt;
+  return found->second;
+}
+
+void HeldStatuses::release(const controller::ObjectKey& key) {
+  std::lock_guard lock(mutex_);
+  held_.erase(key);
+}
+
+size_t HeldStatuses::size() const {
+  std::lock_guard lock(mutex_);
+  return held_.size();
 }
 
 std::optional<CachedJob> TrainingRunReconciler::readJob(const std::string& jobName,
@@ -875,10 +904,17 @@ Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& 
       plan = recordImportFailure(o, std::move(plan), VertexFailure{e.httpStatus(), e.what()});
     }
   }
-  if (plan.status) {
+  // The status that records a new job waits behind other runs' creates, unless more of this pass
+  // must follow its write.
+  bool holdStatus = plan.jobCreated && plan.status && !plan.releaseAdmission && !plan.finishWorkload &&
+                    !plan.removeFinalizer && !plan.deleteRun && !plan.failure && !plan.uploadModel && !plan.importEvaluation;
+  if (holdStatus) {
+    held_.hold(controller::keyOf(cached), meta.uid, *plan.status);
+  } else if (plan.status) {
     auto status = writeStatus(current(), *plan.status);
     rememberOwnWrite(current(), status);
     written = std::move(status);
+    if (o.statusHeld) held_.release(controller::keyOf(cached));
   }
   if (plan.releaseAdmission) {
     // After the status that marks the cancelled job as the eviction's: Kueue may admit again at once,
@@ -924,6 +960,7 @@ Result TrainingRunReconciler::act(const nlohmann::json& cached, const Observed& 
   if (plan.failure && plan.failure->terminal) throw controller::TerminalError(plan.failure->message);
   if (plan.failure && plan.retryAfter) throw RetryableError(plan.failure->message, plan.retryAfter);
   if (plan.failure) throw std::runtime_error(plan.failure->message);
+  if (holdStatus) return Result{.catchUp = true};
   return Result{plan.requeueAfter};
 }
 

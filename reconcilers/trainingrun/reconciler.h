@@ -105,6 +105,32 @@ class ListedBuckets {
   std::map<std::string, Clock::time_point> listedAt_;
 };
 
+// Status writes that record a job this process has just created, held back so that other runs'
+// creates go first (the pass ends with Result::catchUp: the run comes back at low priority). What a
+// pass cannot observe again is held: the run's history (the attempt that names the job) and its
+// phase (so the JobCreated Event stays the only one). Until the status is written, every pass of
+// the run observes them as stored and rebuilds the rest, so the job is recorded from its create on.
+// A crash loses what is held; the job's labels then find it again (a namesake's adoption, or the
+// lookup by labels before any later create), as after a crash between a create and its status
+// write. About 1 KB a run while held. Safe across workers.
+class HeldStatuses {
+ public:
+  struct Held {
+    std::string uid;
+    std::optional<crd::Phase> phase;
+    crd::RunHistory history;
+  };
+  void hold(const controller::ObjectKey& key, const std::string& uid, const crd::TrainingRunStatus& status);
+  // Nothing for another run of the same name.
+  std::optional<Held> heldFor(const controller::ObjectKey& key, const std::string& uid) const;
+  void release(const controller::ObjectKey& key);
+  size_t size() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<controller::ObjectKey, Held> held_;
+};
+
 class TrainingRunReconciler final : public controller::Reconciler {
  public:
   // `metrics` may be null.
@@ -121,6 +147,8 @@ class TrainingRunReconciler final : public controller::Reconciler {
   // The budgets' month-to-date spend, when rules have budgets (nullptr otherwise): its holds follow
   // job and run events as the ledger's claims do.
   BudgetLedger* budgets() { return options_.budgets; }
+
+  const HeldStatuses& heldStatuses() const { return held_; }
 
   // The two halves around decide(), public for tests.
   Observed observe(const nlohmann::json& object);
@@ -191,6 +219,7 @@ class TrainingRunReconciler final : public controller::Reconciler {
   AcceleratorLedger accelerators_;
   NamespaceLabels namespaces_;
   ListedBuckets buckets_;
+  HeldStatuses held_;
   Clock::time_point startedAt_;
 };
 

@@ -44,7 +44,7 @@ TrainingRunController::TrainingRunController(const controller::ObjectCache& runs
       targets_(options.defaults),
       logTails_(deps.logging, deps.clock,
                 [this](const std::string& uid) {
-                  if (auto key = runs_.keyByUid(uid)) enqueue_(*key);
+                  if (auto key = runs_.keyByUid(uid)) enqueueLowPriority_(*key);
                 },
                 withJobs(logTailOptions, jobs_)),
       // Each read waits on Cloud Logging (up to its timeout): a few at once, none on a reconcile worker.
@@ -102,13 +102,15 @@ TrainingRunController::TrainingRunController(const controller::ObjectCache& runs
 void TrainingRunController::wakeTheRunOf(const std::string& jobName, const std::map<std::string, std::string>& jobLabels) {
   auto uid = labelOf(jobLabels, crd::kRunUidLabel);
   if (uid.empty()) uid = jobs_.adopterOf(jobName);  // started outside vto, adopted by spec.adoptJob
+  // A job that ended may need a resume (a create): that comes first. Progress only updates status.
+  const auto& enqueue = jobs_.ended(jobName).value_or(true) ? enqueue_ : enqueueLowPriority_;
   if (auto key = runs_.keyByUid(uid)) {
-    enqueue_(*key);
+    enqueue(*key);
     return;
   }
   // Made for an earlier run of a name that a run now there took over (adopted, or restored): that run.
   controller::ObjectKey key{labelOf(jobLabels, crd::kNamespaceLabel), labelOf(jobLabels, crd::kNameLabel)};
-  if (!key.ns.empty() && !key.name.empty() && !runs_.uidAt(key).empty()) enqueue_(key);
+  if (!key.ns.empty() && !key.name.empty() && !runs_.uidAt(key).empty()) enqueue(key);
 }
 
 void TrainingRunController::onRunEvent(const nlohmann::json& run) {
@@ -178,7 +180,8 @@ void wireTrainingRuns(controller::Manager& manager, controller::Informer& runs, 
                       int workers) {
   manager.addController("trainingrun", controller.reconciler(), workers);
   auto& queue = manager.queue("trainingrun");
-  controller.setEnqueue([&queue](const controller::ObjectKey& key) { queue.add(key); });
+  controller.setEnqueue([&queue](const controller::ObjectKey& key) { queue.add(key); },
+                        [&queue](const controller::ObjectKey& key) { queue.addLowPriority(key); });
   runs.addHandler([&controller](const nlohmann::json& run) { controller.onRunEvent(run); });
   manager.addLoop([&controller](std::stop_token stop) { controller.polling().run(stop); });
   if (controller.logTails().enabled()) {

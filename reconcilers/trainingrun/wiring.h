@@ -40,8 +40,13 @@ class TrainingRunController {
   TrainingRunController(const controller::ObjectCache& runs, TrainingRunDeps deps, TrainingRunReconcilerOptions options,
                         JobPollerOptions pollerOptions = {}, LogTailOptions logTailOptions = {});
 
-  // Where reconciles go (the controller's work queue); set before any event arrives.
-  void setEnqueue(Enqueue enqueue) { enqueue_ = std::move(enqueue); }
+  // Where reconciles go (the controller's work queue); set before any event arrives. A run that only
+  // follows its job's progress (a state that is not final, a log tail) comes back at low priority,
+  // behind runs that may start work; without `enqueueLowPriority`, through `enqueue` too.
+  void setEnqueue(Enqueue enqueue, Enqueue enqueueLowPriority = {}) {
+    enqueue_ = std::move(enqueue);
+    enqueueLowPriority_ = enqueueLowPriority ? std::move(enqueueLowPriority) : enqueue_;
+  }
   // The informer handler for every event of a run: its poll target, its accelerator claim and its
   // metrics snapshot from one decode (the runs whose accelerators it frees are reconciled), then the
   // run itself, unless the event is the echo of this reconciler's own write.
@@ -66,6 +71,7 @@ class TrainingRunController {
   const controller::ObjectCache& runs_;
   metrics::TrainingRunObserver* observer_;
   Enqueue enqueue_ = [](const controller::ObjectKey&) {};
+  Enqueue enqueueLowPriority_ = [](const controller::ObjectKey&) {};
   controller::OwnWrites ownWrites_;
   controller::OwnWrites workloadWrites_;  // the reconciler's status writes on Workloads
   JobCache jobs_;

@@ -50,6 +50,72 @@ TEST_F(WorkQueueTest, KeyAddedWhileProcessingIsHandedOutOnlyAfterDone) {
   EXPECT_EQ(queue.len(), 0u);
 }
 
+const ObjectKey kC{"ns", "c"};
+
+TEST_F(WorkQueueTest, LowPriorityKeysWaitBehindTheOthers) {
+  queue.addLowPriority(kA);
+  queue.add(kB);
+  queue.addLowPriority(kC);
+  queue.addLowPriority(kB);  // queued already, higher: stays so
+  EXPECT_EQ(queue.len(), 3u);
+  EXPECT_EQ(queue.get(), kB);
+  EXPECT_EQ(queue.get(), kA) << "low priority, oldest first";
+  EXPECT_EQ(queue.get(), kC);
+}
+
+TEST_F(WorkQueueTest, AddRaisesALowPriorityKey) {
+  queue.addLowPriority(kA);
+  queue.addLowPriority(kB);
+  queue.add(kB);
+  queue.add(kC);
+  EXPECT_EQ(queue.len(), 3u) << "raised, not queued twice";
+  EXPECT_EQ(queue.get(), kB);
+  EXPECT_EQ(queue.get(), kC);
+  EXPECT_EQ(queue.get(), kA);
+}
+
+TEST_F(WorkQueueTest, LowPriorityAddedWhileProcessingComesBackLowUnlessRaised) {
+  queue.add(kA);
+  ASSERT_EQ(queue.get(), kA);
+  queue.addLowPriority(kA);
+  queue.add(kB);
+  queue.done(kA);
+  EXPECT_EQ(queue.get(), kB);
+  EXPECT_EQ(queue.get(), kA);
+  queue.done(kA);
+  queue.done(kB);
+
+  ASSERT_EQ((queue.add(kA), queue.get()), kA);
+  queue.addLowPriority(kA);
+  queue.add(kA);  // raised while processing
+  queue.add(kB);
+  queue.done(kA);
+  EXPECT_EQ(queue.get(), kB) << "both normal now: in the order they were queued";
+  EXPECT_EQ(queue.get(), kA);
+}
+
+TEST(WorkQueueLowPriority, GoesFirstOnceItWaitedTheLongestItMay) {
+  FakeClock clock;
+  WorkQueue queue{clock, defaultControllerRateLimiter(clock), nullptr, 30s};
+  queue.addLowPriority(kA);
+  clock.advance(29s);
+  queue.add(kB);
+  queue.add(kC);
+  EXPECT_EQ(queue.get(), kB) << "29 s: still behind";
+  clock.advance(1s);
+  EXPECT_EQ(queue.get(), kA) << "30 s: a burst of other keys no longer keeps it waiting";
+  EXPECT_EQ(queue.get(), kC);
+}
+
+TEST(WorkQueueLowPriority, AnIdleWorkerTakesItAtOnce) {
+  FakeClock clock;
+  WorkQueue queue{clock, defaultControllerRateLimiter(clock)};
+  auto got = std::async(std::launch::async, [&] { return queue.get(); });
+  queue.addLowPriority(kA);
+  ASSERT_EQ(got.wait_for(5s), std::future_status::ready);
+  EXPECT_EQ(got.get(), kA);
+}
+
 TEST_F(WorkQueueTest, AddAfterWaitsForTheClock) {
   queue.addAfter(kA, 10s);
   EXPECT_EQ(queue.len(), 0u);

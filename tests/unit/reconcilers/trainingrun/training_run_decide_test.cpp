@@ -477,6 +477,38 @@ TEST(DecideTest, ACreatedJobIsRecordedAtOnceWithItsState) {
 }
 
 
+// act holds the status that records a new job (HeldStatuses: its phase and history only); the
+// catch-up pass rebuilds the rest from what it observes. It must write what act would have written.
+TEST(DecideTest, TheCatchUpRebuildsTheHeldStatusExactlyAndTellsNothingAgain) {
+  auto o = fresh();
+  auto plan = decide(o);
+  ASSERT_TRUE(plan.createJob.has_value());
+  for (auto state : {JobState::Queued, JobState::Running}) {
+    auto created = jobIn(JobState::Queued);
+    auto recorded = recordCreatedJob(o, plan, created, false);
+    ASSERT_TRUE(recorded.status.has_value());
+    Observed catchUp = o;
+    catchUp.hasFinalizer = true;
+    catchUp.status.phase = recorded.status->phase;
+    catchUp.status.history = recorded.status->history;
+    catchUp.statusHeld = true;
+    catchUp.statusStored = false;
+    catchUp.vertex.job = jobIn(state);
+    auto rebuilt = decide(catchUp);
+    ASSERT_TRUE(rebuilt.status.has_value()) << "a held status is always written";
+    EXPECT_FALSE(rebuilt.createJob.has_value());
+    if (state == JobState::Queued) {
+      EXPECT_EQ(*rebuilt.status, *recorded.status);
+      EXPECT_TRUE(rebuilt.events.empty()) << "JobCreated told it";
+    } else {
+      EXPECT_EQ(crd::enumName(*rebuilt.status->phase, crd::phaseNames()), "Running");
+      EXPECT_EQ(reasons(rebuilt), std::vector<std::string>{"JobRunning"}) << "the job's progress is told as usual";
+      ASSERT_EQ(rebuilt.status->history.attempts.size(), 1u);
+      EXPECT_EQ(rebuilt.status->history.attempts[0].jobName, kJob);
+    }
+  }
+}
+
 // Tenancy: one rule for namespace "ns"; the run is in "ns" and uses project "proj" by default. The
 // rule allows the test run's image unless it says otherwise.
 governance::TenancyRules rulesFor(const std::string& rule) {

@@ -106,9 +106,18 @@ class ReconcilerTest : public ::testing::Test {
       if (gone) controller.onRunEvent(*gone);
     }
   }
-  controller::Result reconcile(const std::string& name = "r") {
+  // One pass, then what the informer shows of its writes.
+  controller::Result reconcileOnce(const std::string& name = "r") {
     auto result = reconciler.reconcile({"ns", name});
     sync(name);
+    return result;
+  }
+  // A pass and the catch-up it asks for (a new job's held status write), as an idle work queue
+  // serves it: at once.
+  controller::Result reconcile(const std::string& name = "r") {
+    auto result = reconcileOnce(name);
+    for (int i = 0; result.catchUp && i < 3; ++i) result = reconcileOnce(name);
+    EXPECT_FALSE(result.catchUp) << "a catch-up that asks for another";
     return result;
   }
   // Applies run "r" and brings its job to RUNNING, as the poller would report it.
@@ -128,6 +137,12 @@ class ReconcilerTest : public ::testing::Test {
       woken.clear();
       for (const auto& name : wake) reconcile(name);
     }
+  }
+  // The one job Vertex holds (read without the reconciler's cache).
+  std::string onlyJob() {
+    auto jobs = vertex.listJobs({"test-project", "us-central1"}, vertex::JobKind::Custom, {}).jobs;
+    EXPECT_EQ(jobs.size(), 1u);
+    return jobs.empty() ? "" : jobs[0].name;
   }
   json status(const std::string& name = "r") { return kube.get(trainingRunResource(), "ns", name)["status"]; }
   std::string currentJob(const std::string& name = "r") { return status(name)["attempts"].back()["jobName"]; }
@@ -187,6 +202,53 @@ TEST_F(ReconcilerTest, ANewRunInABucketListedLatelyNeedsNoGcsRequestBeforeItsJob
   apply(R"({"baseOutputDirectory": "gs://gone/r"})", "fourth");
   reconcile("fourth");
   EXPECT_EQ(gcs.listCalls(), 3) << "another bucket is listed";
+}
+
+TEST_F(ReconcilerTest, ANewJobsStatusWaitsForTheCatchUpAndEveryPassMeanwhileSeesTheJob) {
+  apply();
+  auto created = reconcileOnce();
+  EXPECT_TRUE(created.catchUp) << "the status write that records the job comes back at low priority";
+  ASSERT_EQ(vertex.createdBodies().size(), 1u);
+  EXPECT_FALSE(status().contains("attempts")) << "not written yet";
+  EXPECT_TRUE(events.has("JobCreated")) << "the Event is not held";
+  EXPECT_EQ(reconciler.heldStatuses().size(), 1u);
+
+  // Any pass before the catch-up (here the job's first poll) decides on the held status and writes.
+  vertex.setState(onlyJob(), vertex::JobState::Running);
+  jobs.erase(onlyJob());
+  auto next = reconcileOnce();
+  EXPECT_FALSE(next.catchUp);
+  EXPECT_EQ(vertex.createdBodies().size(), 1u) << "never a second job";
+  EXPECT_EQ(status()["phase"], "Running");
+  EXPECT_EQ(currentJob(), onlyJob());
+  EXPECT_EQ(reconciler.heldStatuses().size(), 0u);
+  EXPECT_EQ(std::count(events.reasons.begin(), events.reasons.end(), "JobCreated"), 1);
+  EXPECT_FALSE(reconcileOnce().catchUp);
+}
+
+TEST_F(ReconcilerTest, ARunDeletedBeforeItsHeldStatusIsWrittenCancelsItsJob) {
+  apply(R"({"deletionPolicy": "Cancel"})");
+  ASSERT_TRUE(reconcileOnce().catchUp);
+  kube.remove(trainingRunResource(), "ns", "r");
+  sync();
+  reconcileOnce();
+  EXPECT_EQ(vertex.cancelledNames(), std::vector<std::string>{onlyJob()})
+      << "the held status names the job: deletion cancels it with no lookup";
+}
+
+TEST_F(ReconcilerTest, ARestartBeforeTheHeldStatusIsWrittenAdoptsTheJob) {
+  apply();
+  ASSERT_TRUE(reconcileOnce().catchUp);
+  TrainingRunController restarted(cache, {kube, vertex, countingGcs, events, clock}, options(), pollerOptions());
+  std::set<std::string> restartedWoken;
+  restarted.setEnqueue([&](const controller::ObjectKey& key) { restartedWoken.insert(key.name); });
+  restarted.onRunEvent(*cache.get({"ns", "r"}));
+  restarted.polling().pollDue();
+  ASSERT_EQ(restartedWoken, std::set<std::string>{"r"});
+  EXPECT_FALSE(restarted.reconciler().reconcile({"ns", "r"}).catchUp);
+  sync();
+  EXPECT_EQ(vertex.createdBodies().size(), 1u) << "the job's labels find it: never a second";
+  EXPECT_EQ(currentJob(), onlyJob());
 }
 
 TEST_F(ReconcilerTest, AdoptsTheJobOfACrashBetweenCreateAndStatusWrite) {
@@ -398,7 +460,7 @@ TEST_F(PolledReconcilerTest, AfterARestartJobsComeFromTheFirstListNotAGetPerRun)
   restarted.polling().pollDue();
   EXPECT_EQ(restartedWoken, (std::set<std::string>{"r", "second"}));
   for (const auto& name : restartedWoken) {
-    restarted.reconciler().reconcile({"ns", name});
+    while (restarted.reconciler().reconcile({"ns", name}).catchUp) sync(name);
     sync(name);
   }
   EXPECT_EQ(status()["phase"], "Running");
@@ -556,10 +618,12 @@ TEST_F(CappedReconcilerTest, AfterARestartAnOrphanedJobCountsBeforeAnyRunIsAdmit
   second["spec"].merge_patch(json::parse(kFourGpus));
   kube.create(trainingRunResource(), "ns", second);
   auto restartedPass = [&](const std::string& name) {
-    restarted.reconciler().reconcile({"ns", name});
-    auto object = kube.get(trainingRunResource(), "ns", name);
-    cache.upsert(object);
-    restarted.onRunEvent(object);
+    for (bool again = true; again;) {
+      again = restarted.reconciler().reconcile({"ns", name}).catchUp;
+      auto object = kube.get(trainingRunResource(), "ns", name);
+      cache.upsert(object);
+      restarted.onRunEvent(object);
+    }
   };
   cache.upsert(kube.get(trainingRunResource(), "ns", "second"));
   restarted.onRunEvent(*cache.get({"ns", "second"}));
