@@ -465,15 +465,23 @@ void ListedBuckets::listed(const std::string& bucket, Clock::time_point now) {
 }
 
 void HeldStatuses::hold(const controller::ObjectKey& key, const std::string& uid, const crd::TrainingRunStatus& status) {
+  crd::TrainingRunStatus held;
+  held.phase = status.phase;
+  held.history = status.history;
+  auto encoded = crd::encodeTrainingRunStatus(held).dump();
   std::lock_guard lock(mutex_);
-  held_.insert_or_assign(key, Held{uid, status.phase, status.history});
+  held_.insert_or_assign(key, Held{uid, std::move(encoded)});
 }
 
-std::optional<HeldStatuses::Held> HeldStatuses::heldFor(const controller::ObjectKey& key, const std::string& uid) const {
-  std::lock_guard lock(mutex_);
-  auto found = held_.find(key);
-  if (found == held_.end() || found->second.uid != uid) return std::nullopt;
-  return found->second;
+std::optional<crd::TrainingRunStatus> HeldStatuses::heldFor(const controller::ObjectKey& key, const std::string& uid) const {
+  std::string encoded;
+  {
+    std::lock_guard lock(mutex_);
+    auto found = held_.find(key);
+    if (found == held_.end() || found->second.uid != uid) return std::nullopt;
+    encoded = found->second.status;
+  }
+  return crd::decodeTrainingRunStatus(nlohmann::json::parse(encoded), "status");
 }
 
 void HeldStatuses::release(const controller::ObjectKey& key) {

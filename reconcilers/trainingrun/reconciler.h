@@ -112,21 +112,21 @@ class ListedBuckets {
 // the run observes them as stored and rebuilds the rest, so the job is recorded from its create on.
 // A crash loses what is held; the job's labels then find it again (a namesake's adoption, or the
 // lookup by labels before any later create), as after a crash between a create and its status
-// write. About 1 KB a run while held. Safe across workers.
+// write. Held as the JSON text status would carry (a few hundred bytes a run: in a burst of
+// thousands, decoded structs cost megabytes of peak RSS). Safe across workers.
 class HeldStatuses {
  public:
-  struct Held {
-    std::string uid;
-    std::optional<crd::Phase> phase;
-    crd::RunHistory history;
-  };
   void hold(const controller::ObjectKey& key, const std::string& uid, const crd::TrainingRunStatus& status);
-  // Nothing for another run of the same name.
-  std::optional<Held> heldFor(const controller::ObjectKey& key, const std::string& uid) const;
+  // The phase and history held for the run; nothing for another run of the same name.
+  std::optional<crd::TrainingRunStatus> heldFor(const controller::ObjectKey& key, const std::string& uid) const;
   void release(const controller::ObjectKey& key);
   size_t size() const;
 
  private:
+  struct Held {
+    std::string uid;
+    std::string status;  // encoded: phase and history only
+  };
   mutable std::mutex mutex_;
   std::map<controller::ObjectKey, Held> held_;
 };

@@ -1,6 +1,7 @@
 // decide() as tables: each row is what observe saw (a run, its job, a checkpoint, a Vertex error, the
 // clock) and what the plan must say (phase, actions, Events, requeue). No fakes: decide is pure.
 #include "reconcilers/trainingrun/decide.h"
+#include "reconcilers/trainingrun/reconciler.h"
 
 #include <gtest/gtest.h>
 
@@ -487,10 +488,15 @@ TEST(DecideTest, TheCatchUpRebuildsTheHeldStatusExactlyAndTellsNothingAgain) {
     auto created = jobIn(JobState::Queued);
     auto recorded = recordCreatedJob(o, plan, created, false);
     ASSERT_TRUE(recorded.status.has_value());
+    HeldStatuses held;  // through its encoding, as act holds it
+    held.hold({"ns", "r"}, o.metadata.uid, *recorded.status);
+    auto heldStatus = held.heldFor({"ns", "r"}, o.metadata.uid);
+    ASSERT_TRUE(heldStatus.has_value());
+    EXPECT_FALSE(held.heldFor({"ns", "r"}, "another-uid").has_value()) << "a namesake sees nothing of it";
     Observed catchUp = o;
     catchUp.hasFinalizer = true;
-    catchUp.status.phase = recorded.status->phase;
-    catchUp.status.history = recorded.status->history;
+    catchUp.status.phase = heldStatus->phase;
+    catchUp.status.history = heldStatus->history;
     catchUp.statusHeld = true;
     catchUp.statusStored = false;
     catchUp.vertex.job = jobIn(state);
