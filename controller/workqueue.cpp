@@ -19,7 +19,7 @@ void WorkQueue::add(const ObjectKey& key) {
 void WorkQueue::addLocked(const ObjectKey& key, bool wake) {
   if (shuttingDown_) return;
   if (dirty_.count(key)) {
-    // Queued low: raised, keeping its place in time.
+    // Queued low: raised (its wait still counted from when it was first queued).
     if (lowKeys_.erase(key) == 0 || processing_.count(key)) return;
     low_.erase(std::find(low_.begin(), low_.end(), key));
     ready_.push_back(key);
