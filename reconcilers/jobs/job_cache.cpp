@@ -224,6 +224,16 @@ std::vector<CachedJob> JobCache::unfinishedReadBefore(const std::string& prefix,
   return out;
 }
 
+std::vector<CachedJob> JobCache::unfinishedAdoptedReadBefore(const std::string& prefix, Clock::time_point before) const {
+  std::lock_guard lock(mutex_);
+  std::vector<CachedJob> out;
+  for (auto it = adopted_.lower_bound(prefix); it != adopted_.end() && it->first.rfind(prefix, 0) == 0; ++it) {
+    auto job = jobs_.find(it->first);
+    if (job != jobs_.end() && !vertex::isTerminal(job->second.state) && job->second.readAt < before) out.push_back(job->second);
+  }
+  return out;
+}
+
 bool JobCache::setPollFailure(const std::string& prefix, std::optional<VertexFailure> failure) {
   std::lock_guard lock(mutex_);
   auto found = pollFailures_.find(prefix);

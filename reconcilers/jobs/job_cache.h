@@ -88,6 +88,10 @@ class JobCache {
   // Unfinished jobs whose names start with `prefix` (e.g. projects/P/locations/L/customJobs/) that
   // were last read before `before`: what a full list did not confirm, or what no poll reached.
   std::vector<CachedJob> unfinishedReadBefore(const std::string& prefix, Clock::time_point before) const;
+  // The same, of only the jobs runs adopted (spec.adoptJob): what a list of changes cannot bring, as
+  // it filters on vto's labels. Walks the adopted jobs, not every job: a poll of changes must not
+  // copy thousands of jobs only to keep none.
+  std::vector<CachedJob> unfinishedAdoptedReadBefore(const std::string& prefix, Clock::time_point before) const;
 
   // Whether the last poll of the jobs under `prefix` (one poll target) failed, and how: the runs
   // there report it in a condition. Returns whether that changed.

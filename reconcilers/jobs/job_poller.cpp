@@ -85,8 +85,8 @@ Clock::duration JobPoller::poll(const PollTarget& target) {
     // Cached as unfinished but not in the full list: it ended (or went) in an update the changes list
     // missed. Read each one directly; and at every poll the jobs runs adopted (spec.adoptJob), which
     // carry none of vto's labels that the lists filter on.
-    for (const auto& stale : jobs_.unfinishedReadBefore(prefix, now)) {
-      if (!full && jobs_.adopterOf(stale.name).empty()) continue;
+    auto stales = full ? jobs_.unfinishedReadBefore(prefix, now) : jobs_.unfinishedAdoptedReadBefore(prefix, now);
+    for (const auto& stale : stales) {
       {
         std::lock_guard lock(mutex_);
         ++getCalls_;
