@@ -389,6 +389,10 @@ struct PooledHttpTransport::Pool {
   KeepAlive keepAlive;
   DeadlineResolver resolver;
   asio::ssl::context tls{asio::ssl::context::tls_client};
+  // The system's roots are attached before the first TLS connection, not at construction: a transport
+  // that only ever speaks plain HTTP (an emulator, a local Prometheus) never parses them.
+  bool trustsSystemRoots = false;
+  std::once_flag systemRootsAttached;
   std::mutex mutex;
   std::unordered_map<std::string, std::shared_ptr<Endpoint>> endpoints;
 
@@ -433,6 +437,7 @@ struct PooledHttpTransport::Pool {
   std::unique_ptr<Connection> newConnection(bool secure) {
     auto connection = std::make_unique<Connection>();
     if (secure) {
+      if (trustsSystemRoots) std::call_once(systemRootsAttached, [this] { trustSystemRoots(tls); });
       connection->secure.emplace(connection->io, tls);
     } else {
       connection->plain.emplace(connection->io);
@@ -560,11 +565,25 @@ void copyHeaders(const http::response_header<>& from, HttpResponse& to) {
 
 }  // namespace
 
+void trustSystemRoots(asio::ssl::context& context) {
+  // Parsed once per process and shared (OpenSSL counts the store's references): each parse of the
+  // system's CA bundle costs about 1 MiB, and every transport that trusts it would hold a copy.
+  static X509_STORE* const roots = [] {
+    X509_STORE* store = X509_STORE_new();
+    if (store == nullptr || X509_STORE_set_default_paths(store) != 1) {
+      X509_STORE_free(store);
+      throw TransportError("loading the system's trusted CA certificates failed");
+    }
+    return store;
+  }();
+  SSL_CTX_set1_cert_store(context.native_handle(), roots);
+}
+
 PooledHttpTransport::PooledHttpTransport(HttpTransportOptions options) : pool_(std::make_unique<Pool>(options)) {
   if (options.configureTls) {
     options.configureTls(pool_->tls);
   } else {
-    pool_->tls.set_default_verify_paths();
+    pool_->trustsSystemRoots = true;
   }
   pool_->tls.set_verify_mode(options.verifyPeer ? asio::ssl::verify_peer : asio::ssl::verify_none);
 }

@@ -112,6 +112,10 @@ struct HttpTransportOptions {
   std::function<void(boost::asio::ssl::context&)> configureTls{};
 };
 
+// Makes `context` trust the system's CA certificates (as set_default_verify_paths would), from one
+// store parsed once per process and shared by every context that trusts them.
+void trustSystemRoots(boost::asio::ssl::context& context);
+
 // HTTP/1.1 with keep-alive connections pooled per endpoint (Boost.Beast, OpenSSL with certificates
 // and host names verified): a request reuses an idle connection, so the DNS lookup, TCP connect and
 // TLS handshake happen once per connection, not once per request. The exchange runs on the

@@ -91,7 +91,7 @@ struct RestKubeClient::Impl {
     auto ca = config.caPem, cert = config.clientCertPem, key = config.clientKeyPem;
     options.configureTls = [ca, cert, key](boost::asio::ssl::context& ctx) {
       if (ca.empty()) {
-        ctx.set_default_verify_paths();
+        trustSystemRoots(ctx);
       } else {
         trustOnlyClusterCa(ctx, ca);
       }

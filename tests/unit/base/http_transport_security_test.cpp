@@ -19,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include <boost/asio/ssl/context.hpp>
+
 #include "base/http_transport.h"
 #include "tests/support/loopback_http_server.h"
 #include "tests/support/wait.h"
@@ -245,6 +247,16 @@ TEST(TransportSmuggling, OverTlsAResponseNobodyAskedForIsNeverReadEither) {
     }
     EXPECT_EQ(server.accepted(), 3) << (sameRecord ? "same record" : "own record");
   }
+}
+
+// The system's CA bundle is parsed once and shared: every context that trusts it holds the same store.
+TEST(TransportTls, TheSystemsRootsAreParsedOnceAndShared) {
+  boost::asio::ssl::context first{boost::asio::ssl::context::tls_client}, second{boost::asio::ssl::context::tls_client};
+  trustSystemRoots(first);
+  trustSystemRoots(second);
+  X509_STORE* store = SSL_CTX_get_cert_store(first.native_handle());
+  EXPECT_EQ(store, SSL_CTX_get_cert_store(second.native_handle()));
+  EXPECT_GT(sk_X509_OBJECT_num(X509_STORE_get0_objects(store)), 0) << "no certificate in the system's bundle";
 }
 
 TEST(TransportKeepAlive, OffMeansAConnectionPerRequestClosedAfter) {
