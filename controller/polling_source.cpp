@@ -16,7 +16,7 @@ void PollingSource::refreshTargets(Clock::time_point now) {
   std::map<std::string, Schedule> current;
   for (auto& target : targets_()) {
     auto known = schedules_.find(target);
-    current[target] = known != schedules_.end() ? known->second : Schedule{now, 0, false};
+    current[target] = known != schedules_.end() ? known->second : Schedule{now, 0, false, std::nullopt};
   }
   schedules_ = std::move(current);
 }
@@ -51,7 +51,10 @@ bool PollingSource::pollOne(const std::string& target, Clock::time_point now) {
   }
   std::lock_guard lock(mutex_);
   auto found = schedules_.find(target);
-  if (found != schedules_.end()) found->second = Schedule{next, failures, false};
+  if (found != schedules_.end()) {
+    if (found->second.dueBy) next = std::min(next, *found->second.dueBy);
+    found->second = Schedule{next, failures, false, std::nullopt};
+  }
   return failures == 0;
 }
 
@@ -61,8 +64,10 @@ Clock::time_point PollingSource::pollDue() {
   {
     std::lock_guard lock(mutex_);
     refreshTargets(now);
-    for (const auto& [target, schedule] : schedules_) {
-      if (schedule.due <= now) due.push_back(target);
+    for (auto& [target, schedule] : schedules_) {
+      if (schedule.due > now) continue;
+      schedule.inFlight = true;  // so that a pollWithin meanwhile is kept for the poll after
+      due.push_back(target);
     }
   }
   // Polled outside the lock: a slow target delays the others' polls in this round, never their
@@ -152,11 +157,20 @@ void PollingSource::runWorkers(std::stop_token stop) {
   workers.clear();  // joins: each stops at its wait, or after its poll in flight
 }
 
-void PollingSource::markDue(const std::string& target) {
+void PollingSource::markDue(const std::string& target) { pollWithin(target, Clock::duration::zero()); }
+
+void PollingSource::pollWithin(const std::string& target, Clock::duration within) {
   std::lock_guard lock(mutex_);
   auto found = schedules_.find(target);
-  if (found == schedules_.end() || found->second.inFlight) return;
-  found->second.due = std::min(found->second.due, clock_.now());
+  if (found == schedules_.end()) return;  // a new target is polled at once anyway
+  auto by = clock_.now() + within;
+  auto& schedule = found->second;
+  if (schedule.inFlight) {
+    schedule.dueBy = std::min(schedule.dueBy.value_or(by), by);
+    return;
+  }
+  if (by >= schedule.due) return;
+  schedule.due = by;
   wake_.notify_all();
 }
 

@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <stop_token>
 #include <string>
@@ -58,6 +59,9 @@ class PollingSource {
   void run(std::stop_token stop);
   // Makes `target` due now (its subject changed): polled at the next round instead of on schedule.
   void markDue(const std::string& target);
+  // Makes `target` due within `within` from now, unless it is due sooner. A poll in flight may have
+  // missed the change that asked: the poll after it comes within `within` of the ask.
+  void pollWithin(const std::string& target, Clock::duration within);
   // Asks for the targets again now (one was added): a new target is polled at once, not after up to
   // targetRefresh (at a start, every run's first job waits for its place's first poll).
   void refreshNow();
@@ -69,6 +73,8 @@ class PollingSource {
     Clock::time_point due{};
     int failures = 0;
     bool inFlight = false;  // a worker is polling it
+    // Asked for by pollWithin while a poll was in flight: the next poll comes no later than this.
+    std::optional<Clock::time_point> dueBy{};
   };
   // Re-reads the targets (keeping known schedules); with mutex_ held.
   void refreshTargets(Clock::time_point now);

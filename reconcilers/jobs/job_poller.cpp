@@ -27,6 +27,8 @@ std::string unfinishedFilter() {
 JobPoller::JobPoller(vertex::VertexClient& vertex, JobCache& jobs, const Clock& clock, Wake wake, JobPollerOptions options)
     : vertex_(vertex), jobs_(jobs), clock_(clock), wake_(std::move(wake)), options_(options) {}
 
+bool isStarting(vertex::JobState state) { return state == vertex::JobState::Queued || state == vertex::JobState::Pending; }
+
 void JobPoller::see(const vertex::Job& job, Clock::time_point now, TargetState& state) {
   // A job this operator did not make moves nothing here (its update time could hold the watermark
   // ahead, a pending one the fast polls on): the cache only remembers it as an impostor.
@@ -35,7 +37,7 @@ void JobPoller::see(const vertex::Job& job, Clock::time_point now, TargetState& 
     return;
   }
   if (job.updateTime && *job.updateTime > state.watermark) state.watermark = *job.updateTime;
-  if (job.state == vertex::JobState::Queued || job.state == vertex::JobState::Pending) {
+  if (isStarting(job.state)) {
     state.starting.insert(job.name);
   } else {
     state.starting.erase(job.name);

@@ -31,6 +31,9 @@ struct JobPollerOptions {
   int pageSize = 500;
 };
 
+// Whether a job in `state` has yet to run (queued or pending): its target is polled every fastInterval.
+bool isStarting(vertex::JobState state);
+
 class JobPoller {
  public:
   // Told of a job that changed (its name and labels): the run that follows it looks again.

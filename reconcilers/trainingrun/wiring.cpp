@@ -89,6 +89,11 @@ TrainingRunController::TrainingRunController(const controller::ObjectCache& runs
   // A job's change reaches the accelerator ledger (a job that ended frees its namespace's accelerators).
   jobs_.setListener([this](const std::string& name, const CachedJob* job) {
     for (const auto& waiting : reconciler_->accelerators().updateJob(name, job)) enqueue_(waiting);
+    // A job yet to run that no poll saw (vto just made it, or a GET read it) is polled at the fast
+    // interval from now on, not first at a slow poll up to --vertex-poll-interval away.
+    if (job != nullptr && isStarting(job->state)) {
+      if (auto target = pollTargetOfJob(name)) polling_.pollWithin(target->jobPrefix(), pollerOptions_.fastInterval);
+    }
     // A budget hold kept after a lost create answer becomes the job's once a read shows it running.
     if (auto* budgets = reconciler_->budgets(); budgets != nullptr && job != nullptr && !vertex::isTerminal(job->state))
       budgets->jobSeen(labelOf(job->labels, crd::kRunUidLabel), name);

@@ -85,6 +85,44 @@ TEST(PollingSourceTest, NewTargetsArePolledAtOnceAndGoneOnesDropped) {
   EXPECT_EQ(f.polls["a"], 1) << "a is no longer a target";
 }
 
+// A job that starts between two slow polls asks for its target within the fast interval: sooner,
+// never later, and an ask while the target is polled is kept for the poll after.
+TEST(PollingSourceTest, PollWithinBringsAPollForwardAndOutlastsAPollInFlight) {
+  Fixture f;
+  f.source.pollDue();  // t=0: both polled, next at t=10
+  f.clock.advance(seconds(2));
+  f.source.pollWithin("a", seconds(3));
+  f.source.pollWithin("a", seconds(30));  // a later ask moves nothing
+  f.clock.advance(seconds(2));
+  f.source.pollDue();
+  EXPECT_EQ(f.polls["a"], 1) << "t=4: not due before t=5";
+  f.clock.advance(seconds(1));
+  f.source.pollDue();
+  EXPECT_EQ(f.polls["a"], 2) << "t=5: within 3 s of the ask";
+  EXPECT_EQ(f.polls["b"], 1) << "b keeps its schedule";
+
+  // t=5 again, an ask while a's poll is in flight (from the poll itself): the next poll by t=5+4,
+  // not at its interval's t=15.
+  PollingSource* source = nullptr;
+  int polls = 0;
+  PollingSource asking{f.clock, [] { return std::vector<std::string>{"a"}; },
+                       [&](const std::string& target) -> Clock::duration {
+                         if (++polls == 1) source->pollWithin(target, seconds(4));
+                         return seconds(10);
+                       }};
+  source = &asking;
+  EXPECT_EQ(asking.pollDue(), f.clock.now() + seconds(1)) << "the next target refresh comes first";
+  f.clock.advance(seconds(4));
+  asking.pollDue();
+  EXPECT_EQ(polls, 2);
+  f.clock.advance(seconds(9));
+  asking.pollDue();
+  EXPECT_EQ(polls, 2) << "then its interval again";
+  f.clock.advance(seconds(1));
+  asking.pollDue();
+  EXPECT_EQ(polls, 3);
+}
+
 // At a start, every run's first job waits for the first poll of its place: a target added while run()
 // waits is polled when the caller says so, on a clock that does not move (not at the next refresh).
 TEST(PollingSourceTest, ATargetAddedWhileWaitingIsPolledOnRefreshNow) {

@@ -403,6 +403,21 @@ TEST_F(PolledReconcilerTest, AnUpdateStampedBehindTheWatermarkIsStillSeenAndTheR
   EXPECT_EQ(vertex.createdBodies().size(), 1u);
 }
 
+TEST_F(PolledReconcilerTest, AJobMadeBetweenTwoSlowPollsIsPolledAtTheFastInterval) {
+  apply("", "first");
+  reconcile("first");
+  runFor(seconds(3));  // the target's first poll: a full list, the job queued
+  vertex.setState(currentJob("first"), vertex::JobState::Running);
+  runFor(seconds(6));  // a fast poll sees it running: nothing starts there now, the next poll is slow
+  ASSERT_EQ(status("first")["phase"], "Running");
+  apply();
+  reconcile();
+  vertex.setState(currentJob(), vertex::JobState::Running);
+  runFor(seconds(6));
+  EXPECT_EQ(status()["phase"], "Running") << "seen within the fast interval, not at the slow poll 30 s away";
+  EXPECT_EQ(vertex.getCalls(), 0) << "by the list, not a GET per run";
+}
+
 TEST_F(PolledReconcilerTest, AVertexClockBehindVtosDelaysNothing) {
   apply();
   reconcile();  // the job exists: its target (read from its name) is polled from now on
