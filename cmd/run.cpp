@@ -220,6 +220,7 @@ int run(const Args& args) {
         reconcilers::workloadInformerOptions(informerOptions(flags, reconcilers::workloadResource())));
     runOptions.kueue = true;
     runOptions.workloads = &workloads->cache();
+    runOptions.workloadsSynced = [workloads] { return workloads->hasSynced(); };
   }
   runOptions.ownership = ownership.get();
   runOptions.registry = &clients.registry();

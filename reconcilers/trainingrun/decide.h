@@ -168,6 +168,9 @@ struct KueueReading {
   // The cached Workload is a version this operator's own status write replaced: the pass waits for
   // that write's echo (which wakes the run) instead of deciding on it and conflicting.
   bool behind = false;
+  // The Workload informer has not synced since the start and holds no Workload for the run: one may
+  // exist (an eviction to honour). The pass waits for the sync instead of deciding the run has none.
+  bool unsynced = false;
 };
 
 struct Observed {

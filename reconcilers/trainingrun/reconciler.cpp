@@ -73,6 +73,8 @@ Result TrainingRunReconciler::reconcile(const controller::ObjectKey& key) {
   if (options_.ownWrites != nullptr && options_.ownWrites->behind(*cached)) return {};
   auto observed = observe(*cached);
   if (observed.kueue.behind) return {};  // the echo of our own write on its Workload brings it back
+  // A run decided on before its Workload is cached would take an eviction's cancel for a user's.
+  if (observed.kueue.unsynced) return {.requeueAfter = std::chrono::seconds(1)};
   return act(*cached, observed, decide(observed, decideOptions_));
 }
 
@@ -131,7 +133,7 @@ Observed TrainingRunReconciler::observe(const nlohmann::json& object) {
   }
   bool deleting = !o.metadata.deletionTimestamp.empty();
   observeWorkload(o);
-  if (!o.run || o.kueue.behind) return o;
+  if (!o.run || o.kueue.behind || o.kueue.unsynced) return o;
   o.vertex.impostors = jobs_.impostorsOf(o.metadata.uid);
   if (const auto* tails = options_.logTails; tails != nullptr && tails->enabled()) {
     o.logTails.enabled = true;
@@ -197,7 +199,11 @@ void TrainingRunReconciler::observeWorkload(Observed& o) {
   if (!options_.kueue || options_.workloads == nullptr) return;
   auto name = workloadNameOf(o.metadata);
   auto cached = options_.workloads->get({o.metadata.namespace_, name});
-  if (!cached) return;
+  if (!cached) {
+    // Bounded: without Kueue's CRDs the informer never syncs, and the run must still come to say so.
+    o.kueue.unsynced = options_.workloadsSynced && !options_.workloadsSynced() && o.now - startedAt_ < options_.awaitWorkloadSync;
+    return;
+  }
   if (options_.workloadWrites != nullptr && options_.workloadWrites->behind(*cached)) {
     o.kueue.behind = true;
     return;

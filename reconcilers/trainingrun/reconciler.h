@@ -7,6 +7,7 @@
 //   decide   is pure (training_run_decide.h);
 //   act      carries out the Plan: finalizer, cancel, create (then the job name goes to status at
 //            once), one status write when it changed, the Events, TTL deletion.
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -87,6 +88,10 @@ struct TrainingRunReconcilerOptions {
   // wait for its admission. `workloads` is the informer cache of vto's Workloads (null: none yet).
   bool kueue = false;
   const controller::ObjectCache* workloads = nullptr;
+  // Whether that cache has synced since the start (null: it has). Until it has, for at most
+  // awaitWorkloadSync after the start, a run whose Workload it does not hold waits.
+  std::function<bool()> workloadsSynced{};
+  Clock::duration awaitWorkloadSync = std::chrono::minutes(1);
   // Where this reconciler's status writes on Workloads are recorded until the cache shows them.
   controller::OwnWrites* workloadWrites = nullptr;
 };

@@ -73,14 +73,15 @@ class KueueReconcilerTest : public ::testing::Test {
   explicit KueueReconcilerTest(bool kueueInstalled = true)
       : withoutKueue(kube),
         controller(cache, {kueueInstalled ? static_cast<controller::KubeClient&>(kube) : withoutKueue, vertex, gcs, events, clock},
-                   options(workloads)) {
+                   options(workloads, &workloadsSynced)) {
     controller.setEnqueue([this](const controller::ObjectKey& key) { woken.insert(key.name); });
   }
-  static TrainingRunReconcilerOptions options(const controller::ObjectCache& workloads) {
+  static TrainingRunReconcilerOptions options(const controller::ObjectCache& workloads, const bool* synced) {
     TrainingRunReconcilerOptions o;
     o.defaults = {"test-project", "us-central1"};
     o.kueue = true;
     o.workloads = &workloads;
+    o.workloadsSynced = [synced] { return *synced; };
     return o;
   }
 
@@ -142,6 +143,7 @@ class KueueReconcilerTest : public ::testing::Test {
   WithoutKueue withoutKueue;
   controller::ObjectCache cache;
   controller::ObjectCache workloads;
+  bool workloadsSynced = true;  // whether the Workload informer has synced since the start
   testing::FakeVertexClient vertex;
   testing::FakeGcsClient gcs;
   testing::RecordingEvents events;
@@ -198,6 +200,30 @@ TEST_F(KueueReconcilerTest, TheWorkloadComesFirstTheJobAfterAdmissionAndFinished
   reconcile();
   EXPECT_EQ(kube.calls(), calls + 1);
   EXPECT_EQ(vertex.createdBodies().size(), 1u);
+}
+
+// At a start the Workload informer may not have synced yet: a run whose Workload it does not hold is
+// not decided on as if it had none (an eviction's cancel would read as a user's), it comes back.
+TEST_F(KueueReconcilerTest, BeforeTheWorkloadsSyncARunWhoseWorkloadIsNotCachedWaits) {
+  workloadsSynced = false;
+  apply();
+  EXPECT_EQ(controller.reconciler().reconcile({"ns", "r"}).requeueAfter, std::chrono::seconds(1));
+  EXPECT_TRUE(runStatus().is_null()) << "nothing decided, nothing written: " << runStatus().dump();
+  EXPECT_THROW(kube.get(workloadResource(), "ns", workloadName()), controller::ApiError) << "no Workload made either";
+  workloadsSynced = true;
+  reconcile();
+  EXPECT_EQ(ready(), "False/WaitingForKueue");
+  EXPECT_TRUE(vertex.createdBodies().empty());
+}
+
+// Without Kueue's CRDs the Workload informer never syncs: the wait ends a minute after the start.
+TEST_F(KueueReconcilerTest, AnInformerThatNeverSyncsHoldsARunOnlyAMinute) {
+  workloadsSynced = false;
+  apply();
+  EXPECT_EQ(controller.reconciler().reconcile({"ns", "r"}).requeueAfter, std::chrono::seconds(1));
+  clock.advance(std::chrono::minutes(1));
+  reconcile();
+  EXPECT_EQ(ready(), "False/WaitingForKueue") << "decided on, its Workload made";
 }
 
 TEST_F(KueueReconcilerTest, AWorkloadOfTheRunsNameThatIsAnothersIsNeverUsed) {
